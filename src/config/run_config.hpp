@@ -1,0 +1,117 @@
+// RunConfig: the whole YAML config as plain, validated structs. Read once by
+// config::load; nothing after that reads YAML. Defaults below are the ones a
+// config gets for a key it leaves out (Keras defaults where Keras has one).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/shape.hpp"
+
+namespace gputrain::config {
+
+// One layer of `model.layers`. `type` is the registry name (dense, flatten,
+// relu, ...); `params` holds every other key of the layer's mapping as its
+// scalar text (e.g. {"units": "128", "activation": "relu"}); nn/ validates
+// them against the layer kind and reports errors via `where`.
+struct LayerSpec {
+    std::string type;
+    std::string name;                           // "" = auto ("dense", "dense_1", ...)
+    std::map<std::string, std::string> params;  // key -> scalar text
+    std::map<std::string, std::string> where;   // key -> "file:line:col" ("" key = the layer itself)
+};
+
+struct ModelConfig {
+    Shape input_shape;               // model.input_shape, e.g. [28, 28]
+    std::vector<LayerSpec> layers;   // model.layers
+};
+
+struct LossConfig {
+    std::string name = "sparse_categorical_crossentropy";  // | categorical_crossentropy | mean_squared_error
+    bool from_logits = false;                               // loss.from_logits
+};
+
+struct ScheduleConfig {
+    std::string type = "constant";   // constant | step_decay | exponential_decay | cosine
+    double decay_rate = 0.1;         // step_decay: lr *= decay_rate every decay_epochs; exponential: lr * rate^(step/decay_steps)
+    int64_t decay_epochs = 10;       // step_decay
+    int64_t decay_steps = 1000;      // exponential_decay (optimizer steps)
+    bool staircase = false;          // exponential_decay: integer division of step/decay_steps
+    double min_lr = 0.0;             // cosine: floor reached at the end of training
+    int64_t warmup_epochs = 0;       // linear warmup from 0 over this many epochs (whole epochs), then the schedule
+};
+
+struct OptimizerConfig {
+    std::string type = "adam";       // sgd | adam | adamw
+    double learning_rate = 1e-3;     // sgd default 0.01
+    double momentum = 0.0;           // sgd
+    bool nesterov = false;           // sgd
+    double beta1 = 0.9;              // adam/adamw
+    double beta2 = 0.999;            // adam/adamw
+    double epsilon = 1e-7;           // adam/adamw
+    double weight_decay = 0.0;       // adamw default 0.004 (Keras); sgd/adam: L2-free, must be 0 unless set
+    ScheduleConfig schedule;         // optimizer.schedule
+};
+
+struct DataConfig {
+    std::string dataset;             // data.dataset: NAME resolved via $GPUTRAIN_DATA, ./datasets/NAME, /usr/share/datasets/NAME
+    std::string path;                // data.path: DIR (exactly one of dataset/path; or dataset: synthetic)
+    std::string format = "idx";      // idx | csv | synthetic
+    double scale = 1.0 / 255.0;      // data.scale: inputs multiplied by this
+    double validation_split = 0.0;   // data.validation_split in [0, 1): last fraction of the training set
+    int64_t limit = 0;               // data.limit: first N training samples (0 = all)
+    int64_t test_limit = 0;          // data.test_limit: first N test samples (0 = all)
+    // synthetic only (format: synthetic or dataset: synthetic)
+    int64_t synthetic_samples = 2048;  // data.synthetic.samples (train); test gets a quarter
+    int64_t synthetic_classes = 10;    // data.synthetic.classes
+    uint64_t synthetic_seed = 1;       // data.synthetic.seed
+};
+
+struct TrainingConfig {
+    int64_t epochs = 5;
+    int64_t batch_size = 32;         // the GLOBAL batch, split across replicas
+    bool shuffle = true;
+    uint64_t seed = 42;
+};
+
+struct StrategyConfig {
+    std::string type = "mirrored";   // one_device | mirrored
+    std::string devices = "all";     // "all" | "cpu" | comma-separated GPU ids "0,1"
+    int64_t replicas = 0;            // CPU replicas (threads); 0 = 1
+};
+
+struct CheckpointConfig {
+    std::string dir;                 // checkpoint.dir: "" = the run dir
+    int64_t every_epochs = 1;        // write epoch-NNN every N epochs (0 = never)
+    int64_t keep_last = 3;           // keep the newest N epoch-NNN files (0 = keep all)
+    bool save_best = true;
+    std::string monitor = "val_loss";  // loss | accuracy | val_loss | val_accuracy (val_* fall back to the train metric without validation)
+    std::string mode = "auto";       // min | max | auto (max for accuracy, min for loss)
+};
+
+struct LoggingConfig {
+    std::string level = "info";      // trace | debug | info | warn | error
+    std::string progress = "auto";   // auto (bar on a terminal) | bar | lines | none
+    std::string metrics_file = "metrics.csv";  // relative to the run dir; "" = none
+};
+
+struct RunConfig {
+    std::string source_file;         // the YAML file it came from
+    std::string run_dir = "runs/default";  // run_dir: where checkpoints and logs go (--run-dir overrides)
+    ModelConfig model;
+    LossConfig loss;
+    std::vector<std::string> metrics{"accuracy"};  // accuracy | loss ("loss" is always reported)
+    OptimizerConfig optimizer;
+    DataConfig data;
+    TrainingConfig training;
+    StrategyConfig strategy;
+    CheckpointConfig checkpoint;
+    LoggingConfig logging;
+    std::string resolved_yaml;       // the full config with defaults filled in, as YAML (written to the run dir)
+    std::string digest;              // hex FNV-1a 64 of resolved_yaml minus training.epochs (stored in checkpoints)
+};
+
+}  // namespace gputrain::config

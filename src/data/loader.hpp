@@ -1,0 +1,76 @@
+// Loader: the GLOBAL order of an epoch (a permutation seeded by (seed, epoch),
+// so a resumed run sees the same order), cut into global batches, each split
+// into per-replica shards, gathered ahead of time on a background thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "data/dataset.hpp"
+
+namespace gputrain::data {
+
+struct Batch {
+    int64_t step = 0;                    // index of the batch within its epoch
+    int64_t size = 0;                    // samples in this global batch (last may be smaller)
+    std::vector<float> inputs;           // size * sample_elements
+    std::vector<int32_t> labels;         // size
+    std::vector<int64_t> shard_begin;    // replicas + 1 offsets: replica r owns rows [shard_begin[r], shard_begin[r+1])
+};
+
+// Shard boundaries of `batch_size` rows over `replicas`: as even as possible,
+// the first (batch_size % replicas) replicas get one row more. A replica may get 0 rows.
+std::vector<int64_t> shard_offsets(int64_t batch_size, int replicas);
+
+// The permutation of [0, n) used for `epoch` (identity when shuffle is false).
+std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch);
+
+class Loader {
+public:
+    // `dataset` must outlive the loader. prefetch_depth = batches gathered ahead.
+    Loader(const Dataset& dataset, int64_t global_batch, int replicas, bool shuffle, uint64_t seed,
+           int prefetch_depth = 4);
+    ~Loader();
+    Loader(const Loader&) = delete;
+    Loader& operator=(const Loader&) = delete;
+
+    int64_t steps_per_epoch() const;  // ceil(size / global_batch)
+
+    // Starts gathering `epoch`'s batches from `first_step` on (resume mid-epoch). Call from one
+    // thread, when no replica is inside get() (between epochs). Stops any previous epoch's prefetch.
+    void start_epoch(int64_t epoch, int64_t first_step = 0);
+
+    // The batch for `step` of the current epoch; blocks until gathered. Every one of the
+    // `replicas` consumers calls get(step) once per step; a batch is released when all have.
+    // Thread-safe. Throws Error if step is outside the epoch.
+    std::shared_ptr<const Batch> get(int64_t step);
+
+private:
+    void produce(int64_t epoch, int64_t first_step);
+    void stop_producer();
+
+    const Dataset& dataset_;
+    int64_t global_batch_;
+    int replicas_;
+    bool shuffle_;
+    uint64_t seed_;
+    int prefetch_depth_;
+
+    std::mutex mutex_;
+    std::condition_variable changed_;
+    struct Slot {
+        std::shared_ptr<const Batch> batch;
+        int taken = 0;
+    };
+    std::map<int64_t, Slot> ready_;      // step -> gathered batch
+    int64_t released_below_ = 0;         // every step below this has been taken by all replicas
+    bool stopping_ = false;
+    std::thread producer_;
+};
+
+}  // namespace gputrain::data
