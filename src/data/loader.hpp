@@ -70,6 +70,9 @@ private:
     std::map<int64_t, Slot> ready_;      // step -> gathered batch
     int64_t released_below_ = 0;         // every step below this has been taken by all replicas
     bool stopping_ = false;
+    bool started_ = false;               // start_epoch has been called
+    int64_t epoch_ = 0;                  // the current epoch and its first step (for get's checks)
+    int64_t first_step_ = 0;
     std::thread producer_;
 };
 

@@ -1,0 +1,79 @@
+// Backend: everything a replica computes, on memory the backend owns. One
+// Backend per replica thread (it holds that replica's stream and handles on a
+// GPU). Pointers passed in are the backend's device memory unless named host_*.
+// Matrices are row-major.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "backend/activation.hpp"
+#include "backend/math.hpp"
+
+namespace gputrain {
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+    virtual std::string name() const = 0;  // "cpu", "cuda:0"
+
+    // Memory (bytes). Allocation happens before training starts (see
+    // docs/architecture.md: no allocation while collectives run).
+    virtual void* allocate_bytes(size_t bytes) = 0;
+    virtual void release(void* ptr) = 0;
+    virtual void copy_to_device(void* dst, const void* host_src, size_t bytes) = 0;
+    virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+    virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+    virtual void synchronize() = 0;
+
+    float* allocate_floats(size_t count) { return static_cast<float*>(allocate_bytes(count * sizeof(float))); }
+
+    virtual void fill(float* x, size_t n, float value) = 0;
+    virtual void scale(float* x, size_t n, float alpha) = 0;
+
+    // C[m,n] = alpha * op(A) * op(B) + beta * C with op(A) m x k and op(B) k x n.
+    virtual void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                      const float* b, int ldb, float beta, float* c, int ldc) = 0;
+
+    // y[r, c] += bias[c]
+    virtual void add_bias(float* y, const float* bias, int rows, int cols) = 0;
+    // db[c] = sum over r of dy[r, c]
+    virtual void sum_rows(const float* dy, float* db, int rows, int cols) = 0;
+
+    // Element-wise activation (not softmax). Backward takes the input x and output y.
+    virtual void activation_forward(Activation a, const float* x, float* y, size_t n) = 0;
+    virtual void activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx,
+                                     size_t n) = 0;
+    // Row-wise softmax over `cols`.
+    virtual void softmax_forward(const float* x, float* y, int rows, int cols) = 0;
+    virtual void softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols) = 0;
+
+    // y = x * mask / (1 - rate) with mask = hash_uniform(key, first_index + i) >= rate;
+    // mask_out (n floats) keeps the scale factor or 0 for the backward pass.
+    virtual void dropout_forward(const float* x, float* y, float* mask_out, size_t n, float rate, uint64_t key,
+                                 uint64_t first_index) = 0;
+    virtual void multiply(const float* a, const float* b, float* out, size_t n) = 0;
+
+    // Losses over `rows` samples of `cols` classes with integer labels. Each
+    // adds its loss sum to stats[0] and its number of correct argmax
+    // predictions to stats[1] (stats stays on the device), and writes
+    // d(loss sum)/d(input) * grad_scale into grad (if not null).
+    // From logits: softmax + cross-entropy, fused and stable.
+    virtual void softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols,
+                                       float grad_scale, float* grad, float* stats) = 0;
+    // From probabilities (clipped to [eps, 1 - eps], Keras' epsilon 1e-7).
+    virtual void cross_entropy_probs(const float* probs, const int32_t* labels, int rows, int cols, float grad_scale,
+                                     float* grad, float* stats) = 0;
+    // Mean squared error against the one-hot label, averaged over cols.
+    virtual void mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float grad_scale,
+                                    float* grad, float* stats) = 0;
+
+    // Fused optimizer steps over flat buffers.
+    virtual void adam_step(float* params, const float* grads, float* m, float* v, size_t n,
+                           const math::AdamParams& a) = 0;
+    virtual void sgd_step(float* params, const float* grads, float* velocity, size_t n,
+                          const math::SgdParams& s) = 0;
+};
+
+}  // namespace gputrain

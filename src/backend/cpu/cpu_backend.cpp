@@ -1,0 +1,241 @@
+#include "backend/cpu/cpu_backend.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace gputrain {
+
+namespace {
+constexpr size_t kAlignment = 64;
+
+int argmax_row(const float* row, int cols) {
+    int best = 0;
+    for (int c = 1; c < cols; ++c)
+        if (row[c] > row[best]) best = c;
+    return best;
+}
+}  // namespace
+
+void set_cpu_blas_threads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
+
+void* CpuBackend::allocate_bytes(size_t bytes) {
+    const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+    void* p = std::aligned_alloc(kAlignment, rounded);
+    if (!p) throw std::bad_alloc();
+    std::memset(p, 0, rounded);
+    return p;
+}
+void CpuBackend::release(void* ptr) { std::free(ptr); }
+void CpuBackend::copy_to_device(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuBackend::copy_to_host(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuBackend::copy(void* dst, const void* src, size_t bytes) { std::memmove(dst, src, bytes); }
+
+void CpuBackend::fill(float* x, size_t n, float value) { std::fill(x, x + n, value); }
+void CpuBackend::scale(float* x, size_t n, float alpha) {
+    for (size_t i = 0; i < n; ++i) x[i] *= alpha;
+}
+
+void CpuBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                      const float* b, int ldb, float beta, float* c, int ldc) {
+    if (m == 0 || n == 0) return;
+    if (k == 0) {
+        for (int i = 0; i < m; ++i) {
+            float* row = c + static_cast<size_t>(i) * ldc;
+            for (int j = 0; j < n; ++j) row[j] = beta == 0.0f ? 0.0f : row[j] * beta;
+        }
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k,
+                alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void CpuBackend::add_bias(float* y, const float* bias, int rows, int cols) {
+    for (int r = 0; r < rows; ++r) {
+        float* row = y + static_cast<size_t>(r) * cols;
+        for (int c = 0; c < cols; ++c) row[c] += bias[c];
+    }
+}
+
+void CpuBackend::sum_rows(const float* dy, float* db, int rows, int cols) {
+    std::fill(db, db + cols, 0.0f);
+    for (int r = 0; r < rows; ++r) {
+        const float* row = dy + static_cast<size_t>(r) * cols;
+        for (int c = 0; c < cols; ++c) db[c] += row[c];
+    }
+}
+
+void CpuBackend::activation_forward(Activation a, const float* x, float* y, size_t n) {
+    switch (a) {
+        case Activation::linear:
+            if (x != y) std::memcpy(y, x, n * sizeof(float));
+            return;
+        case Activation::relu:
+            for (size_t i = 0; i < n; ++i) y[i] = math::relu(x[i]);
+            return;
+        case Activation::sigmoid:
+            for (size_t i = 0; i < n; ++i) y[i] = math::sigmoid(x[i]);
+            return;
+        case Activation::tanh:
+            for (size_t i = 0; i < n; ++i) y[i] = math::tanh_act(x[i]);
+            return;
+        case Activation::gelu:
+            for (size_t i = 0; i < n; ++i) y[i] = math::gelu(x[i]);
+            return;
+        case Activation::softmax:
+            break;  // row-wise: softmax_forward
+    }
+    std::abort();  // callers route softmax to softmax_forward (our invariant, not user input)
+}
+
+void CpuBackend::activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx,
+                                     size_t n) {
+    switch (a) {
+        case Activation::linear:
+            if (dy != dx) std::memcpy(dx, dy, n * sizeof(float));
+            return;
+        case Activation::relu:
+            for (size_t i = 0; i < n; ++i) dx[i] = dy[i] * math::relu_grad(x[i]);
+            return;
+        case Activation::sigmoid:
+            for (size_t i = 0; i < n; ++i) dx[i] = dy[i] * math::sigmoid_grad_from_output(y[i]);
+            return;
+        case Activation::tanh:
+            for (size_t i = 0; i < n; ++i) dx[i] = dy[i] * math::tanh_grad_from_output(y[i]);
+            return;
+        case Activation::gelu:
+            for (size_t i = 0; i < n; ++i) dx[i] = dy[i] * math::gelu_grad(x[i]);
+            return;
+        case Activation::softmax:
+            break;
+    }
+    std::abort();
+}
+
+void CpuBackend::softmax_forward(const float* x, float* y, int rows, int cols) {
+    for (int r = 0; r < rows; ++r) {
+        const float* in = x + static_cast<size_t>(r) * cols;
+        float* out = y + static_cast<size_t>(r) * cols;
+        const float mx = *std::max_element(in, in + cols);
+        float sum = 0.0f;
+        for (int c = 0; c < cols; ++c) sum += (out[c] = std::exp(in[c] - mx));
+        const float inv = 1.0f / sum;
+        for (int c = 0; c < cols; ++c) out[c] *= inv;
+    }
+}
+
+void CpuBackend::softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols) {
+    for (int r = 0; r < rows; ++r) {
+        const float* yr = y + static_cast<size_t>(r) * cols;
+        const float* dyr = dy + static_cast<size_t>(r) * cols;
+        float* dxr = dx + static_cast<size_t>(r) * cols;
+        float dot = 0.0f;
+        for (int c = 0; c < cols; ++c) dot += yr[c] * dyr[c];
+        for (int c = 0; c < cols; ++c) dxr[c] = yr[c] * (dyr[c] - dot);
+    }
+}
+
+void CpuBackend::dropout_forward(const float* x, float* y, float* mask_out, size_t n, float rate, uint64_t key,
+                                 uint64_t first_index) {
+    const float keep_scale = 1.0f / (1.0f - rate);
+    for (size_t i = 0; i < n; ++i) {
+        const float m = math::hash_uniform(key, first_index + i) >= rate ? keep_scale : 0.0f;
+        mask_out[i] = m;
+        y[i] = x[i] * m;
+    }
+}
+
+void CpuBackend::multiply(const float* a, const float* b, float* out, size_t n) {
+    for (size_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
+}
+
+void CpuBackend::softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols,
+                                       float grad_scale, float* grad, float* stats) {
+    double loss = 0.0, correct = 0.0;
+    for (int r = 0; r < rows; ++r) {
+        const float* in = logits + static_cast<size_t>(r) * cols;
+        const float mx = *std::max_element(in, in + cols);
+        double sum = 0.0;
+        for (int c = 0; c < cols; ++c) sum += std::exp(static_cast<double>(in[c] - mx));
+        const double log_sum = std::log(sum);
+        const int label = labels[r];
+        loss += log_sum - (in[label] - mx);
+        correct += argmax_row(in, cols) == label ? 1.0 : 0.0;
+        if (grad) {
+            float* g = grad + static_cast<size_t>(r) * cols;
+            const float inv = static_cast<float>(1.0 / sum);
+            for (int c = 0; c < cols; ++c) g[c] = std::exp(in[c] - mx) * inv * grad_scale;
+            g[label] -= grad_scale;
+        }
+    }
+    stats[0] += static_cast<float>(loss);
+    stats[1] += static_cast<float>(correct);
+}
+
+void CpuBackend::cross_entropy_probs(const float* probs, const int32_t* labels, int rows, int cols,
+                                     float grad_scale, float* grad, float* stats) {
+    constexpr float eps = 1e-7f;
+    double loss = 0.0, correct = 0.0;
+    for (int r = 0; r < rows; ++r) {
+        const float* p = probs + static_cast<size_t>(r) * cols;
+        const int label = labels[r];
+        const float pl = p[label];
+        const float clipped = std::min(std::max(pl, eps), 1.0f - eps);
+        loss -= std::log(static_cast<double>(clipped));
+        correct += argmax_row(p, cols) == label ? 1.0 : 0.0;
+        if (grad) {
+            float* g = grad + static_cast<size_t>(r) * cols;
+            std::fill(g, g + cols, 0.0f);
+            // The clip has zero gradient outside [eps, 1 - eps].
+            if (pl > eps && pl < 1.0f - eps) g[label] = -grad_scale / pl;
+        }
+    }
+    stats[0] += static_cast<float>(loss);
+    stats[1] += static_cast<float>(correct);
+}
+
+void CpuBackend::mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float grad_scale,
+                                    float* grad, float* stats) {
+    double loss = 0.0, correct = 0.0;
+    for (int r = 0; r < rows; ++r) {
+        const float* yr = y + static_cast<size_t>(r) * cols;
+        const int label = labels[r];
+        double row_sum = 0.0;
+        for (int c = 0; c < cols; ++c) {
+            const float diff = yr[c] - (c == label ? 1.0f : 0.0f);
+            row_sum += static_cast<double>(diff) * diff;
+            if (grad) grad[static_cast<size_t>(r) * cols + c] = 2.0f * diff / cols * grad_scale;
+        }
+        loss += row_sum / cols;
+        correct += argmax_row(yr, cols) == label ? 1.0 : 0.0;
+    }
+    stats[0] += static_cast<float>(loss);
+    stats[1] += static_cast<float>(correct);
+}
+
+// The optimizer touches every parameter every step: compiled for AVX2+FMA
+// too, picked at run time on CPUs that have it.
+__attribute__((target_clones("avx2,fma", "default"))) static void adam_loop(
+    float* __restrict params, const float* __restrict grads, float* __restrict m, float* __restrict v, size_t n,
+    const math::AdamParams a) {
+    for (size_t i = 0; i < n; ++i) math::adam_update(params[i], grads[i], m[i], v[i], a);
+}
+
+void CpuBackend::adam_step(float* params, const float* grads, float* m, float* v, size_t n,
+                           const math::AdamParams& a) {
+    adam_loop(params, grads, m, v, n, a);
+}
+
+void CpuBackend::sgd_step(float* params, const float* grads, float* velocity, size_t n, const math::SgdParams& s) {
+    if (s.momentum == 0.0f) {
+        for (size_t i = 0; i < n; ++i) params[i] -= s.learning_rate * grads[i];
+        return;
+    }
+    for (size_t i = 0; i < n; ++i) math::sgd_momentum_update(params[i], grads[i], velocity[i], s);
+}
+
+}  // namespace gputrain

@@ -1,0 +1,49 @@
+// CpuBackend: the Backend on host memory; GEMM through OpenBLAS (one BLAS
+// thread per replica thread unless told otherwise), element-wise loops the
+// compiler vectorizes.
+#pragma once
+
+#include "backend/backend.hpp"
+
+namespace gputrain {
+
+class CpuBackend : public Backend {
+public:
+    std::string name() const override { return "cpu"; }
+
+    void* allocate_bytes(size_t bytes) override;
+    void release(void* ptr) override;
+    void copy_to_device(void* dst, const void* host_src, size_t bytes) override;
+    void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+    void copy(void* dst, const void* src, size_t bytes) override;
+    void synchronize() override {}
+
+    void fill(float* x, size_t n, float value) override;
+    void scale(float* x, size_t n, float alpha) override;
+    void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+              int ldb, float beta, float* c, int ldc) override;
+    void add_bias(float* y, const float* bias, int rows, int cols) override;
+    void sum_rows(const float* dy, float* db, int rows, int cols) override;
+    void activation_forward(Activation a, const float* x, float* y, size_t n) override;
+    void activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx,
+                             size_t n) override;
+    void softmax_forward(const float* x, float* y, int rows, int cols) override;
+    void softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols) override;
+    void dropout_forward(const float* x, float* y, float* mask_out, size_t n, float rate, uint64_t key,
+                         uint64_t first_index) override;
+    void multiply(const float* a, const float* b, float* out, size_t n) override;
+    void softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols, float grad_scale,
+                               float* grad, float* stats) override;
+    void cross_entropy_probs(const float* probs, const int32_t* labels, int rows, int cols, float grad_scale,
+                             float* grad, float* stats) override;
+    void mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float grad_scale,
+                            float* grad, float* stats) override;
+    void adam_step(float* params, const float* grads, float* m, float* v, size_t n,
+                   const math::AdamParams& a) override;
+    void sgd_step(float* params, const float* grads, float* velocity, size_t n, const math::SgdParams& s) override;
+};
+
+// Threads OpenBLAS may use inside one GEMM call (process-wide setting).
+void set_cpu_blas_threads(int threads);
+
+}  // namespace gputrain

@@ -1,0 +1,76 @@
+// The element-wise formulas shared by every backend: activations and their
+// derivatives, the optimizer updates. Compiled as host code here and as
+// __host__ __device__ code under nvcc, so the CPU tests check the same formula
+// the GPU kernels run.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define GPUTRAIN_HD __host__ __device__ __forceinline__
+#else
+#define GPUTRAIN_HD inline
+#endif
+
+namespace gputrain::math {
+
+GPUTRAIN_HD float relu(float x) { return x > 0.0f ? x : 0.0f; }
+GPUTRAIN_HD float relu_grad(float x) { return x > 0.0f ? 1.0f : 0.0f; }
+
+GPUTRAIN_HD float sigmoid(float x) {
+    // Split by sign so exp never overflows.
+    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+    const float e = expf(x);
+    return e / (1.0f + e);
+}
+// In terms of the output y = sigmoid(x).
+GPUTRAIN_HD float sigmoid_grad_from_output(float y) { return y * (1.0f - y); }
+
+GPUTRAIN_HD float tanh_act(float x) { return tanhf(x); }
+GPUTRAIN_HD float tanh_grad_from_output(float y) { return 1.0f - y * y; }
+
+// Exact GELU (Keras approximate=False, PyTorch default): x * Phi(x).
+GPUTRAIN_HD float gelu(float x) { return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f)); }
+GPUTRAIN_HD float gelu_grad(float x) {
+    const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
+    const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+    return cdf + x * pdf;
+}
+
+// Counter-based uniform in [0,1): the same (key, index) always gives the same
+// value on every backend and replica (dropout masks independent of sharding).
+GPUTRAIN_HD float hash_uniform(uint64_t key, uint64_t index) {
+    uint64_t z = key ^ (index * 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return static_cast<float>(z >> 40) * (1.0f / 16777216.0f);
+}
+
+// Keras Adam: m += (g - m)(1 - b1); v += (g^2 - v)(1 - b2);
+// p -= alpha * m / (sqrt(v) + eps), alpha = lr * sqrt(1 - b2^t) / (1 - b1^t).
+// AdamW first decays: p -= lr * wd * p.
+struct AdamParams {
+    float alpha;          // bias-corrected step size
+    float beta1, beta2, epsilon;
+    float decay;          // lr * weight_decay (0 for Adam)
+};
+GPUTRAIN_HD void adam_update(float& p, float g, float& m, float& v, const AdamParams& a) {
+    p -= a.decay * p;
+    m += (g - m) * (1.0f - a.beta1);
+    v += (g * g - v) * (1.0f - a.beta2);
+    p -= a.alpha * m / (sqrtf(v) + a.epsilon);
+}
+
+// Keras SGD: v = momentum * v - lr * g; p += v (Nesterov: p += momentum * v - lr * g).
+struct SgdParams {
+    float learning_rate, momentum;
+    bool nesterov;
+};
+GPUTRAIN_HD void sgd_momentum_update(float& p, float g, float& v, const SgdParams& s) {
+    v = s.momentum * v - s.learning_rate * g;
+    p += s.nesterov ? s.momentum * v - s.learning_rate * g : v;
+}
+
+}  // namespace gputrain::math

@@ -1,0 +1,123 @@
+// gputrain evaluate CONFIG: score a checkpoint on the test set.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "cli/commands.hpp"
+#include "cli/run_setup.hpp"
+#include "core/error.hpp"
+#include "data/dataset.hpp"
+#include "device/devices.hpp"
+#include "train/checkpointer.hpp"
+#include "train/evaluator.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gputrain::cli {
+
+namespace {
+
+struct EvaluateArgs {
+    CommonOptions common;
+    std::string checkpoint;
+    bool json = false;
+    bool confusion = false;
+};
+
+std::string json_string(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+        if (c == '"' || c == '\\') out += '\\';
+        if (static_cast<unsigned char>(c) < 0x20) {
+            char buf[8];
+            std::snprintf(buf, sizeof buf, "\\u%04x", c);
+            out += buf;
+            continue;
+        }
+        out += c;
+    }
+    return out + "\"";
+}
+
+void print_json(const train::EvalResult& r, const std::string& checkpoint, bool confusion) {
+    std::printf("{\"loss\": %.6f, \"accuracy\": %.6f, \"samples\": %lld, \"checkpoint\": %s", r.loss, r.accuracy,
+                (long long)r.samples, json_string(checkpoint).c_str());
+    if (confusion) {
+        std::printf(", \"confusion\": [");
+        for (int64_t i = 0; i < r.classes; ++i) {
+            std::printf("%s[", i ? ", " : "");
+            for (int64_t j = 0; j < r.classes; ++j)
+                std::printf("%s%lld", j ? ", " : "", (long long)r.confusion[static_cast<size_t>(i * r.classes + j)]);
+            std::printf("]");
+        }
+        std::printf("]");
+    }
+    std::printf("}\n");
+}
+
+void print_confusion(const train::EvalResult& r) {
+    std::printf("Confusion matrix (rows: true class, columns: predicted)\n      ");
+    for (int64_t j = 0; j < r.classes; ++j) std::printf("%6lld", (long long)j);
+    std::printf("\n");
+    for (int64_t i = 0; i < r.classes; ++i) {
+        std::printf("%6lld", (long long)i);
+        for (int64_t j = 0; j < r.classes; ++j)
+            std::printf("%6lld", (long long)r.confusion[static_cast<size_t>(i * r.classes + j)]);
+        std::printf("\n");
+    }
+}
+
+int run_evaluate(EvaluateArgs& args) {
+    config::RunConfig cfg = load_config(args.common);
+    apply_log_level(cfg, args.json);
+
+    std::string path = args.checkpoint;
+    if (path.empty()) {
+        const fs::path best = fs::path(cfg.checkpoint.dir) / "best.safetensors";
+        path = fs::exists(best) ? best.string() : train::latest_checkpoint(cfg.checkpoint.dir);
+        if (path.empty())
+            throw ConfigError("no checkpoint in '" + cfg.checkpoint.dir +
+                              "' (best.safetensors, last.safetensors, epoch-NNN.safetensors); run 'gputrain fit' "
+                              "first or pass --checkpoint PATH");
+    } else if (!fs::exists(path)) {
+        throw ConfigError("--checkpoint: '" + path + "' does not exist");
+    }
+
+    const device::Discovery found = device::discover();
+    const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas});
+    if (!strategy.fallback_note().empty()) spdlog::info("{}", strategy.fallback_note());
+    const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::test);
+    auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size);
+    check_classes("test", data.test.num_classes, replicas[0]->model().classes());
+    train::restore(path, replicas, cfg, /*with_optimizer=*/false);
+
+    const train::EvalResult result = train::evaluate(replicas, data.test, cfg.training.batch_size, args.confusion);
+    if (args.json) {
+        print_json(result, path, args.confusion);
+    } else {
+        std::printf("%s: loss %.4f - accuracy %.4f (%lld test samples)\n", path.c_str(), result.loss, result.accuracy,
+                    (long long)result.samples);
+        if (args.confusion) print_confusion(result);
+    }
+    return 0;
+}
+
+}  // namespace
+
+Action add_evaluate_command(CLI::App& app) {
+    auto args = std::make_shared<EvaluateArgs>();
+    CLI::App* cmd = app.add_subcommand("evaluate", "Score a checkpoint on the test set (loss, accuracy)");
+    cmd->add_option("config", args->common.config_path, "YAML config file the model was trained with")->required();
+    auto* run_dir = cmd->add_option("--run-dir", args->common.run_dir,
+                                    "Run folder whose best.safetensors (else its latest) is scored");
+    cmd->add_option("--checkpoint", args->checkpoint, "Checkpoint file to score")->excludes(run_dir);
+    cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set data.test_limit=1000");
+    cmd->add_option("--device", args->common.device, "auto, cpu or gpu")->check(CLI::IsMember({"auto", "cpu", "gpu"}));
+    cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(CLI::PositiveNumber);
+    cmd->add_flag("--json", args->json, "Print one JSON object: loss, accuracy, samples, checkpoint (and confusion)");
+    cmd->add_flag("--confusion", args->confusion, "Also print the confusion matrix");
+    return [args] { return run_evaluate(*args); };
+}
+
+}  // namespace gputrain::cli

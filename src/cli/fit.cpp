@@ -1,0 +1,107 @@
+// gputrain fit CONFIG: train, log, checkpoint.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "cli/commands.hpp"
+#include "cli/run_setup.hpp"
+#include "core/error.hpp"
+#include "data/dataset.hpp"
+#include "device/devices.hpp"
+#include "train/checkpointer.hpp"
+#include "train/trainer.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gputrain::cli {
+
+namespace {
+
+struct FitArgs {
+    CommonOptions common;
+    CLI::Option* resume = nullptr;
+    std::string resume_path;
+    bool quiet = false;
+};
+
+void write_resolved_config(const config::RunConfig& cfg) {
+    const fs::path path = fs::path(cfg.run_dir) / "config.yaml";
+    std::ofstream out(path);
+    out << "# Resolved by gputrain from " << cfg.source_file << " (defaults filled in)\n" << cfg.resolved_yaml << "\n";
+    if (!out) throw Error("cannot write '" + path.string() + "'");
+}
+
+int run_fit(FitArgs& args) {
+    const auto start = std::chrono::steady_clock::now();
+    config::RunConfig cfg = load_config(args.common);
+    apply_log_level(cfg, args.quiet);
+
+    std::string resume_from;
+    if (args.resume->count() > 0) {
+        resume_from = args.resume_path.empty() ? train::latest_checkpoint(cfg.checkpoint.dir) : args.resume_path;
+        if (resume_from.empty())
+            throw ConfigError("--resume: no checkpoint in '" + cfg.checkpoint.dir +
+                              "' (looked for last.safetensors and epoch-NNN.safetensors); train without --resume first");
+        if (!fs::exists(resume_from)) throw ConfigError("--resume: '" + resume_from + "' does not exist");
+    }
+
+    const device::Discovery found = device::discover();
+    const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas});
+    if (!strategy.fallback_note().empty()) spdlog::info("{}", strategy.fallback_note());
+
+    const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::train);
+    if (data.train.size() == 0) throw ConfigError("data: the training set is empty (check data.limit)");
+    spdlog::info("Data: {} training samples{}", data.train.size(),
+                 data.validation.size() ? ", " + std::to_string(data.validation.size()) + " validation samples" : "");
+
+    auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size);
+    check_classes("training", data.train.num_classes, replicas[0]->model().classes());
+    spdlog::info("{}", strategy.describe(cfg.training.batch_size));
+    if (!args.quiet) std::printf("%s", replicas[0]->model().summary().c_str());
+
+    std::error_code ec;
+    fs::create_directories(cfg.run_dir, ec);
+    if (ec) throw Error("cannot create run dir '" + cfg.run_dir + "': " + ec.message());
+    write_resolved_config(cfg);
+
+    train::FitOptions options;
+    options.run_dir = cfg.checkpoint.dir;
+    options.resume_from = resume_from;
+    options.progress = train::progress_mode(cfg.logging.progress, stdout, args.quiet);
+    train::Trainer trainer(cfg, replicas, data, options);
+    const train::FitResult result = trainer.fit();
+
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (result.history.empty())
+        spdlog::info("Nothing to do: the checkpoint already has {} of {} epochs (raise training.epochs to continue)",
+                     result.epochs_done, cfg.training.epochs);
+    else
+        spdlog::info("Done: {} epochs in {:.1f}s; checkpoints in {}", result.epochs_done, seconds, cfg.checkpoint.dir);
+    return 0;
+}
+
+}  // namespace
+
+Action add_fit_command(CLI::App& app) {
+    auto args = std::make_shared<FitArgs>();
+    CLI::App* cmd = app.add_subcommand("fit", "Train the model a config describes; log metrics and write checkpoints");
+    cmd->add_option("config", args->common.config_path, "YAML config file")->required();
+    cmd->add_option("--run-dir", args->common.run_dir, "Folder for checkpoints, metrics.csv and the resolved config "
+                                                       "(default: run_dir of the config, else runs/default)");
+    cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set training.epochs=1 "
+                                                     "(repeatable; validated like the file)");
+    args->resume = cmd->add_option("--resume", args->resume_path,
+                                   "Continue from CHECKPOINT, or without a value from the run dir's latest "
+                                   "(last.safetensors)")
+                       ->expected(0, 1);
+    cmd->add_option("--device", args->common.device, "Where to train: auto (GPUs when present, else the CPU), cpu or gpu")
+        ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
+    cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads) for mirrored training")
+        ->check(CLI::PositiveNumber);
+    cmd->add_flag("--quiet,-q", args->quiet, "No progress bar, summary or info lines; warnings and errors only");
+    return [args] { return run_fit(*args); };
+}
+
+}  // namespace gputrain::cli

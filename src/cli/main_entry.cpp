@@ -1,0 +1,61 @@
+#include "cli/main_entry.hpp"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "build_config.hpp"
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+
+namespace gputrain::cli {
+
+int main_entry(int argc, char** argv) {
+    auto logger = spdlog::stdout_logger_mt("gputrain");
+    logger->set_pattern("%v");
+    spdlog::set_default_logger(logger);
+
+    CLI::App app{"gputrain: train neural networks described in YAML, data-parallel on every GPU (or the CPU)"};
+    app.set_version_flag("--version", std::string("gputrain ") + GPUTRAIN_VERSION);
+    app.require_subcommand(1);
+    app.footer("Run 'gputrain COMMAND --help' for a command's options. Exit codes: 0 ok, 1 runtime failure, "
+               "2 usage or config error.");
+    const Action fit = add_fit_command(app);
+    const Action evaluate = add_evaluate_command(app);
+    const Action devices = add_devices_command(app);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForAllHelp& e) {
+        return app.exit(e);
+    } catch (const CLI::CallForVersion& e) {
+        return app.exit(e);
+    } catch (const CLI::ParseError& e) {
+        std::fprintf(stderr, "gputrain: %s\n", e.what());
+        std::fprintf(stderr, "Run 'gputrain --help' for usage.\n");
+        return 2;
+    }
+
+    try {
+        if (app.got_subcommand("fit")) return fit();
+        if (app.got_subcommand("evaluate")) return evaluate();
+        return devices();
+    } catch (const Error& e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "gputrain: error: %s\n", e.what());
+        return e.exit_code();
+    } catch (const std::bad_alloc&) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "gputrain: error: out of memory; reduce training.batch_size or the model size\n");
+        return 1;
+    } catch (const std::exception& e) {
+        std::fflush(stdout);
+        std::fprintf(stderr, "gputrain: error: %s\n", e.what());
+        return 1;
+    }
+}
+
+}  // namespace gputrain::cli

@@ -1,0 +1,28 @@
+#include "cli/run_setup.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include "config/load.hpp"
+#include "core/error.hpp"
+
+namespace gputrain::cli {
+
+config::RunConfig load_config(const CommonOptions& options) {
+    config::RunConfig cfg = config::load(options.config_path, options.overrides);
+    if (!options.run_dir.empty()) cfg.run_dir = options.run_dir;
+    if (cfg.checkpoint.dir.empty()) cfg.checkpoint.dir = cfg.run_dir;
+    return cfg;
+}
+
+void apply_log_level(const config::RunConfig& cfg, bool quiet) {
+    spdlog::set_level(quiet ? spdlog::level::warn : spdlog::level::from_str(cfg.logging.level));
+}
+
+void check_classes(const std::string& split, int64_t data_classes, int64_t model_classes) {
+    if (data_classes > model_classes)
+        throw ConfigError("the " + split + " data has labels 0.." + std::to_string(data_classes - 1) +
+                          " but the model's last layer has " + std::to_string(model_classes) +
+                          " outputs; set the last layer's units to at least " + std::to_string(data_classes));
+}
+
+}  // namespace gputrain::cli

@@ -1,0 +1,32 @@
+// What fit and evaluate share: reading the config with overrides, choosing the
+// strategy from the devices found, building the replicas.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/run_config.hpp"
+#include "device/devices.hpp"
+#include "train/replica.hpp"
+#include "train/strategy.hpp"
+
+namespace gputrain::cli {
+
+struct CommonOptions {
+    std::string config_path;
+    std::vector<std::string> overrides;  // --set KEY=VALUE
+    std::string run_dir;                 // --run-dir
+    std::string device = "auto";         // --device
+    int64_t replicas = 0;                // --replicas
+};
+
+config::RunConfig load_config(const CommonOptions& options);
+
+// Sets spdlog's level from logging.level (and --quiet).
+void apply_log_level(const config::RunConfig& cfg, bool quiet);
+
+// The label range of the data must fit the model's outputs.
+void check_classes(const std::string& split, int64_t data_classes, int64_t model_classes);
+
+}  // namespace gputrain::cli

@@ -1,0 +1,89 @@
+// config::load: text -> YAML tree -> overrides -> sections -> cross-key rules
+// -> resolved YAML and digest.
+#include "config/load.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <yaml-cpp/yaml.h>
+
+#include "config/config_source.hpp"
+#include "config/overrides.hpp"
+#include "config/read_sections.hpp"
+#include "config/resolved_yaml.hpp"
+#include "config/validate.hpp"
+#include "core/error.hpp"
+#include "core/suggest.hpp"
+
+namespace gputrain::config {
+
+namespace {
+
+std::string read_file(const std::string& path) {
+    std::FILE* file = std::fopen(path.c_str(), "rb");
+    if (!file) throw ConfigError("cannot read config '" + path + "': " + std::strerror(errno));
+    std::string text;
+    char buffer[65536];
+    size_t n;
+    while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
+    const int error = std::ferror(file) ? errno : 0;
+    std::fclose(file);
+    if (error) throw ConfigError("cannot read config '" + path + "': " + std::strerror(error));
+    return text;
+}
+
+YAML::Node parse_document(const std::string& yaml, const ConfigSource& source) {
+    std::vector<YAML::Node> documents;
+    try {
+        documents = YAML::LoadAll(yaml);
+    } catch (const YAML::ParserException& e) {
+        throw ConfigError(config_message(source.file_place(e.mark), "", "YAML syntax error: " + e.msg));
+    }
+    const std::string sections = "a mapping of sections (" + join_names(kTopLevelKeys) + ")";
+    if (documents.empty() || documents[0].IsNull())
+        throw ConfigError(config_message(source.name() + ":1:1", "", "the config is empty",
+                                         "expected " + sections));
+    if (documents.size() > 1)
+        throw ConfigError(config_message(source.file_place(documents[1].Mark()), "",
+                                         "more than one YAML document", "put the whole config in one"));
+    const YAML::Node& root = documents[0];
+    if (!root.IsMap())
+        throw ConfigError(config_message(source.file_place(root.Mark()), "",
+                                         "expected " + sections + " at the top level, got " + describe(root)));
+    return root;
+}
+
+}  // namespace
+
+RunConfig load_from_string(const std::string& yaml, const std::string& source_name,
+                           const std::vector<std::string>& overrides) {
+    ConfigSource source(source_name);
+    YAML::Node root = parse_document(yaml, source);
+    apply_overrides(root, overrides, source);
+
+    const Section top(source, root, "", source.file_place(root.Mark()), kTopLevelKeys);
+    RunConfig config;
+    config.source_file = source_name;
+    config.run_dir = read_run_dir(top);
+    config.model = read_model(top);
+    config.loss = read_loss(top);
+    config.metrics = read_metrics(top);
+    config.optimizer = read_optimizer(top);
+    config.data = read_data(top);
+    config.training = read_training(top);
+    config.strategy = read_strategy(top);
+    config.checkpoint = read_checkpoint(top);
+    config.logging = read_logging(top);
+    validate(config, source);
+
+    config.resolved_yaml = resolved_yaml(config);
+    config.digest = config_digest(config);
+    return config;
+}
+
+RunConfig load(const std::string& path, const std::vector<std::string>& overrides) {
+    return load_from_string(read_file(path), path, overrides);
+}
+
+}  // namespace gputrain::config

@@ -1,0 +1,25 @@
+// data: where the samples come from and how much of them to use. Which of
+// dataset/path/format go together is checked in validate.cpp.
+#include "config/read_sections.hpp"
+
+namespace gputrain::config {
+
+DataConfig read_data(const Section& top) {
+    const Section s = top.child("data", {"dataset", "path", "format", "scale", "validation_split", "limit",
+                                         "test_limit", "synthetic"});
+    DataConfig out;
+    out.dataset = s.text("dataset", out.dataset);
+    out.path = s.text("path", out.path);
+    out.format = s.choice("format", out.format, kDataFormats);
+    out.scale = s.number("scale", out.scale, NumberRange::positive);
+    out.validation_split = s.number("validation_split", out.validation_split, NumberRange::fraction);
+    out.limit = s.count("limit", out.limit);
+    out.test_limit = s.count("test_limit", out.test_limit);
+    const Section synthetic = s.child("synthetic", {"samples", "classes", "seed"});
+    out.synthetic_samples = synthetic.positive_int("samples", out.synthetic_samples);
+    out.synthetic_classes = synthetic.positive_int("classes", out.synthetic_classes);
+    out.synthetic_seed = synthetic.seed("seed", out.synthetic_seed);
+    return out;
+}
+
+}  // namespace gputrain::config

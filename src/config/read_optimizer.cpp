@@ -1,0 +1,41 @@
+// optimizer and optimizer.schedule. Defaults follow Keras and depend on the
+// type: sgd learns at 0.01, adam/adamw at 0.001; adamw decays weights by 0.004.
+#include "config/read_sections.hpp"
+
+namespace gputrain::config {
+
+namespace {
+
+ScheduleConfig read_schedule(const Section& optimizer) {
+    const Section s = optimizer.child("schedule", {"type", "decay_rate", "decay_epochs", "decay_steps",
+                                                   "staircase", "min_lr", "warmup_epochs"});
+    ScheduleConfig out;
+    out.type = s.choice("type", out.type, kScheduleTypes);
+    out.decay_rate = s.number("decay_rate", out.decay_rate, NumberRange::positive);
+    out.decay_epochs = s.positive_int("decay_epochs", out.decay_epochs);
+    out.decay_steps = s.positive_int("decay_steps", out.decay_steps);
+    out.staircase = s.boolean("staircase", out.staircase);
+    out.min_lr = s.number("min_lr", out.min_lr, NumberRange::non_negative);
+    out.warmup_epochs = s.count("warmup_epochs", out.warmup_epochs);
+    return out;
+}
+
+}  // namespace
+
+OptimizerConfig read_optimizer(const Section& top) {
+    const Section s = top.child("optimizer", {"type", "learning_rate", "momentum", "nesterov", "beta1",
+                                              "beta2", "epsilon", "weight_decay", "schedule"});
+    OptimizerConfig out;
+    out.type = s.choice("type", out.type, kOptimizerTypes);
+    out.learning_rate = s.number("learning_rate", out.type == "sgd" ? 0.01 : 0.001, NumberRange::positive);
+    out.momentum = s.number("momentum", out.momentum, NumberRange::fraction);
+    out.nesterov = s.boolean("nesterov", out.nesterov);
+    out.beta1 = s.number("beta1", out.beta1, NumberRange::fraction);
+    out.beta2 = s.number("beta2", out.beta2, NumberRange::fraction);
+    out.epsilon = s.number("epsilon", out.epsilon, NumberRange::positive);
+    out.weight_decay = s.number("weight_decay", out.type == "adamw" ? 0.004 : 0.0, NumberRange::non_negative);
+    out.schedule = read_schedule(s);
+    return out;
+}
+
+}  // namespace gputrain::config

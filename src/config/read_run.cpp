@@ -1,0 +1,141 @@
+// The smaller sections: run_dir, loss, metrics, training, strategy, checkpoint, logging.
+#include <algorithm>
+
+#include "config/read_sections.hpp"
+#include "config/scalar_text.hpp"
+#include "core/suggest.hpp"
+
+namespace gputrain::config {
+
+std::string read_run_dir(const Section& top) {
+    const std::string dir = top.text("run_dir", RunConfig{}.run_dir);
+    if (dir.empty()) top.value("run_dir").fail("is empty", "give a directory, e.g. run_dir: runs/mnist");
+    return dir;
+}
+
+LossConfig read_loss(const Section& top) {
+    LossConfig loss;
+    const ValueRef v = top.value("loss");
+    if (v.node.IsScalar()) {
+        loss.name = read_choice(v, kLossNames);
+        return loss;
+    }
+    if (v.node.IsSequence())
+        v.fail("expected a loss name or a mapping, got a list",
+               "e.g. loss: categorical_crossentropy or loss: {name: categorical_crossentropy, from_logits: true}");
+    const Section s = top.child("loss", {"name", "from_logits"});
+    loss.name = s.choice("name", loss.name, kLossNames);
+    loss.from_logits = s.boolean("from_logits", loss.from_logits);
+    return loss;
+}
+
+std::vector<std::string> read_metrics(const Section& top) {
+    if (!top.has("metrics")) return RunConfig{}.metrics;
+    const ValueRef v = top.value("metrics");
+    if (v.node.IsNull()) return {};
+    if (v.node.IsScalar()) return {read_choice(v, kMetricNames)};
+    if (!v.node.IsSequence()) v.fail("expected a list of metrics, got " + describe(v.node), "e.g. metrics: [accuracy]");
+    std::vector<std::string> metrics;
+    for (size_t i = 0; i < v.node.size(); ++i) {
+        const ValueRef item = list_item(v, i);
+        const std::string name = read_choice(item, kMetricNames);
+        if (std::find(metrics.begin(), metrics.end(), name) != metrics.end())
+            item.fail("'" + name + "' is listed twice", "remove one");
+        metrics.push_back(name);
+    }
+    return metrics;
+}
+
+TrainingConfig read_training(const Section& top) {
+    const Section s = top.child("training", {"epochs", "batch_size", "shuffle", "seed"});
+    TrainingConfig t;
+    t.epochs = s.positive_int("epochs", t.epochs);
+    t.batch_size = s.positive_int("batch_size", t.batch_size);
+    t.shuffle = s.boolean("shuffle", t.shuffle);
+    t.seed = s.seed("seed", t.seed);
+    return t;
+}
+
+namespace {
+
+// "all" | "cpu" | a GPU id | a list of GPU ids | "0,1" -> "all", "cpu", "0", "0,1".
+std::string read_devices(const ValueRef& v) {
+    struct Id {
+        std::string text;
+        ValueRef where;
+    };
+    std::vector<Id> ids;
+    if (v.node.IsScalar()) {
+        const std::string& text = v.node.Scalar();
+        if (text == "all" || text == "cpu") return text;
+        // "0,1" is what --set strategy.devices=0,1 gives.
+        size_t start = 0;
+        for (size_t comma; (comma = text.find(',', start)) != std::string::npos; start = comma + 1)
+            ids.push_back({text.substr(start, comma - start), v});
+        ids.push_back({text.substr(start), v});
+        for (auto& id : ids) {
+            id.text.erase(0, id.text.find_first_not_of(' '));
+            id.text.erase(id.text.find_last_not_of(' ') + 1);
+            if (!parse_uint(id.text))
+                v.fail("expected all, cpu or GPU ids like [0, 1], got " + describe(v.node) +
+                       did_you_mean(text, {"all", "cpu"}));
+        }
+    } else if (v.node.IsSequence()) {
+        if (v.node.size() == 0) v.fail("is empty", "use all, cpu or a list of GPU ids like [0, 1]");
+        for (size_t i = 0; i < v.node.size(); ++i) {
+            const ValueRef item = list_item(v, i);
+            if (!item.node.IsScalar() || !parse_uint(item.node.Scalar()))
+                item.fail("expected a GPU id (an integer >= 0), got " + describe(item.node));
+            ids.push_back({item.node.Scalar(), item});
+        }
+    } else {
+        v.fail("expected all, cpu or a list of GPU ids like [0, 1], got " + describe(v.node));
+    }
+    std::vector<uint64_t> seen;
+    for (const auto& id : ids) {
+        const uint64_t n = *parse_uint(id.text);
+        if (std::find(seen.begin(), seen.end(), n) != seen.end())
+            id.where.fail("GPU " + std::to_string(n) + " is listed twice", "remove one");
+        seen.push_back(n);
+    }
+    std::string out;
+    for (uint64_t n : seen) {
+        if (!out.empty()) out += ',';
+        out += std::to_string(n);
+    }
+    return out;
+}
+
+}  // namespace
+
+StrategyConfig read_strategy(const Section& top) {
+    const Section s = top.child("strategy", {"type", "devices", "replicas"});
+    StrategyConfig out;
+    out.type = s.choice("type", out.type, kStrategyTypes);
+    if (s.has("devices")) out.devices = read_devices(s.value("devices"));
+    out.replicas = s.count("replicas", out.replicas);
+    return out;
+}
+
+CheckpointConfig read_checkpoint(const Section& top) {
+    const Section s = top.child("checkpoint", {"dir", "every_epochs", "keep_last", "save_best", "monitor", "mode"});
+    CheckpointConfig c;
+    c.dir = s.text("dir", c.dir);
+    c.every_epochs = s.count("every_epochs", c.every_epochs);
+    c.keep_last = s.count("keep_last", c.keep_last);
+    c.save_best = s.boolean("save_best", c.save_best);
+    c.monitor = s.choice("monitor", c.monitor, kMonitorNames);
+    c.mode = s.choice("mode", c.mode, kMonitorModes);
+    return c;
+}
+
+LoggingConfig read_logging(const Section& top) {
+    const Section s = top.child("logging", {"level", "progress", "metrics_file"});
+    LoggingConfig l;
+    l.level = s.choice("level", l.level, kLogLevels);
+    l.progress = s.choice("progress", l.progress, kProgressStyles);
+    l.metrics_file = s.text("metrics_file", l.metrics_file);
+    return l;
+}
+
+}  // namespace gputrain::config

@@ -1,0 +1,160 @@
+#include "config/resolved_yaml.hpp"
+
+#include <cstdint>
+#include <cstdio>
+
+#include <yaml-cpp/yaml.h>
+
+#include "config/scalar_text.hpp"
+
+namespace gputrain::config {
+
+namespace {
+
+class ConfigEmitter {
+public:
+    std::string emit(const RunConfig& c, bool with_epochs) {
+        out_ << YAML::BeginMap;
+        key("run_dir") << c.run_dir;
+        emit_model(c.model);
+        key("loss") << YAML::BeginMap;
+        key("name") << c.loss.name;
+        key("from_logits") << c.loss.from_logits;
+        out_ << YAML::EndMap;
+        key("metrics") << YAML::Flow << c.metrics;
+        emit_optimizer(c.optimizer);
+        emit_data(c.data);
+        key("training") << YAML::BeginMap;
+        if (with_epochs) key("epochs") << c.training.epochs;
+        key("batch_size") << c.training.batch_size;
+        key("shuffle") << c.training.shuffle;
+        key("seed") << c.training.seed;
+        out_ << YAML::EndMap;
+        emit_strategy(c.strategy);
+        key("checkpoint") << YAML::BeginMap;
+        key("dir") << c.checkpoint.dir;
+        key("every_epochs") << c.checkpoint.every_epochs;
+        key("keep_last") << c.checkpoint.keep_last;
+        key("save_best") << c.checkpoint.save_best;
+        key("monitor") << c.checkpoint.monitor;
+        key("mode") << c.checkpoint.mode;
+        out_ << YAML::EndMap;
+        key("logging") << YAML::BeginMap;
+        key("level") << c.logging.level;
+        key("progress") << c.logging.progress;
+        key("metrics_file") << c.logging.metrics_file;
+        out_ << YAML::EndMap;
+        out_ << YAML::EndMap;
+        return std::string(out_.c_str()) + "\n";
+    }
+
+private:
+    YAML::Emitter& key(const char* name) { return out_ << YAML::Key << name << YAML::Value; }
+    void number(const char* name, double value) { key(name) << format_number(value); }
+
+    // "3,3" (a list the file gave) goes back out as [3, 3]; anything else as text.
+    void param(const std::string& text) {
+        std::vector<std::string> items;
+        size_t start = 0;
+        for (size_t comma; (comma = text.find(',', start)) != std::string::npos; start = comma + 1)
+            items.push_back(text.substr(start, comma - start));
+        items.push_back(text.substr(start));
+        bool as_list = items.size() > 1;
+        for (const auto& item : items)
+            as_list = as_list && !item.empty() && item.front() != ' ' && item.back() != ' ';
+        if (as_list)
+            out_ << YAML::Flow << items;
+        else
+            out_ << text;
+    }
+
+    void emit_model(const ModelConfig& m) {
+        key("model") << YAML::BeginMap;
+        key("input_shape") << YAML::Flow << m.input_shape;
+        key("layers") << YAML::BeginSeq;
+        for (const auto& layer : m.layers) {
+            out_ << YAML::Flow << YAML::BeginMap;
+            key("type") << layer.type;
+            if (!layer.name.empty()) key("name") << layer.name;
+            for (const auto& [k, v] : layer.params) {
+                out_ << YAML::Key << k << YAML::Value;
+                param(v);
+            }
+            out_ << YAML::EndMap;
+        }
+        out_ << YAML::EndSeq << YAML::EndMap;
+    }
+
+    void emit_optimizer(const OptimizerConfig& o) {
+        key("optimizer") << YAML::BeginMap;
+        key("type") << o.type;
+        number("learning_rate", o.learning_rate);
+        number("momentum", o.momentum);
+        key("nesterov") << o.nesterov;
+        number("beta1", o.beta1);
+        number("beta2", o.beta2);
+        number("epsilon", o.epsilon);
+        number("weight_decay", o.weight_decay);
+        const ScheduleConfig& s = o.schedule;
+        key("schedule") << YAML::BeginMap;
+        key("type") << s.type;
+        number("decay_rate", s.decay_rate);
+        key("decay_epochs") << s.decay_epochs;
+        key("decay_steps") << s.decay_steps;
+        key("staircase") << s.staircase;
+        number("min_lr", s.min_lr);
+        key("warmup_epochs") << s.warmup_epochs;
+        out_ << YAML::EndMap << YAML::EndMap;
+    }
+
+    void emit_data(const DataConfig& d) {
+        key("data") << YAML::BeginMap;
+        key("dataset") << d.dataset;
+        key("path") << d.path;
+        key("format") << d.format;
+        number("scale", d.scale);
+        number("validation_split", d.validation_split);
+        key("limit") << d.limit;
+        key("test_limit") << d.test_limit;
+        key("synthetic") << YAML::BeginMap;
+        key("samples") << d.synthetic_samples;
+        key("classes") << d.synthetic_classes;
+        key("seed") << d.synthetic_seed;
+        out_ << YAML::EndMap << YAML::EndMap;
+    }
+
+    void emit_strategy(const StrategyConfig& s) {
+        key("strategy") << YAML::BeginMap;
+        key("type") << s.type;
+        key("devices");
+        if (s.devices == "all" || s.devices == "cpu")
+            out_ << s.devices;
+        else
+            param(s.devices);
+        key("replicas") << s.replicas;
+        out_ << YAML::EndMap;
+    }
+
+    YAML::Emitter out_;
+};
+
+}  // namespace
+
+std::string resolved_yaml(const RunConfig& config) { return ConfigEmitter().emit(config, true); }
+
+std::string config_digest(const RunConfig& config) {
+    return fnv1a64_hex(ConfigEmitter().emit(config, false));
+}
+
+std::string fnv1a64_hex(const std::string& text) {
+    uint64_t hash = 0xcbf29ce484222325ULL;
+    for (unsigned char c : text) {
+        hash ^= c;
+        hash *= 0x100000001b3ULL;
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+    return hex;
+}
+
+}  // namespace gputrain::config

@@ -1,0 +1,118 @@
+#include "config/validate.hpp"
+
+#include <algorithm>
+
+#include "config/scalar_text.hpp"
+
+namespace gputrain::config {
+
+namespace {
+
+// A key that only some kinds use may be left at its default by the others
+// (the resolved config lists every key); any other value is an error, as an
+// ignored key would be.
+void require_user(const ConfigSource& source, bool set, const std::string& path, const std::string& users,
+                  const std::string& actual, const std::string& hint) {
+    if (set) source.fail_at(path, "only used by " + users + ", not " + actual, hint);
+}
+
+void check_optimizer(const OptimizerConfig& o, const ConfigSource& source) {
+    const OptimizerConfig d;
+    if (o.type != "adamw" && o.weight_decay != 0)
+        source.fail_at("optimizer.weight_decay", "must be 0 for " + o.type + ", got " + format_number(o.weight_decay),
+                       "use type: adamw for weight decay");
+    const std::string sgd_hint = "remove it or use type: sgd";
+    require_user(source, o.type != "sgd" && o.momentum != d.momentum, "optimizer.momentum", "sgd", o.type, sgd_hint);
+    require_user(source, o.type != "sgd" && o.nesterov, "optimizer.nesterov", "sgd", o.type, sgd_hint);
+    if (o.nesterov && o.momentum == 0)
+        source.fail_at("optimizer.nesterov", "needs momentum > 0", "set optimizer.momentum, e.g. 0.9");
+    const std::string adam_users = "adam and adamw", adam_hint = "remove it or use type: adam";
+    require_user(source, o.type == "sgd" && o.beta1 != d.beta1, "optimizer.beta1", adam_users, o.type, adam_hint);
+    require_user(source, o.type == "sgd" && o.beta2 != d.beta2, "optimizer.beta2", adam_users, o.type, adam_hint);
+    require_user(source, o.type == "sgd" && o.epsilon != d.epsilon, "optimizer.epsilon", adam_users, o.type, adam_hint);
+
+    const ScheduleConfig& s = o.schedule;
+    const ScheduleConfig ds;
+    const std::string actual = s.type + " schedule";
+    const std::string hint = "remove it or change optimizer.schedule.type";
+    const bool step = s.type == "step_decay", exponential = s.type == "exponential_decay";
+    require_user(source, !step && !exponential && s.decay_rate != ds.decay_rate, "optimizer.schedule.decay_rate",
+                 "step_decay and exponential_decay", actual, hint);
+    require_user(source, !step && s.decay_epochs != ds.decay_epochs, "optimizer.schedule.decay_epochs",
+                 "step_decay", actual, hint);
+    require_user(source, !exponential && s.decay_steps != ds.decay_steps, "optimizer.schedule.decay_steps",
+                 "exponential_decay", actual, hint);
+    require_user(source, !exponential && s.staircase, "optimizer.schedule.staircase", "exponential_decay", actual, hint);
+    require_user(source, s.type != "cosine" && s.min_lr != ds.min_lr, "optimizer.schedule.min_lr", "cosine", actual,
+                 hint);
+    if (s.type == "cosine" && s.min_lr >= o.learning_rate)
+        source.fail_at("optimizer.schedule.min_lr",
+                       "must be below optimizer.learning_rate (" + format_number(o.learning_rate) + "), got " +
+                           format_number(s.min_lr));
+}
+
+void check_data(DataConfig& data, const ConfigSource& source) {
+    const bool synthetic = data.dataset == "synthetic" || data.format == "synthetic";
+    if (synthetic) {
+        if (data.format != "synthetic" && source.given("data.format"))
+            source.fail_at("data.format", "dataset synthetic needs format synthetic, got " + data.format,
+                           "remove data.format");
+        if (!data.dataset.empty() && data.dataset != "synthetic")
+            source.fail_at("data.dataset", "not used with format synthetic",
+                           "remove it, or remove format: synthetic to read '" + data.dataset + "'");
+        if (!data.path.empty())
+            source.fail_at("data.path", "not used with synthetic data", "remove it");
+        if (data.synthetic_classes < 2)
+            source.fail_at("data.synthetic.classes", "expected at least 2 classes, got " +
+                           std::to_string(data.synthetic_classes));
+        data.format = "synthetic";
+        return;
+    }
+    if (!data.dataset.empty() && !data.path.empty())
+        source.fail_at("data.path", "give data.dataset or data.path, not both", "remove one");
+    if (data.dataset.empty() && data.path.empty())
+        source.fail_at("data", "no data set given",
+                       "give data.dataset: NAME (e.g. fashion-mnist), data.path: DIR or dataset: synthetic");
+    const DataConfig d;
+    const std::string hint = "remove it or use dataset: synthetic";
+    const std::string actual = data.format + " data";
+    require_user(source, data.synthetic_samples != d.synthetic_samples, "data.synthetic.samples", "synthetic data",
+                 actual, hint);
+    require_user(source, data.synthetic_classes != d.synthetic_classes, "data.synthetic.classes", "synthetic data",
+                 actual, hint);
+    require_user(source, data.synthetic_seed != d.synthetic_seed, "data.synthetic.seed", "synthetic data", actual,
+                 hint);
+}
+
+void check_strategy(const StrategyConfig& s, const ConfigSource& source) {
+    const bool gpus = s.devices != "all" && s.devices != "cpu";
+    const size_t listed = gpus ? std::count(s.devices.begin(), s.devices.end(), ',') + 1 : 0;
+    if (s.type == "one_device" && listed > 1)
+        source.fail_at("strategy.devices", "one_device uses one device, got " + std::to_string(listed) + " (" +
+                       s.devices + ")", "use type: mirrored or list one GPU");
+    if (s.type == "one_device" && s.replicas > 1)
+        source.fail_at("strategy.replicas", "one_device runs one replica, got " + std::to_string(s.replicas),
+                       "use type: mirrored");
+    if (gpus && s.replicas > 0)
+        source.fail_at("strategy.replicas", "only used by CPU replicas, not GPUs " + s.devices,
+                       "remove it or use devices: cpu");
+}
+
+}  // namespace
+
+void validate(RunConfig& config, const ConfigSource& source) {
+    if (config.loss.from_logits && config.loss.name == "mean_squared_error")
+        source.fail_at("loss.from_logits", "only used by the crossentropy losses, not mean_squared_error",
+                       "remove it");
+    check_optimizer(config.optimizer, source);
+    check_data(config.data, source);
+    check_strategy(config.strategy, source);
+    const std::string& monitor = config.checkpoint.monitor;
+    const auto& metrics = config.metrics;
+    if ((monitor == "accuracy" || monitor == "val_accuracy") &&
+        std::find(metrics.begin(), metrics.end(), "accuracy") == metrics.end())
+        source.fail_at("checkpoint.monitor", "'" + monitor + "' needs the accuracy metric",
+                       "add accuracy to metrics or monitor val_loss");
+}
+
+}  // namespace gputrain::config

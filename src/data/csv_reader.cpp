@@ -1,0 +1,83 @@
+#include "data/csv_reader.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <string_view>
+
+#include "core/error.hpp"
+
+namespace gputrain::data {
+namespace {
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+    return s;
+}
+
+bool parse_number(std::string_view field, double& value) {
+    field = trim(field);
+    if (!field.empty() && field.front() == '+') field.remove_prefix(1);
+    if (field.empty()) return false;
+    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
+    return ec == std::errc() && end == field.data() + field.size() && std::isfinite(value);
+}
+
+std::vector<std::string_view> split_fields(std::string_view line) {
+    std::vector<std::string_view> fields;
+    size_t start = 0;
+    while (true) {
+        const size_t comma = line.find(',', start);
+        fields.push_back(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+        if (comma == std::string_view::npos) break;
+        start = comma + 1;
+    }
+    return fields;
+}
+
+}  // namespace
+
+CsvTable read_csv(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw DataError(path + ": cannot open");
+
+    CsvTable table;
+    int64_t columns = -1;    // fields per line, fixed by the first line
+    bool first_line = true;
+    std::string line;
+    for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
+        if (trim(line).empty()) continue;
+        const std::vector<std::string_view> fields = split_fields(line);
+        const std::string where = path + ":" + std::to_string(line_no) + ": ";
+        double value = 0;
+        if (first_line) {
+            first_line = false;
+            columns = static_cast<int64_t>(fields.size());
+            if (columns < 2) throw DataError(where + "expected a label and at least one feature, found 1 field");
+            table.feature_columns = columns - 1;
+            if (!parse_number(fields[0], value)) continue;  // a header line
+        }
+        if (static_cast<int64_t>(fields.size()) != columns) {
+            throw DataError(where + "expected " + std::to_string(columns) + " fields like the first line, found " +
+                            std::to_string(fields.size()));
+        }
+        if (!parse_number(fields[0], value) || value < 0 || value != std::floor(value) || value > 2147483647.0) {
+            throw DataError(where + "label '" + std::string(trim(fields[0])) +
+                            "' is not a class index (a non-negative integer)");
+        }
+        table.labels.push_back(static_cast<int32_t>(value));
+        for (size_t i = 1; i < fields.size(); ++i) {
+            if (!parse_number(fields[i], value)) {
+                throw DataError(where + "field " + std::to_string(i + 1) + " '" + std::string(trim(fields[i])) +
+                                "' is not a number");
+            }
+            table.features.push_back(static_cast<float>(value));
+        }
+    }
+    if (in.bad()) throw DataError(path + ": read error");
+    if (table.labels.empty()) throw DataError(path + ": no data rows");
+    return table;
+}
+
+}  // namespace gputrain::data

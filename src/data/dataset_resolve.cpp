@@ -1,0 +1,80 @@
+#include "data/dataset_resolve.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "data/idx_reader.hpp"
+
+namespace gputrain::data {
+namespace {
+
+bool holds_marker(const std::string& dir, const std::string& format) {
+    if (format == "csv") {
+        std::error_code ec;
+        return std::filesystem::is_regular_file(std::filesystem::path(dir) / "train.csv", ec);
+    }
+    return !find_idx_file(dir, format_marker_file(format)).empty();
+}
+
+std::string marker_description(const std::string& format) {
+    return format == "csv" ? "train.csv" : format_marker_file(format) + "(.gz)";
+}
+
+std::string how_to_get(const std::string& name, const std::string& format) {
+    if (format == "idx" && name == "fashion-mnist") {
+        return "install it with 'apt-get install dataset-fashion-mnist' (or run datasets/fetch-mnist for mnist)";
+    }
+    if (format == "idx" && name == "mnist") return "download it with 'datasets/fetch-mnist' (into ./datasets/mnist)";
+    if (format == "csv") return "put train.csv and test.csv there or set data.path (see datasets/README.md)";
+    return "put train-images-idx3-ubyte.gz and the other IDX files there or set data.path "
+           "(see datasets/README.md)";
+}
+
+}  // namespace
+
+std::vector<std::string> dataset_search_dirs(const std::string& name) {
+    std::vector<std::string> dirs;
+    if (const char* root = std::getenv("GPUTRAIN_DATA"); root && *root) {
+        dirs.push_back((std::filesystem::path(root) / name).string());
+    }
+    dirs.push_back("./datasets/" + name);
+    dirs.push_back("/usr/share/datasets/" + name);
+    return dirs;
+}
+
+std::string format_marker_file(const std::string& format) {
+    return format == "csv" ? "train.csv" : "train-images-idx3-ubyte";
+}
+
+std::string resolve_dataset_dir(const std::string& name, const std::string& format) {
+    for (const std::string& dir : dataset_search_dirs(name)) {
+        if (holds_marker(dir, format)) return dir;
+    }
+    throw DataError(dataset_not_found_message(name, format));
+}
+
+std::string dataset_not_found_message(const std::string& name, const std::string& format) {
+    // Name the variable when it is unset, so the message also says how to point elsewhere.
+    std::string tried;
+    const char* root = std::getenv("GPUTRAIN_DATA");
+    if (!root || !*root) tried = "$GPUTRAIN_DATA/" + name + ", ";
+    for (const std::string& dir : dataset_search_dirs(name)) tried += dir + ", ";
+    tried.resize(tried.size() - 2);
+    return "data.dataset: '" + name + "' not found in " + tried + "; " + how_to_get(name, format);
+}
+
+std::string check_data_path(const std::string& dir, const std::string& format) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec)) throw DataError("data.path: " + dir + ": no such directory");
+    if (!holds_marker(dir, format)) {
+        throw DataError("data.path: " + dir + ": no " + marker_description(format) + " found; " +
+                        (format == "csv" ? "put train.csv and test.csv there"
+                                         : "put the IDX files there, install dataset-fashion-mnist or run "
+                                           "datasets/fetch-mnist") +
+                        " (see datasets/README.md)");
+    }
+    return dir;
+}
+
+}  // namespace gputrain::data

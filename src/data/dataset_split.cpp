@@ -1,0 +1,44 @@
+#include "data/dataset_split.hpp"
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+
+namespace gputrain::data {
+
+Dataset slice(const Dataset& dataset, int64_t begin, int64_t end) {
+    Dataset out;
+    out.sample_shape = dataset.sample_shape;
+    out.num_classes = dataset.num_classes;
+    out.description = dataset.description;
+    const int64_t elements = dataset.sample_elements();
+    out.labels.assign(dataset.labels.begin() + begin, dataset.labels.begin() + end);
+    out.inputs.assign(dataset.inputs.begin() + begin * elements, dataset.inputs.begin() + end * elements);
+    return out;
+}
+
+void keep_first(Dataset& dataset, int64_t n) {
+    if (n <= 0 || n >= dataset.size()) return;
+    dataset.labels.resize(static_cast<size_t>(n));
+    dataset.inputs.resize(static_cast<size_t>(n * dataset.sample_elements()));
+    dataset.labels.shrink_to_fit();
+    dataset.inputs.shrink_to_fit();
+}
+
+Dataset split_off_validation(Dataset& train, double fraction) {
+    if (!(fraction > 0.0 && fraction < 1.0)) {
+        throw ConfigError(fmt::format("data.validation_split must be in [0, 1), got {}", fraction));
+    }
+    const int64_t n = train.size();
+    // The same arithmetic as Keras's train_validation_split: int(n * (1 - fraction)).
+    const auto split_at = static_cast<int64_t>(static_cast<double>(n) * (1.0 - fraction));
+    if (split_at <= 0) {
+        throw DataError(fmt::format("data.validation_split {} leaves no training samples out of {} ({})", fraction, n,
+                                    train.description));
+    }
+    Dataset validation = slice(train, split_at, n);
+    keep_first(train, split_at);
+    return validation;
+}
+
+}  // namespace gputrain::data

@@ -1,0 +1,25 @@
+// IdxReader: the IDX format of MNIST-style data sets (LeCun's layout): a 4-byte
+// magic (0x00 0x00 TYPE NDIMS), NDIMS big-endian u32 dimensions, then the
+// values row-major. Only TYPE 0x08 (unsigned byte) is accepted.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gputrain::data {
+
+struct IdxArray {
+    std::vector<int64_t> dims;   // e.g. {60000, 28, 28}
+    std::vector<uint8_t> bytes;  // product of dims values
+};
+
+// Reads `path`, plain or gzip-compressed (zlib tells them apart by content).
+// Throws DataError "PATH: problem" for a missing or unreadable file, bad magic,
+// a type other than unsigned byte, truncated data, trailing bytes, damaged gzip.
+IdxArray read_idx(const std::string& path);
+
+// `dir`/`base` if it exists, else `dir`/`base`.gz if that exists, else "".
+std::string find_idx_file(const std::string& dir, const std::string& base);
+
+}  // namespace gputrain::data

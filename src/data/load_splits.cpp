@@ -1,0 +1,164 @@
+// load_splits: from DataConfig to the train / validation / test Datasets.
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "core/error.hpp"
+#include "core/suggest.hpp"
+#include "data/csv_reader.hpp"
+#include "data/dataset.hpp"
+#include "data/dataset_resolve.hpp"
+#include "data/dataset_split.hpp"
+#include "data/idx_reader.hpp"
+#include "data/synthetic.hpp"
+
+namespace gputrain::data {
+namespace {
+
+const std::vector<std::string> kFormats{"idx", "csv", "synthetic"};
+
+std::string shape_text(const Shape& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+// The model may view the data's samples in any shape with the same number of
+// elements (e.g. [784] or [28, 28, 1] for 28x28 images): row-major data needs no copy.
+Shape choose_sample_shape(const Shape& data_shape, const Shape& model_shape, const std::string& file) {
+    if (model_shape.empty()) return data_shape;
+    if (shape_elements(model_shape) != shape_elements(data_shape)) {
+        throw ConfigError("model.input_shape " + shape_text(model_shape) + " does not match the data's sample shape " +
+                          shape_text(data_shape) + " (" + file + ")");
+    }
+    return model_shape;
+}
+
+int64_t classes_of(const std::vector<int32_t>& labels) {
+    return labels.empty() ? 0 : int64_t{*std::max_element(labels.begin(), labels.end())} + 1;
+}
+
+std::string require_idx_file(const std::string& dir, const std::string& base) {
+    std::string path = find_idx_file(dir, base);
+    if (path.empty()) throw DataError(dir + ": no " + base + "(.gz) found (the IDX files are listed in datasets/README.md)");
+    return path;
+}
+
+// `prefix` is "train" or "t10k", as in the MNIST file names.
+Dataset read_idx_split(const std::string& dir, const std::string& prefix, const Shape& model_shape, double scale) {
+    const std::string images_path = require_idx_file(dir, prefix + "-images-idx3-ubyte");
+    const std::string labels_path = require_idx_file(dir, prefix + "-labels-idx1-ubyte");
+    const IdxArray images = read_idx(images_path);
+    if (images.dims.size() < 2) {
+        throw DataError(images_path + ": expected at least 2 dimensions (the count, then each sample's shape), found " +
+                        std::to_string(images.dims.size()));
+    }
+    const IdxArray labels = read_idx(labels_path);
+    if (labels.dims.size() != 1) {
+        throw DataError(labels_path + ": expected 1 dimension (the label count), found " +
+                        std::to_string(labels.dims.size()));
+    }
+    if (labels.dims[0] != images.dims[0]) {
+        throw DataError(labels_path + ": " + std::to_string(labels.dims[0]) + " labels for " +
+                        std::to_string(images.dims[0]) + " images in " + images_path);
+    }
+    if (images.dims[0] == 0) throw DataError(images_path + ": holds no samples");
+
+    Dataset d;
+    d.sample_shape = choose_sample_shape(Shape(images.dims.begin() + 1, images.dims.end()), model_shape, images_path);
+    d.inputs.resize(images.bytes.size());
+    std::transform(images.bytes.begin(), images.bytes.end(), d.inputs.begin(),
+                   [scale](uint8_t b) { return static_cast<float>(b * scale); });
+    d.labels.assign(labels.bytes.begin(), labels.bytes.end());
+    return d;
+}
+
+// `name` is "train" or "test", the files train.csv and test.csv.
+Dataset read_csv_split(const std::string& dir, const std::string& name, const Shape& model_shape, double scale) {
+    const std::string path = (std::filesystem::path(dir) / (name + ".csv")).string();
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) throw DataError(dir + ": no " + name + ".csv found");
+    CsvTable table = read_csv(path);
+    Dataset d;
+    d.sample_shape = choose_sample_shape({table.feature_columns}, model_shape, path);
+    d.inputs = std::move(table.features);
+    for (float& v : d.inputs) v = static_cast<float>(v * scale);
+    d.labels = std::move(table.labels);
+    return d;
+}
+
+void check_config(const config::DataConfig& cfg, const std::string& format) {
+    if (std::find(kFormats.begin(), kFormats.end(), format) == kFormats.end()) {
+        throw ConfigError("data.format: unknown format '" + format + "'" + did_you_mean(format, kFormats) +
+                          " (known: " + join_names(kFormats) + ")");
+    }
+    if (format != "synthetic" && cfg.dataset.empty() == cfg.path.empty()) {
+        throw ConfigError("data: set exactly one of data.dataset (a name such as fashion-mnist) and data.path (a folder)");
+    }
+    if (!(cfg.validation_split >= 0.0 && cfg.validation_split < 1.0)) {
+        throw ConfigError(fmt::format("data.validation_split must be in [0, 1), got {}", cfg.validation_split));
+    }
+    if (cfg.limit < 0) throw ConfigError("data.limit must be >= 0 (0 = all), got " + std::to_string(cfg.limit));
+    if (cfg.test_limit < 0) {
+        throw ConfigError("data.test_limit must be >= 0 (0 = all), got " + std::to_string(cfg.test_limit));
+    }
+}
+
+}  // namespace
+
+DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_shape, Need need) {
+    const std::string format = cfg.dataset == "synthetic" ? "synthetic" : cfg.format;
+    check_config(cfg, format);
+    const bool want_train = need != Need::test;
+    const bool want_test = need != Need::train;
+
+    DataSplits splits;
+    std::string source;  // "fashion-mnist" / "data.path", for descriptions
+    std::string dir;
+    if (format == "synthetic") {
+        if (want_train) {
+            splits.train = make_synthetic(model_input_shape, cfg.synthetic_samples, cfg.synthetic_classes,
+                                          cfg.synthetic_seed, SyntheticSplit::train, cfg.scale);
+        }
+        if (want_test) {
+            splits.test = make_synthetic(model_input_shape, std::max<int64_t>(1, cfg.synthetic_samples / 4),
+                                         cfg.synthetic_classes, cfg.synthetic_seed, SyntheticSplit::test, cfg.scale);
+        }
+    } else {
+        dir = cfg.path.empty() ? resolve_dataset_dir(cfg.dataset, format) : check_data_path(cfg.path, format);
+        source = cfg.path.empty() ? cfg.dataset : "data.path";
+        const bool idx = format == "idx";
+        if (want_train) {
+            splits.train = idx ? read_idx_split(dir, "train", model_input_shape, cfg.scale)
+                               : read_csv_split(dir, "train", model_input_shape, cfg.scale);
+        }
+        if (want_test) {
+            splits.test = idx ? read_idx_split(dir, "t10k", model_input_shape, cfg.scale)
+                              : read_csv_split(dir, "test", model_input_shape, cfg.scale);
+        }
+        if (want_train && want_test && splits.train.sample_shape != splits.test.sample_shape) {
+            throw DataError(dir + ": test samples have shape " + shape_text(splits.test.sample_shape) +
+                            ", training samples " + shape_text(splits.train.sample_shape));
+        }
+        // Classes are counted over everything read, before limits, so that a
+        // data.limit run has the same output size as the full one.
+        const int64_t classes = std::max(classes_of(splits.train.labels), classes_of(splits.test.labels));
+        splits.train.num_classes = splits.test.num_classes = classes;
+        splits.train.description = source + " train (" + dir + ")";
+        splits.test.description = source + " test (" + dir + ")";
+    }
+
+    if (want_train) {
+        keep_first(splits.train, cfg.limit);
+        if (cfg.validation_split > 0.0) {
+            splits.validation = split_off_validation(splits.train, cfg.validation_split);
+            splits.validation.description = "validation: the last " + std::to_string(splits.validation.size()) +
+                                            " samples of " + splits.train.description;
+        }
+    }
+    if (want_test) keep_first(splits.test, cfg.test_limit);
+    return splits;
+}
+
+}  // namespace gputrain::data

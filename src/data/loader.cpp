@@ -1,0 +1,156 @@
+#include "data/loader.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+
+namespace gputrain::data {
+namespace {
+
+// Copies the samples of global batch `step` (in the epoch's `order`) into one Batch.
+std::shared_ptr<const Batch> gather(const Dataset& dataset, const std::vector<int64_t>& order, int64_t step,
+                                    int64_t global_batch, int replicas) {
+    auto batch = std::make_shared<Batch>();
+    const int64_t begin = step * global_batch;
+    const int64_t end = std::min<int64_t>(begin + global_batch, static_cast<int64_t>(order.size()));
+    const int64_t elements = dataset.sample_elements();
+    batch->step = step;
+    batch->size = end - begin;
+    batch->inputs.resize(static_cast<size_t>(batch->size * elements));
+    batch->labels.resize(static_cast<size_t>(batch->size));
+    for (int64_t row = 0; row < batch->size; ++row) {
+        const int64_t sample = order[static_cast<size_t>(begin + row)];
+        std::memcpy(batch->inputs.data() + row * elements, dataset.inputs.data() + sample * elements,
+                    static_cast<size_t>(elements) * sizeof(float));
+        batch->labels[static_cast<size_t>(row)] = dataset.labels[static_cast<size_t>(sample)];
+    }
+    batch->shard_begin = shard_offsets(batch->size, replicas);
+    return batch;
+}
+
+}  // namespace
+
+std::vector<int64_t> shard_offsets(int64_t batch_size, int replicas) {
+    std::vector<int64_t> offsets(static_cast<size_t>(replicas) + 1, 0);
+    const int64_t base = batch_size / replicas;
+    const int64_t extra = batch_size % replicas;
+    for (int r = 0; r < replicas; ++r) offsets[r + 1] = offsets[r] + base + (r < extra ? 1 : 0);
+    return offsets;
+}
+
+std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch) {
+    std::vector<int64_t> order(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
+    if (!shuffle) return order;
+    // A stream per epoch derived from the seed alone: a resumed run reproduces the
+    // order of any epoch without replaying the ones before it.
+    Rng rng = Rng(seed).split(static_cast<uint64_t>(epoch));
+    for (int64_t i = n - 1; i > 0; --i) {
+        const auto j = static_cast<int64_t>(rng.below(static_cast<uint64_t>(i + 1)));
+        std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
+    }
+    return order;
+}
+
+Loader::Loader(const Dataset& dataset, int64_t global_batch, int replicas, bool shuffle, uint64_t seed,
+               int prefetch_depth)
+    : dataset_(dataset),
+      global_batch_(global_batch),
+      replicas_(replicas),
+      shuffle_(shuffle),
+      seed_(seed),
+      prefetch_depth_(std::max(1, prefetch_depth)) {
+    if (global_batch < 1) throw ConfigError("training.batch_size must be at least 1, got " + std::to_string(global_batch));
+    if (replicas < 1) throw ConfigError("the data loader needs at least 1 replica, got " + std::to_string(replicas));
+}
+
+Loader::~Loader() { stop_producer(); }
+
+int64_t Loader::steps_per_epoch() const { return (dataset_.size() + global_batch_ - 1) / global_batch_; }
+
+void Loader::start_epoch(int64_t epoch, int64_t first_step) {
+    stop_producer();
+    const int64_t steps = steps_per_epoch();
+    if (first_step < 0 || first_step > steps) {
+        throw Error("Loader::start_epoch: first step " + std::to_string(first_step) + " is outside epoch " +
+                    std::to_string(epoch) + " (" + std::to_string(steps) + " steps)");
+    }
+    {
+        std::lock_guard lock(mutex_);
+        ready_.clear();
+        released_below_ = first_step;
+        stopping_ = false;
+        started_ = true;
+        epoch_ = epoch;
+        first_step_ = first_step;
+    }
+    producer_ = std::thread(&Loader::produce, this, epoch, first_step);
+}
+
+std::shared_ptr<const Batch> Loader::get(int64_t step) {
+    std::unique_lock lock(mutex_);
+    const int64_t steps = steps_per_epoch();
+    if (!started_) throw Error("Loader::get: no epoch started (call start_epoch first)");
+    if (step < first_step_ || step >= steps) {
+        throw Error("Loader::get: step " + std::to_string(step) + " is outside epoch " + std::to_string(epoch_) +
+                    " (steps " + std::to_string(first_step_) + ".." + std::to_string(steps - 1) + ")");
+    }
+    if (step < released_below_) {
+        throw Error("Loader::get: step " + std::to_string(step) + " was already taken by all " +
+                    std::to_string(replicas_) + " replicas");
+    }
+    changed_.wait(lock, [&] { return stopping_ || ready_.count(step) > 0; });
+    if (stopping_) throw Error("Loader::get: the loader was stopped while waiting for step " + std::to_string(step));
+
+    Slot& slot = ready_[step];
+    if (slot.taken >= replicas_) {
+        throw Error("Loader::get: step " + std::to_string(step) + " requested more than " +
+                    std::to_string(replicas_) + " times");
+    }
+    std::shared_ptr<const Batch> batch = slot.batch;
+    ++slot.taken;
+    // Release from the front: consumers take steps in order, so a step is fully
+    // taken only after every earlier one, but a straggler must not be skipped.
+    bool released = false;
+    while (!ready_.empty() && ready_.begin()->first == released_below_ && ready_.begin()->second.taken == replicas_) {
+        ready_.erase(ready_.begin());
+        ++released_below_;
+        released = true;
+    }
+    lock.unlock();
+    if (released) changed_.notify_all();
+    return batch;
+}
+
+void Loader::produce(int64_t epoch, int64_t first_step) {
+    const std::vector<int64_t> order = epoch_order(dataset_.size(), shuffle_, seed_, epoch);
+    const int64_t steps = steps_per_epoch();
+    for (int64_t step = first_step; step < steps; ++step) {
+        {
+            std::unique_lock lock(mutex_);
+            changed_.wait(lock, [&] { return stopping_ || step < released_below_ + prefetch_depth_; });
+            if (stopping_) return;
+        }
+        // Gather outside the lock so that consumers can take earlier batches meanwhile.
+        std::shared_ptr<const Batch> batch = gather(dataset_, order, step, global_batch_, replicas_);
+        {
+            std::lock_guard lock(mutex_);
+            if (stopping_) return;
+            ready_[step] = Slot{std::move(batch), 0};
+        }
+        changed_.notify_all();
+    }
+}
+
+void Loader::stop_producer() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    changed_.notify_all();
+    if (producer_.joinable()) producer_.join();
+}
+
+}  // namespace gputrain::data

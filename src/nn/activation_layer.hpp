@@ -1,0 +1,25 @@
+// Activation layers: relu, sigmoid, tanh, gelu, softmax (over the last axis).
+#pragma once
+
+#include "nn/layer.hpp"
+
+namespace gputrain::nn {
+
+class ActivationLayer : public Layer {
+public:
+    explicit ActivationLayer(Activation activation) : activation_(activation) {}
+
+    std::string type() const override { return activation_name(activation_); }
+    Shape build(const Shape& input_shape) override;
+    bool strip_final_softmax() override;
+    void forward(const RunContext& ctx, const float* x, float* y, int rows) override;
+    void backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx,
+                  int rows) override;
+
+private:
+    Activation activation_;
+    int64_t elements_ = 0;  // per sample
+    int64_t last_axis_ = 0;
+};
+
+}  // namespace gputrain::nn

@@ -1,0 +1,76 @@
+#include "nn/dense.hpp"
+
+#include "core/error.hpp"
+
+namespace gputrain::nn {
+
+std::string Dense::detail() const { return activation_ == Activation::linear ? "" : activation_name(activation_); }
+
+Shape Dense::build(const Shape& input_shape) {
+    if (input_shape.empty())
+        throw ConfigError("layer '" + name_ + "' (dense): input has no axes; give model.input_shape");
+    in_features_ = input_shape.back();
+    rows_per_sample_ = shape_elements(input_shape) / in_features_;
+    Shape out = input_shape;
+    out.back() = units_;
+    return out;
+}
+
+std::vector<ParamSpec> Dense::param_specs() const {
+    std::vector<ParamSpec> specs{{"kernel", {in_features_, units_}, Init::glorot_uniform}};
+    if (use_bias_) specs.push_back({"bias", {units_}, Init::zeros});
+    return specs;
+}
+
+void Dense::bind(const std::vector<float*>& params, const std::vector<float*>& grads) {
+    kernel_ = params[0];
+    kernel_grad_ = grads[0];
+    if (use_bias_) {
+        bias_ = params[1];
+        bias_grad_ = grads[1];
+    }
+}
+
+int64_t Dense::scratch_per_sample() const {
+    // Linear layers need no copy of z: y is z.
+    return activation_ == Activation::linear ? 0 : rows_per_sample_ * units_;
+}
+
+bool Dense::strip_final_softmax() {
+    if (activation_ != Activation::softmax) return false;
+    activation_ = Activation::linear;
+    return true;
+}
+
+void Dense::forward(const RunContext& ctx, const float* x, float* y, int rows) {
+    Backend& be = ctx.backend;
+    const int m = static_cast<int>(rows * rows_per_sample_), n = static_cast<int>(units_),
+              k = static_cast<int>(in_features_);
+    float* z = activation_ == Activation::linear ? y : pre_activation_;
+    be.gemm(false, false, m, n, k, 1.0f, x, k, kernel_, n, 0.0f, z, n);
+    if (use_bias_) be.add_bias(z, bias_, m, n);
+    if (activation_ == Activation::softmax)
+        be.softmax_forward(z, y, m, n);
+    else if (activation_ != Activation::linear)
+        be.activation_forward(activation_, z, y, static_cast<size_t>(m) * n);
+}
+
+void Dense::backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx, int rows) {
+    Backend& be = ctx.backend;
+    const int m = static_cast<int>(rows * rows_per_sample_), n = static_cast<int>(units_),
+              k = static_cast<int>(in_features_);
+    const float* dz = dy;
+    if (activation_ != Activation::linear) {
+        // dz overwrites z: z is not needed once its derivative is taken.
+        if (activation_ == Activation::softmax)
+            be.softmax_backward(y, dy, pre_activation_, m, n);
+        else
+            be.activation_backward(activation_, pre_activation_, y, dy, pre_activation_, static_cast<size_t>(m) * n);
+        dz = pre_activation_;
+    }
+    be.gemm(true, false, k, n, m, 1.0f, x, k, dz, n, 0.0f, kernel_grad_, n);
+    if (use_bias_) be.sum_rows(dz, bias_grad_, m, n);
+    if (dx) be.gemm(false, true, m, k, n, 1.0f, dz, n, kernel_, n, 0.0f, dx, k);
+}
+
+}  // namespace gputrain::nn

@@ -1,0 +1,40 @@
+// Dense: y = activation(x W + b) over the last axis (leading axes are rows).
+// Kernel Glorot-uniform, bias zeros, as in Keras.
+#pragma once
+
+#include "nn/layer.hpp"
+
+namespace gputrain::nn {
+
+class Dense : public Layer {
+public:
+    Dense(int64_t units, Activation activation, bool use_bias)
+        : units_(units), activation_(activation), use_bias_(use_bias) {}
+
+    std::string type() const override { return "dense"; }
+    std::string detail() const override;
+    Shape build(const Shape& input_shape) override;
+    std::vector<ParamSpec> param_specs() const override;
+    void bind(const std::vector<float*>& params, const std::vector<float*>& grads) override;
+    int64_t scratch_per_sample() const override;
+    void set_scratch(float* scratch) override { pre_activation_ = scratch; }
+    bool strip_final_softmax() override;
+
+    void forward(const RunContext& ctx, const float* x, float* y, int rows) override;
+    void backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx,
+                  int rows) override;
+
+private:
+    int64_t units_;
+    Activation activation_;
+    bool use_bias_;
+    int64_t in_features_ = 0;
+    int64_t rows_per_sample_ = 1;  // product of the leading axes
+    float* kernel_ = nullptr;
+    float* bias_ = nullptr;
+    float* kernel_grad_ = nullptr;
+    float* bias_grad_ = nullptr;
+    float* pre_activation_ = nullptr;  // z = x W + b, kept for the backward pass (and reused for dz)
+};
+
+}  // namespace gputrain::nn

@@ -1,0 +1,41 @@
+#include "nn/dropout.hpp"
+
+#include <cstdio>
+
+namespace gputrain::nn {
+
+std::string Dropout::detail() const {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "rate %g", static_cast<double>(rate_));
+    return buf;
+}
+
+Shape Dropout::build(const Shape& input_shape) {
+    elements_ = shape_elements(input_shape);
+    return input_shape;
+}
+
+void Dropout::forward(const RunContext& ctx, const float* x, float* y, int rows) {
+    const size_t n = static_cast<size_t>(rows) * elements_;
+    last_forward_training_ = ctx.training && rate_ > 0.0f;
+    if (!last_forward_training_) {
+        ctx.backend.copy(y, x, n * sizeof(float));
+        return;
+    }
+    Rng keyed(ctx.seed);
+    const uint64_t key = keyed.split(static_cast<uint64_t>(index_) * 0x100000001ull + 0x5bd1e995u).next_u64() ^
+                         (static_cast<uint64_t>(ctx.epoch) << 40) ^ (static_cast<uint64_t>(ctx.step) << 8);
+    const uint64_t first = static_cast<uint64_t>(ctx.row_offset) * static_cast<uint64_t>(elements_);
+    ctx.backend.dropout_forward(x, y, mask_, n, rate_, Rng(key).next_u64(), first);
+}
+
+void Dropout::backward(const RunContext& ctx, const float*, const float*, const float* dy, float* dx, int rows) {
+    if (!dx) return;
+    const size_t n = static_cast<size_t>(rows) * elements_;
+    if (last_forward_training_)
+        ctx.backend.multiply(dy, mask_, dx, n);
+    else
+        ctx.backend.copy(dx, dy, n * sizeof(float));
+}
+
+}  // namespace gputrain::nn

@@ -1,0 +1,79 @@
+// Model: the layer stack built from the config, its parameters and gradients
+// in one flat buffer each (named views for checkpoints and the optimizer), and
+// the activation buffers for up to `max_rows` samples, all on one Backend.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/run_config.hpp"
+#include "nn/layer.hpp"
+#include "nn/loss.hpp"
+
+namespace gputrain::nn {
+
+struct ParamView {
+    std::string name;   // "dense/kernel"
+    Shape shape;
+    size_t offset = 0;  // in floats, into the flat buffer
+    size_t count = 0;
+};
+
+class Model {
+public:
+    // Builds and checks every layer (ConfigError naming the layer on a bad
+    // parameter or shape) and initializes the weights from `init_seed`.
+    Model(const config::ModelConfig& model, const config::LossConfig& loss, Backend& backend, int64_t max_rows,
+          uint64_t init_seed);
+    ~Model();
+    Model(const Model&) = delete;
+    Model& operator=(const Model&) = delete;
+
+    const Shape& input_shape() const { return input_shape_; }
+    const Shape& output_shape() const { return shapes_.back(); }
+    int64_t classes() const { return output_shape().back(); }
+    int64_t max_rows() const { return max_rows_; }
+    const std::vector<ParamView>& params() const { return views_; }
+    size_t param_count() const { return param_count_; }
+    float* param_data() { return params_; }
+    float* grad_data() { return grads_; }
+    const Loss& loss() const { return loss_; }
+    bool fused_softmax() const { return fused_softmax_; }
+
+    // Forward, loss and backward for `rows` samples (device pointers). The
+    // parameter gradients are d(sum of losses)/dw * grad_scale.
+    void forward_backward(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows,
+                          float grad_scale, float* stats);
+    // Forward and loss only (inference mode).
+    void evaluate(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows, float* stats);
+
+    // The last layer's output of the latest forward pass (rows x classes), logits when fused.
+    const float* outputs() const { return activations_.back(); }
+
+    // A Keras-like table: layer (type), output shape, parameters; then totals.
+    std::string summary() const;
+
+private:
+    void forward(const RunContext& ctx, const float* inputs, int rows);
+    void initialize(uint64_t seed);
+
+    Backend& backend_;
+    Loss loss_;
+    Shape input_shape_;
+    std::vector<std::unique_ptr<Layer>> layers_;
+    std::vector<Shape> shapes_;          // output shape of each layer
+    std::vector<ParamView> views_;
+    std::vector<ParamSpec> specs_;       // parallel to views_
+    int64_t max_rows_;
+    size_t param_count_ = 0;
+    bool fused_softmax_ = false;
+    float* params_ = nullptr;
+    float* grads_ = nullptr;
+    std::vector<float*> activations_;    // per layer output
+    float* scratch_ = nullptr;
+    float* grad_a_ = nullptr;            // ping-pong buffers for activation gradients
+    float* grad_b_ = nullptr;
+};
+
+}  // namespace gputrain::nn

@@ -1,0 +1,24 @@
+// Adam and AdamW with Keras' formulas and defaults (see backend/math.hpp).
+#pragma once
+
+#include "optim/optimizer.hpp"
+
+namespace gputrain::optim {
+
+class Adam : public Optimizer {
+public:
+    Adam(const config::OptimizerConfig& cfg, Backend& backend, size_t param_count);
+    ~Adam() override;
+    std::string type() const override { return weight_decay_ > 0.0 ? "adamw" : "adam"; }
+    void step(float* params, const float* grads, double learning_rate, int64_t step) override;
+    std::vector<StateSlot> state() override { return {{"adam_m", m_}, {"adam_v", v_}}; }
+
+private:
+    Backend& backend_;
+    size_t n_;
+    double beta1_, beta2_, epsilon_, weight_decay_;
+    float* m_;
+    float* v_;
+};
+
+}  // namespace gputrain::optim

@@ -1,0 +1,24 @@
+// SGD with optional momentum and Nesterov momentum (Keras' formulas).
+#pragma once
+
+#include "optim/optimizer.hpp"
+
+namespace gputrain::optim {
+
+class Sgd : public Optimizer {
+public:
+    Sgd(const config::OptimizerConfig& cfg, Backend& backend, size_t param_count);
+    ~Sgd() override;
+    std::string type() const override { return "sgd"; }
+    void step(float* params, const float* grads, double learning_rate, int64_t step) override;
+    std::vector<StateSlot> state() override;
+
+private:
+    Backend& backend_;
+    size_t n_;
+    double momentum_;
+    bool nesterov_;
+    float* velocity_ = nullptr;  // only with momentum
+};
+
+}  // namespace gputrain::optim

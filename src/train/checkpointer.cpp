@@ -1,0 +1,217 @@
+#include "train/checkpointer.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+
+#include "build_config.hpp"
+#include "checkpoint/safetensors.hpp"
+#include "core/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gputrain::train {
+
+namespace {
+
+std::string number(double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return buf;
+}
+
+// Host copies of the replica's buffers, one per tensor, in a fixed order.
+struct HostTensors {
+    std::vector<std::vector<float>> storage;
+    std::vector<checkpoint::TensorRef> refs;
+};
+
+HostTensors gather(Replica& r) {
+    HostTensors out;
+    nn::Model& model = r.model();
+    std::vector<float> params(model.param_count());
+    r.backend().copy_to_host(params.data(), model.param_data(), params.size() * sizeof(float));
+    out.storage.push_back(std::move(params));
+    auto slots = r.optimizer().state();
+    for (const auto& slot : slots) {
+        std::vector<float> host(model.param_count());
+        r.backend().copy_to_host(host.data(), slot.data, host.size() * sizeof(float));
+        out.storage.push_back(std::move(host));
+    }
+    for (const auto& view : model.params())
+        out.refs.push_back({view.name, view.shape, out.storage[0].data() + view.offset});
+    for (size_t s = 0; s < slots.size(); ++s)
+        for (const auto& view : model.params())
+            out.refs.push_back({"optimizer/" + slots[s].name + "/" + view.name, view.shape,
+                                out.storage[s + 1].data() + view.offset});
+    return out;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+int64_t meta_int(const checkpoint::Contents& c, const std::string& path, const std::string& key) {
+    auto it = c.metadata.find(key);
+    if (it == c.metadata.end()) throw DataError(path + ": metadata has no '" + key + "'; not a gputrain checkpoint?");
+    try {
+        return std::stoll(it->second);
+    } catch (const std::exception&) {
+        throw DataError(path + ": metadata '" + key + "' is not an integer: '" + it->second + "'");
+    }
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(const config::RunConfig& cfg, const std::string& dir) : cfg_(cfg), dir_(dir) {}
+
+std::string Checkpointer::monitor(bool has_validation) const {
+    std::string m = cfg_.checkpoint.monitor;
+    if (!has_validation && m.rfind("val_", 0) == 0) m = m.substr(4);
+    return m;
+}
+
+bool Checkpointer::improves(const TrainingState& state, double value, const std::string& monitor) const {
+    if (!state.has_best) return true;
+    bool maximize = monitor.find("accuracy") != std::string::npos;
+    if (cfg_.checkpoint.mode == "min") maximize = false;
+    if (cfg_.checkpoint.mode == "max") maximize = true;
+    return maximize ? value > state.best_value : value < state.best_value;
+}
+
+std::string Checkpointer::path_for_epoch(int64_t epoch) const {
+    char name[40];
+    std::snprintf(name, sizeof name, "epoch-%03lld.safetensors", (long long)epoch);
+    return (fs::path(dir_) / name).string();
+}
+
+void Checkpointer::write(const std::string& path, Replica& replica0, const TrainingState& state,
+                         const EpochRecord& record) {
+    HostTensors tensors = gather(replica0);
+    std::map<std::string, std::string> meta{
+        {"format", "gputrain-checkpoint/1"},
+        {"gputrain_version", GPUTRAIN_VERSION},
+        {"epoch", std::to_string(state.epochs_done)},
+        {"global_step", std::to_string(state.global_step)},
+        {"seed", std::to_string(cfg_.training.seed)},
+        // All randomness during training is counter-based on (seed, epoch, step),
+        // so this RNG state (the next epoch's shuffle generator) follows from them.
+        {"config_digest", cfg_.digest},
+        {"optimizer", replica0.optimizer().type()},
+        {"loss", number(record.loss)},
+        {"accuracy", number(record.accuracy)},
+        {"learning_rate", number(record.learning_rate)},
+    };
+    if (record.has_validation) {
+        meta["val_loss"] = number(record.val_loss);
+        meta["val_accuracy"] = number(record.val_accuracy);
+    }
+    if (state.has_best) meta["best_value"] = number(state.best_value);
+    checkpoint::save(path, tensors.refs, meta);
+}
+
+std::vector<std::string> Checkpointer::save_epoch(Replica& replica0, const TrainingState& state,
+                                                  const EpochRecord& record, bool is_best) {
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    if (ec) throw Error("cannot create checkpoint folder '" + dir_ + "': " + ec.message());
+    std::vector<std::string> written;
+    const int64_t every = cfg_.checkpoint.every_epochs;
+    const bool last_epoch = state.epochs_done == cfg_.training.epochs;
+    if (every > 0 && (state.epochs_done % every == 0 || last_epoch)) {
+        written.push_back(path_for_epoch(state.epochs_done));
+        write(written.back(), replica0, state, record);
+        prune_old_epochs();
+    }
+    written.push_back((fs::path(dir_) / "last.safetensors").string());
+    write(written.back(), replica0, state, record);
+    if (is_best && cfg_.checkpoint.save_best) {
+        written.push_back((fs::path(dir_) / "best.safetensors").string());
+        write(written.back(), replica0, state, record);
+    }
+    return written;
+}
+
+void Checkpointer::prune_old_epochs() const {
+    const int64_t keep = cfg_.checkpoint.keep_last;
+    if (keep <= 0) return;
+    std::vector<std::string> epochs;
+    static const std::regex pattern("epoch-[0-9]+\\.safetensors");
+    for (const auto& entry : fs::directory_iterator(dir_))
+        if (std::regex_match(entry.path().filename().string(), pattern)) epochs.push_back(entry.path().string());
+    std::sort(epochs.begin(), epochs.end());
+    for (size_t i = 0; i + keep < epochs.size(); ++i) fs::remove(epochs[i]);
+}
+
+TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Replica>>& replicas,
+                      const config::RunConfig& cfg, bool with_optimizer, std::string* warning) {
+    const checkpoint::Contents contents = checkpoint::load(path);
+    Replica& first = *replicas[0];
+    const nn::Model& model = first.model();
+
+    auto checked = [&](const std::string& name, const Shape& shape) -> const checkpoint::Tensor& {
+        const checkpoint::Tensor* t = contents.find(name);
+        if (!t)
+            throw DataError(path + ": tensor '" + name + "' of the model is missing from the checkpoint; it was " +
+                            "written for a different model");
+        if (t->shape != shape)
+            throw DataError(path + ": tensor '" + name + "' has shape " + shape_text(t->shape) +
+                            " but the model expects " + shape_text(shape));
+        return *t;
+    };
+
+    std::vector<float> params(model.param_count());
+    for (const auto& view : model.params()) {
+        const auto& t = checked(view.name, view.shape);
+        std::copy(t.data.begin(), t.data.end(), params.begin() + static_cast<std::ptrdiff_t>(view.offset));
+    }
+    std::vector<std::vector<float>> slots;
+    if (with_optimizer) {
+        for (const auto& slot : first.optimizer().state()) {
+            std::vector<float> host(model.param_count());
+            for (const auto& view : model.params()) {
+                const auto& t = checked("optimizer/" + slot.name + "/" + view.name, view.shape);
+                std::copy(t.data.begin(), t.data.end(), host.begin() + static_cast<std::ptrdiff_t>(view.offset));
+            }
+            slots.push_back(std::move(host));
+        }
+    }
+    for (auto& r : replicas) {
+        r->backend().copy_to_device(r->model().param_data(), params.data(), params.size() * sizeof(float));
+        auto state = r->optimizer().state();
+        for (size_t s = 0; s < slots.size(); ++s)
+            r->backend().copy_to_device(state[s].data, slots[s].data(), slots[s].size() * sizeof(float));
+    }
+
+    TrainingState st;
+    st.epochs_done = meta_int(contents, path, "epoch");
+    st.global_step = meta_int(contents, path, "global_step");
+    if (auto it = contents.metadata.find("best_value"); it != contents.metadata.end()) {
+        st.has_best = true;
+        st.best_value = std::stod(it->second);
+    }
+    if (warning) {
+        auto it = contents.metadata.find("config_digest");
+        if (it != contents.metadata.end() && it->second != cfg.digest)
+            *warning = path + " was written with a different config (digest " + it->second + ", now " + cfg.digest +
+                       "); continuing with the current config";
+    }
+    return st;
+}
+
+std::string latest_checkpoint(const std::string& dir) {
+    const fs::path last = fs::path(dir) / "last.safetensors";
+    if (fs::exists(last)) return last.string();
+    std::string best;
+    static const std::regex pattern("epoch-[0-9]+\\.safetensors");
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+        if (std::regex_match(entry.path().filename().string(), pattern) && entry.path().string() > best)
+            best = entry.path().string();
+    return best;
+}
+
+}  // namespace gputrain::train

@@ -1,0 +1,60 @@
+// Checkpointer: the training state of replica 0 (weights, optimizer slots,
+// epoch, step, seed, config digest, metrics) in safetensors files in the run
+// dir: epoch-NNN.safetensors every `every_epochs`, last.safetensors always,
+// best.safetensors when the monitored metric improves. Tensors are named
+// "<layer>/<param>" and "optimizer/<slot>/<layer>/<param>".
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/run_config.hpp"
+#include "train/metrics_file.hpp"
+#include "train/replica.hpp"
+
+namespace gputrain::train {
+
+struct TrainingState {
+    int64_t epochs_done = 0;
+    int64_t global_step = 0;
+    bool has_best = false;
+    double best_value = 0;  // of checkpoint.monitor
+};
+
+class Checkpointer {
+public:
+    Checkpointer(const config::RunConfig& cfg, const std::string& dir);
+
+    const std::string& dir() const { return dir_; }
+    // The metric that decides "best", resolved against whether validation exists.
+    std::string monitor(bool has_validation) const;
+    // Whether `value` beats the state's best (and so becomes it).
+    bool improves(const TrainingState& state, double value, const std::string& monitor) const;
+
+    // Writes the files due after an epoch; returns the paths written.
+    std::vector<std::string> save_epoch(Replica& replica0, const TrainingState& state, const EpochRecord& record,
+                                        bool is_best);
+
+    std::string path_for_epoch(int64_t epoch) const;  // epoch is 1-based
+
+private:
+    void write(const std::string& path, Replica& replica0, const TrainingState& state, const EpochRecord& record);
+    void prune_old_epochs() const;
+
+    const config::RunConfig& cfg_;
+    std::string dir_;
+};
+
+// Loads the weights (and, when `with_optimizer`, the optimizer state) of the
+// file into every replica, checking each tensor's name, dtype and shape; returns
+// the training state from its metadata. DataError names the file and tensor.
+TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Replica>>& replicas,
+                      const config::RunConfig& cfg, bool with_optimizer, std::string* warning = nullptr);
+
+// The newest checkpoint in `dir` for --resume: last.safetensors, else the
+// highest epoch-NNN. Empty when there is none.
+std::string latest_checkpoint(const std::string& dir);
+
+}  // namespace gputrain::train

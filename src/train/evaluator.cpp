@@ -1,0 +1,63 @@
+#include "train/evaluator.hpp"
+
+#include <algorithm>
+#include <mutex>
+
+#include "data/loader.hpp"
+#include "train/parallel.hpp"
+
+namespace gputrain::train {
+
+EvalResult evaluate(std::vector<std::unique_ptr<Replica>>& replicas, const data::Dataset& dataset,
+                    int64_t global_batch, bool with_confusion) {
+    EvalResult result;
+    result.samples = dataset.size();
+    result.classes = replicas[0]->model().classes();
+    if (with_confusion) result.confusion.assign(static_cast<size_t>(result.classes * result.classes), 0);
+    if (dataset.size() == 0) return result;
+
+    const int n = static_cast<int>(replicas.size());
+    data::Loader loader(dataset, global_batch, n, /*shuffle=*/false, 0);
+    loader.start_epoch(0);
+    std::mutex confusion_mutex;
+    std::vector<double> sums(2, 0.0);
+    run_on_replicas(replicas, [&](Replica& r) {
+        r.reset_stats();
+        const int classes = static_cast<int>(result.classes);
+        std::vector<float> host_out;
+        std::vector<int64_t> local_confusion(with_confusion ? result.confusion.size() : 0, 0);
+        for (int64_t step = 0; step < loader.steps_per_epoch(); ++step) {
+            auto batch = loader.get(step);
+            const int64_t begin = batch->shard_begin[r.rank()], end = batch->shard_begin[r.rank() + 1];
+            const int rows = static_cast<int>(end - begin);
+            r.load_shard(batch->inputs.data(), batch->labels.data(), begin, end);
+            nn::RunContext ctx{r.backend(), false, 0, 0, step, begin};
+            r.model().evaluate(ctx, r.inputs(), r.labels(), rows, r.stats());
+            if (with_confusion && rows > 0) {
+                host_out.resize(static_cast<size_t>(rows) * classes);
+                r.backend().copy_to_host(host_out.data(), r.model().outputs(), host_out.size() * sizeof(float));
+                for (int i = 0; i < rows; ++i) {
+                    const float* row = host_out.data() + static_cast<size_t>(i) * classes;
+                    const int64_t predicted = std::max_element(row, row + classes) - row;
+                    ++local_confusion[static_cast<size_t>(batch->labels[begin + i] * classes + predicted)];
+                }
+            }
+        }
+        double local[2];
+        r.read_stats(local[0], local[1]);
+        r.comm().allreduce_sum_host(local, 2);
+        if (r.rank() == 0) {
+            sums[0] = local[0];
+            sums[1] = local[1];
+        }
+        if (with_confusion) {
+            std::lock_guard<std::mutex> lock(confusion_mutex);
+            for (size_t i = 0; i < local_confusion.size(); ++i) result.confusion[i] += local_confusion[i];
+        }
+    });
+    result.loss = sums[0] / static_cast<double>(dataset.size());
+    result.accuracy = sums[1] / static_cast<double>(dataset.size());
+    return result;
+}
+
+}  // namespace gputrain::train

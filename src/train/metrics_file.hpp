@@ -1,0 +1,30 @@
+// MetricsFile: RUN_DIR/metrics.csv, one row appended (and flushed) per epoch:
+// epoch,loss,accuracy,val_loss,val_accuracy,learning_rate,seconds,samples_per_second
+#pragma once
+
+#include <string>
+
+namespace gputrain::train {
+
+struct EpochRecord {
+    int64_t epoch = 0;  // 1-based, as printed
+    double loss = 0, accuracy = 0;
+    bool has_validation = false;
+    double val_loss = 0, val_accuracy = 0;
+    double learning_rate = 0;
+    double seconds = 0;
+    double samples_per_second = 0;
+};
+
+class MetricsFile {
+public:
+    // Empty path = no file. A run that resumes appends; a fresh run starts the file anew.
+    MetricsFile(const std::string& path, bool append);
+    void write(const EpochRecord& record);
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_;
+};
+
+}  // namespace gputrain::train

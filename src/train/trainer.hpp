@@ -1,0 +1,56 @@
+// Trainer: the epoch loop, written once for every backend. Per step each
+// replica runs forward/backward on its shard, the gradients are summed across
+// replicas (each replica's loss is a SUM over its rows scaled by 1/global
+// batch, so the sum is the global-batch mean whatever the split), and every
+// replica applies the identical optimizer step. Between epochs, on the calling
+// thread: validation, the log line, metrics.csv and checkpoints from replica 0.
+#pragma once
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/run_config.hpp"
+#include "data/dataset.hpp"
+#include "data/loader.hpp"
+#include "train/checkpointer.hpp"
+#include "train/metrics_file.hpp"
+#include "train/progress.hpp"
+#include "train/replica.hpp"
+
+namespace gputrain::train {
+
+struct FitOptions {
+    std::string run_dir;
+    std::string resume_from;      // a checkpoint path; "" = fresh start
+    ProgressMode progress = ProgressMode::lines;
+    std::FILE* out = stdout;
+};
+
+struct FitResult {
+    int64_t epochs_done = 0;
+    std::vector<EpochRecord> history;   // the epochs this call ran
+    std::vector<std::string> checkpoints;
+};
+
+class Trainer {
+public:
+    Trainer(const config::RunConfig& cfg, std::vector<std::unique_ptr<Replica>>& replicas,
+            const data::DataSplits& data, FitOptions options);
+    FitResult fit();
+
+private:
+    void run_epoch(Replica& r, int64_t epoch, data::Loader& loader, double* epoch_sums);
+
+    const config::RunConfig& cfg_;
+    std::vector<std::unique_ptr<Replica>>& replicas_;
+    const data::DataSplits& data_;
+    FitOptions options_;
+    TrainingState state_;
+    Progress progress_;
+    int64_t steps_per_epoch_ = 0;
+    int64_t report_every_ = 1;
+};
+
+}  // namespace gputrain::train

@@ -1,0 +1,200 @@
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+
+#include "load_helpers.hpp"
+
+using namespace gputrain::config;
+using namespace gputrain::config::testing;
+
+namespace {
+
+const std::string kFull = R"(run_dir: runs/full
+model:
+  input_shape: [28, 28]
+  layers:
+    - type: flatten
+    - {type: dense, name: hidden, units: 128, activation: relu}
+    - type: dropout
+      rate: 0.2
+    - {type: conv2d, kernel_size: [3, 3]}
+    - {type: dense, units: 10, activation: softmax}
+loss: {name: categorical_crossentropy, from_logits: true}
+metrics: [accuracy, loss]
+optimizer:
+  type: sgd
+  learning_rate: 0.05
+  momentum: 0.9
+  nesterov: true
+  schedule: {type: step_decay, decay_rate: 0.5, decay_epochs: 3, warmup_epochs: 1}
+data:
+  path: /data/fashion
+  format: csv
+  scale: 0.5
+  validation_split: 0.1
+  limit: 1000
+  test_limit: 200
+training: {epochs: 12, batch_size: 64, shuffle: false, seed: 7}
+strategy: {type: mirrored, devices: [0, 1], replicas: 0}
+checkpoint: {dir: ckpt, every_epochs: 2, keep_last: 0, save_best: false, monitor: val_accuracy, mode: max}
+logging: {level: debug, progress: lines, metrics_file: ""}
+)";
+
+}  // namespace
+
+TEST_CASE("a full config parses to the expected structs") {
+    const RunConfig c = load_text(kFull);
+    CHECK(c.source_file == "cfg.yaml");
+    CHECK(c.run_dir == "runs/full");
+    CHECK(c.model.input_shape == gputrain::Shape{28, 28});
+    REQUIRE(c.model.layers.size() == 5);
+    CHECK(c.model.layers[0].type == "flatten");
+    CHECK(c.model.layers[0].params.empty());
+    const LayerSpec& hidden = c.model.layers[1];
+    CHECK(hidden.type == "dense");
+    CHECK(hidden.name == "hidden");
+    CHECK(hidden.params == std::map<std::string, std::string>{{"units", "128"}, {"activation", "relu"}});
+    CHECK(c.model.layers[2].params.at("rate") == "0.2");
+    CHECK(c.model.layers[3].params.at("kernel_size") == "3,3");
+    CHECK(c.loss.name == "categorical_crossentropy");
+    CHECK(c.loss.from_logits);
+    CHECK(c.metrics == std::vector<std::string>{"accuracy", "loss"});
+    CHECK(c.optimizer.type == "sgd");
+    CHECK(c.optimizer.learning_rate == 0.05);
+    CHECK(c.optimizer.momentum == 0.9);
+    CHECK(c.optimizer.nesterov);
+    CHECK(c.optimizer.schedule.type == "step_decay");
+    CHECK(c.optimizer.schedule.decay_rate == 0.5);
+    CHECK(c.optimizer.schedule.decay_epochs == 3);
+    CHECK(c.optimizer.schedule.warmup_epochs == 1);
+    CHECK(c.data.dataset.empty());
+    CHECK(c.data.path == "/data/fashion");
+    CHECK(c.data.format == "csv");
+    CHECK(c.data.scale == 0.5);
+    CHECK(c.data.validation_split == 0.1);
+    CHECK(c.data.limit == 1000);
+    CHECK(c.data.test_limit == 200);
+    CHECK(c.training.epochs == 12);
+    CHECK(c.training.batch_size == 64);
+    CHECK_FALSE(c.training.shuffle);
+    CHECK(c.training.seed == 7);
+    CHECK(c.strategy.type == "mirrored");
+    CHECK(c.strategy.devices == "0,1");
+    CHECK(c.checkpoint.dir == "ckpt");
+    CHECK(c.checkpoint.every_epochs == 2);
+    CHECK(c.checkpoint.keep_last == 0);
+    CHECK_FALSE(c.checkpoint.save_best);
+    CHECK(c.checkpoint.monitor == "val_accuracy");
+    CHECK(c.checkpoint.mode == "max");
+    CHECK(c.logging.level == "debug");
+    CHECK(c.logging.progress == "lines");
+    CHECK(c.logging.metrics_file.empty());
+    CHECK(c.digest.size() == 16);
+}
+
+TEST_CASE("layer keys keep their places, the layer itself under the empty key") {
+    const RunConfig c = load_text(kFull);
+    const LayerSpec& hidden = c.model.layers[1];
+    CHECK(hidden.where.at("") == "cfg.yaml:6:7");
+    CHECK(hidden.where.at("type") == "cfg.yaml:6:8");
+    CHECK(hidden.where.at("name") == "cfg.yaml:6:21");
+    CHECK(hidden.where.at("units") == "cfg.yaml:6:35");
+    CHECK(c.model.layers[2].where.at("") == "cfg.yaml:7:7");
+    CHECK(c.model.layers[2].where.at("rate") == "cfg.yaml:8:7");
+}
+
+TEST_CASE("left-out keys get the documented defaults") {
+    const RunConfig c = load_text(kMinimal);
+    const RunConfig d;  // run_config.hpp's defaults
+    CHECK(c.run_dir == "runs/default");
+    CHECK(c.loss.name == "sparse_categorical_crossentropy");
+    CHECK_FALSE(c.loss.from_logits);
+    CHECK(c.metrics == std::vector<std::string>{"accuracy"});
+    CHECK(c.optimizer.type == "adam");
+    CHECK(c.optimizer.learning_rate == 0.001);
+    CHECK(c.optimizer.weight_decay == 0);
+    CHECK(c.optimizer.beta1 == 0.9);
+    CHECK(c.optimizer.beta2 == 0.999);
+    CHECK(c.optimizer.epsilon == 1e-7);
+    CHECK(c.optimizer.schedule.type == "constant");
+    CHECK(c.data.dataset == "fashion-mnist");
+    CHECK(c.data.format == "idx");
+    CHECK(c.data.scale == 1.0 / 255.0);
+    CHECK(c.data.validation_split == 0);
+    CHECK(c.training.epochs == 5);
+    CHECK(c.training.batch_size == 32);
+    CHECK(c.training.shuffle);
+    CHECK(c.training.seed == 42);
+    CHECK(c.strategy.type == "mirrored");
+    CHECK(c.strategy.devices == "all");
+    CHECK(c.strategy.replicas == 0);
+    CHECK(c.checkpoint.dir.empty());
+    CHECK(c.checkpoint.every_epochs == 1);
+    CHECK(c.checkpoint.keep_last == 3);
+    CHECK(c.checkpoint.save_best);
+    CHECK(c.checkpoint.monitor == "val_loss");
+    CHECK(c.checkpoint.mode == "auto");
+    CHECK(c.logging.level == "info");
+    CHECK(c.logging.progress == "auto");
+    CHECK(c.logging.metrics_file == "metrics.csv");
+    CHECK(c.data.synthetic_samples == d.data.synthetic_samples);
+}
+
+TEST_CASE("optimizer defaults follow the type") {
+    CHECK(load_text(kMinimal + "optimizer: {type: sgd}\n").optimizer.learning_rate == 0.01);
+    const RunConfig adamw = load_text(kMinimal + "optimizer: {type: adamw}\n");
+    CHECK(adamw.optimizer.learning_rate == 0.001);
+    CHECK(adamw.optimizer.weight_decay == 0.004);
+    CHECK(load_text(kMinimal + "optimizer: {type: adamw, weight_decay: 0}\n").optimizer.weight_decay == 0);
+    CHECK(load_text(kMinimal + "optimizer: {type: adam, weight_decay: 0}\n").optimizer.weight_decay == 0);
+}
+
+TEST_CASE("the short forms: loss as a name, one metric, empty sections") {
+    const RunConfig c = load_text(kMinimal + "loss: mean_squared_error\nmetrics: loss\ntraining:\nlogging: {}\n");
+    CHECK(c.loss.name == "mean_squared_error");
+    CHECK(c.metrics == std::vector<std::string>{"loss"});
+    CHECK(c.training.epochs == 5);
+    CHECK(load_text(kMinimal + "metrics: []\n").metrics.empty());
+    const std::string flat_model = "model:\n  input_shape: 784\n  layers: [{type: dense, units: 10}]\n";
+    CHECK(load_text(flat_model + "data: {dataset: mnist}\n").model.input_shape == gputrain::Shape{784});
+}
+
+TEST_CASE("strategy.devices: all, cpu, one id, a list or its text") {
+    const auto devices = [](const std::string& v) {
+        return load_text(kMinimal + "strategy: {devices: " + v + "}\n").strategy.devices;
+    };
+    CHECK(devices("all") == "all");
+    CHECK(devices("cpu") == "cpu");
+    CHECK(devices("1") == "1");
+    CHECK(devices("[2, 0]") == "2,0");
+    CHECK(devices("'0, 3'") == "0,3");
+}
+
+TEST_CASE("synthetic data: dataset synthetic or format synthetic") {
+    const std::string model = "model: {input_shape: [4], layers: [{type: dense, units: 3}]}\n";
+    const RunConfig a = load_text(model + "data: {dataset: synthetic, synthetic: {samples: 100, classes: 3, seed: 9}}\n");
+    CHECK(a.data.format == "synthetic");
+    CHECK(a.data.dataset == "synthetic");
+    CHECK(a.data.synthetic_samples == 100);
+    CHECK(a.data.synthetic_classes == 3);
+    CHECK(a.data.synthetic_seed == 9);
+    const RunConfig b = load_text(model + "data: {format: synthetic}\n");
+    CHECK(b.data.format == "synthetic");
+    CHECK(b.data.dataset.empty());
+}
+
+TEST_CASE("load reads a file and names it in places") {
+    const std::string path = "test_config_load_reads_a_file.yaml";
+    std::ofstream(path) << kMinimal << "training: {epochs: 0}\n";
+    try {
+        load(path);
+        FAIL("no error");
+    } catch (const gputrain::ConfigError& e) {
+        REQUIRE(std::string(e.what()) == path + ":3:20: training.epochs: expected a positive integer, got '0'");
+    }
+    std::ofstream(path) << kMinimal;
+    CHECK(load(path).source_file == path);
+    CHECK(load(path, {"training.epochs=3"}).training.epochs == 3);
+    std::remove(path.c_str());
+}

@@ -1,0 +1,53 @@
+#include <catch2/catch.hpp>
+
+#include "core/error.hpp"
+#include "data/csv_reader.hpp"
+#include "data_test_files.hpp"
+
+using namespace gputrain;
+using namespace gputrain::data;
+using namespace data_test;
+
+namespace {
+
+std::string error_of(const std::string& path) {
+    try {
+        read_csv(path);
+    } catch (const DataError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("read_csv reads label-first rows, with or without a header") {
+    TempDir dir;
+    const std::string rows = "1,0.5,2\n0, 3 ,-4e1\r\n\n2,7,8\n";
+    for (const bool header : {false, true}) {
+        const std::string path = dir / (header ? "with.csv" : "without.csv");
+        write_text(path, (header ? "label,pixel1,pixel2\n" : "") + rows);
+        const CsvTable table = read_csv(path);
+        REQUIRE(table.feature_columns == 2);
+        REQUIRE(table.labels == std::vector<int32_t>{1, 0, 2});
+        REQUIRE(table.features == std::vector<float>{0.5f, 2, 3, -40, 7, 8});
+    }
+}
+
+TEST_CASE("read_csv names the file and line of a malformed row") {
+    TempDir dir;
+    const std::string path = dir / "bad.csv";
+    write_text(path, "label,a,b\n1,2,3\n0,4\n");
+    REQUIRE(error_of(path) == path + ":3: expected 3 fields like the first line, found 2");
+    write_text(path, "1,2,3\n0,4,x5\n");
+    REQUIRE(error_of(path) == path + ":2: field 3 'x5' is not a number");
+    write_text(path, "1,2,3\n1.5,4,5\n");
+    REQUIRE(error_of(path) == path + ":2: label '1.5' is not a class index (a non-negative integer)");
+    write_text(path, "1,2,3\n-1,4,5\n");
+    REQUIRE(error_of(path) == path + ":2: label '-1' is not a class index (a non-negative integer)");
+    write_text(path, "label\n1\n");
+    REQUIRE(error_of(path) == path + ":1: expected a label and at least one feature, found 1 field");
+    write_text(path, "label,a\n");
+    REQUIRE(error_of(path) == path + ": no data rows");
+    REQUIRE(error_of(dir / "none.csv") == dir / "none.csv" + ": cannot open");
+}

@@ -1,0 +1,152 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "core/error.hpp"
+#include "data/loader.hpp"
+
+using namespace gputrain;
+using namespace gputrain::data;
+
+namespace {
+
+// Sample i holds the values i*10 .. i*10+2 and the label i % 7, so every row names its sample.
+Dataset numbered_dataset(int64_t n) {
+    Dataset d;
+    d.sample_shape = {3};
+    d.num_classes = 7;
+    for (int64_t i = 0; i < n; ++i) {
+        for (int e = 0; e < 3; ++e) d.inputs.push_back(static_cast<float>(i * 10 + e));
+        d.labels.push_back(static_cast<int32_t>(i % 7));
+    }
+    return d;
+}
+
+int64_t sample_of(const Batch& b, int64_t row) { return static_cast<int64_t>(b.inputs[row * 3]) / 10; }
+
+// What batch `step` must hold: rows order[step*batch ..], computed without the Loader.
+void require_direct_gather(const Dataset& d, const Batch& b, const std::vector<int64_t>& order, int64_t step,
+                           int64_t global_batch, int replicas) {
+    const int64_t begin = step * global_batch;
+    const int64_t size = std::min(global_batch, d.size() - begin);
+    REQUIRE(b.step == step);
+    REQUIRE(b.size == size);
+    REQUIRE(b.shard_begin == shard_offsets(size, replicas));
+    for (int64_t row = 0; row < size; ++row) {
+        const int64_t sample = order[begin + row];
+        REQUIRE(b.labels[row] == d.labels[sample]);
+        for (int e = 0; e < 3; ++e) REQUIRE(b.inputs[row * 3 + e] == d.inputs[sample * 3 + e]);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("shard_offsets splits as evenly as possible, extra rows first") {
+    REQUIRE(shard_offsets(10, 3) == std::vector<int64_t>{0, 4, 7, 10});
+    REQUIRE(shard_offsets(2, 3) == std::vector<int64_t>{0, 1, 2, 2});
+    REQUIRE(shard_offsets(9, 3) == std::vector<int64_t>{0, 3, 6, 9});
+    REQUIRE(shard_offsets(5, 1) == std::vector<int64_t>{0, 5});
+    REQUIRE(shard_offsets(0, 2) == std::vector<int64_t>{0, 0, 0});
+}
+
+TEST_CASE("epoch_order is a reproducible permutation that changes with the epoch") {
+    const auto a = epoch_order(1000, true, 42, 0);
+    auto sorted = a;
+    std::sort(sorted.begin(), sorted.end());
+    REQUIRE(sorted == epoch_order(1000, false, 42, 0));
+    REQUIRE(a == epoch_order(1000, true, 42, 0));
+    REQUIRE(a != epoch_order(1000, true, 42, 1));
+    REQUIRE(a != epoch_order(1000, true, 43, 0));
+    REQUIRE(a != sorted);
+    REQUIRE(epoch_order(0, true, 1, 0).empty());
+}
+
+TEST_CASE("Loader: 3 replica threads see every sample once per epoch, batches as gathered directly") {
+    const Dataset d = numbered_dataset(103);
+    const int64_t global_batch = 10;
+    const int replicas = 3;
+    Loader loader(d, global_batch, replicas, true, 7, 2);
+    REQUIRE(loader.steps_per_epoch() == 11);
+    for (int64_t epoch = 0; epoch < 3; ++epoch) {
+        loader.start_epoch(epoch);
+        std::vector<std::vector<int64_t>> seen(replicas);
+        std::vector<std::vector<std::shared_ptr<const Batch>>> batches(replicas);
+        std::vector<std::thread> threads;
+        for (int r = 0; r < replicas; ++r) {
+            threads.emplace_back([&, r] {
+                for (int64_t step = 0; step < loader.steps_per_epoch(); ++step) {
+                    auto batch = loader.get(step);
+                    for (int64_t row = batch->shard_begin[r]; row < batch->shard_begin[r + 1]; ++row) {
+                        seen[r].push_back(sample_of(*batch, row));
+                    }
+                    batches[r].push_back(std::move(batch));
+                }
+            });
+        }
+        for (auto& t : threads) t.join();
+
+        std::vector<int64_t> all;
+        for (const auto& s : seen) all.insert(all.end(), s.begin(), s.end());
+        std::sort(all.begin(), all.end());
+        REQUIRE(all == epoch_order(103, false, 0, 0));
+        const auto order = epoch_order(103, true, 7, epoch);
+        for (int r = 0; r < replicas; ++r) {
+            REQUIRE(batches[r].size() == 11);
+            for (int64_t step = 0; step < 11; ++step) {
+                REQUIRE(batches[r][step] == batches[0][step]);  // one shared batch per step
+                if (r == 0) require_direct_gather(d, *batches[0][step], order, step, global_batch, replicas);
+            }
+        }
+    }
+}
+
+TEST_CASE("Loader resumed at first_step gives the tail of the full epoch") {
+    const Dataset d = numbered_dataset(50);
+    Loader full(d, 8, 1, true, 3);
+    Loader resumed(d, 8, 1, true, 3);
+    full.start_epoch(4);
+    resumed.start_epoch(4, 3);
+    for (int64_t step = 0; step < full.steps_per_epoch(); ++step) {
+        const auto expected = full.get(step);
+        if (step < 3) continue;
+        const auto got = resumed.get(step);
+        REQUIRE(got->labels == expected->labels);
+        REQUIRE(got->inputs == expected->inputs);
+    }
+    REQUIRE_THROWS_AS(resumed.get(2), Error);
+    REQUIRE_THROWS_AS(resumed.get(full.steps_per_epoch()), Error);
+}
+
+TEST_CASE("Loader without shuffle keeps file order; the last batch is smaller") {
+    const Dataset d = numbered_dataset(7);
+    Loader loader(d, 3, 2, false, 0);
+    loader.start_epoch(0);
+    const auto last = loader.get(2);
+    REQUIRE(loader.get(2) == last);
+    REQUIRE_THROWS_WITH(loader.get(2), "Loader::get: step 2 requested more than 2 times");
+    REQUIRE(last->size == 1);
+    REQUIRE(sample_of(*last, 0) == 6);
+    REQUIRE(last->shard_begin == std::vector<int64_t>{0, 1, 1});
+}
+
+TEST_CASE("Loader stops without hanging when batches are never taken") {
+    const Dataset d = numbered_dataset(1000);
+    const auto started = std::chrono::steady_clock::now();
+    {
+        Loader loader(d, 4, 2, true, 1, 3);
+        loader.start_epoch(0);
+        loader.get(0);  // one replica only: step 0 is never released
+        loader.start_epoch(1, 5);
+        loader.get(5);
+        loader.get(5);
+        loader.get(6);
+    }
+    {
+        Loader never_started(d, 4, 2, true, 1);
+        REQUIRE_THROWS_AS(never_started.get(0), Error);
+    }
+    REQUIRE(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+}
