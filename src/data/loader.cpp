@@ -71,12 +71,12 @@ Loader::~Loader() { stop_producer(); }
 int64_t Loader::steps_per_epoch() const { return (dataset_.size() + global_batch_ - 1) / global_batch_; }
 
 void Loader::start_epoch(int64_t epoch, int64_t first_step) {
-    stop_producer();
     const int64_t steps = steps_per_epoch();
     if (first_step < 0 || first_step > steps) {
         throw Error("Loader::start_epoch: first step " + std::to_string(first_step) + " is outside epoch " +
                     std::to_string(epoch) + " (" + std::to_string(steps) + " steps)");
     }
+    stop_producer();
     {
         std::lock_guard lock(mutex_);
         ready_.clear();

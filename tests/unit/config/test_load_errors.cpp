@@ -11,149 +11,149 @@ TEST_CASE("a missing file names the file and the system's reason") {
         load("no/such/config.yaml");
         FAIL("no error");
     } catch (const gputrain::ConfigError& e) {
-        CHECK(std::string(e.what()) == "cannot read config 'no/such/config.yaml': No such file or directory");
-        CHECK(e.exit_code() == 2);
+        REQUIRE(std::string(e.what()) == "cannot read config 'no/such/config.yaml': No such file or directory");
+        REQUIRE(e.exit_code() == 2);
     }
     try {
         load(".");
         FAIL("no error");
     } catch (const gputrain::ConfigError& e) {
-        CHECK(std::string(e.what()) == "cannot read config '.': Is a directory");
+        REQUIRE(std::string(e.what()) == "cannot read config '.': Is a directory");
     }
 }
 
 TEST_CASE("YAML syntax errors carry yaml-cpp's line and column") {
-    CHECK(error_of("training: {epochs: 3\nmodel: x\n") == "cfg.yaml:2:6: YAML syntax error: end of map flow not found");
-    CHECK(error_of("training:\n  epochs: 3\n   batch_size: 4\n") == "cfg.yaml:3:14: YAML syntax error: illegal map value");
+    REQUIRE(error_of("training: {epochs: 3\nmodel: x\n") == "cfg.yaml:2:6: YAML syntax error: end of map flow not found");
+    REQUIRE(error_of("training:\n  epochs: 3\n   batch_size: 4\n") == "cfg.yaml:3:14: YAML syntax error: illegal map value");
 }
 
 TEST_CASE("the top level must be one mapping") {
     const std::string sections =
         "a mapping of sections (run_dir, model, loss, metrics, optimizer, data, training, strategy, checkpoint, logging)";
-    CHECK(error_of("") == "cfg.yaml:1:1: the config is empty; expected " + sections);
-    CHECK(error_of("# only a comment\n") == "cfg.yaml:1:1: the config is empty; expected " + sections);
-    CHECK(error_of("- model\n- data\n") == "cfg.yaml:1:1: expected " + sections + " at the top level, got a list");
-    CHECK(error_of("hello\n") == "cfg.yaml:1:1: expected " + sections + " at the top level, got 'hello'");
-    CHECK(error_of(kMinimal + "---\nmodel: {}\n") ==
+    REQUIRE(error_of("") == "cfg.yaml:1:1: the config is empty; expected " + sections);
+    REQUIRE(error_of("# only a comment\n") == "cfg.yaml:1:1: the config is empty; expected " + sections);
+    REQUIRE(error_of("- model\n- data\n") == "cfg.yaml:1:1: expected " + sections + " at the top level, got a list");
+    REQUIRE(error_of("hello\n") == "cfg.yaml:1:1: expected " + sections + " at the top level, got 'hello'");
+    REQUIRE(error_of(kMinimal + "---\nmodel: {}\n") ==
             "cfg.yaml:4:1: more than one YAML document; put the whole config in one");
 }
 
 TEST_CASE("unknown keys at every level, with did-you-mean or the known keys") {
-    CHECK(error_of(kMinimal + "training:\n  epoch: 3\n") ==
+    REQUIRE(error_of(kMinimal + "training:\n  epoch: 3\n") ==
             "cfg.yaml:4:3: training.epoch: unknown key (did you mean 'epochs'?)");
-    CHECK(error_of(kMinimal + "trainig: {epochs: 3}\n") ==
+    REQUIRE(error_of(kMinimal + "trainig: {epochs: 3}\n") ==
             "cfg.yaml:3:1: trainig: unknown key (did you mean 'training'?)");
-    CHECK(error_of(kMinimal + "colour: red\n") ==
+    REQUIRE(error_of(kMinimal + "colour: red\n") ==
             "cfg.yaml:3:1: colour: unknown key; known keys: run_dir, model, loss, metrics, optimizer, data, "
             "training, strategy, checkpoint, logging");
-    CHECK(error_of(kMinimal + "optimizer: {schedule: {type: cosine, min_lrr: 0}}\n") ==
+    REQUIRE(error_of(kMinimal + "optimizer: {schedule: {type: cosine, min_lrr: 0}}\n") ==
             "cfg.yaml:3:38: optimizer.schedule.min_lrr: unknown key (did you mean 'min_lr'?)");
-    CHECK(error_of(kMinimal + "loss: {name: mean_squared_error, from_logit: false}\n") ==
+    REQUIRE(error_of(kMinimal + "loss: {name: mean_squared_error, from_logit: false}\n") ==
             "cfg.yaml:3:34: loss.from_logit: unknown key (did you mean 'from_logits'?)");
-    CHECK(error_of("model: {input_shape: [2], layers: [{type: dense}], extra: 1}\ndata: {dataset: x}\n") ==
+    REQUIRE(error_of("model: {input_shape: [2], layers: [{type: dense}], extra: 1}\ndata: {dataset: x}\n") ==
             "cfg.yaml:1:52: model.extra: unknown key; known keys: input_shape, layers");
-    CHECK(error_of(kModel + "data: {dataset: synthetic, synthetic: {sample: 5}}\n") ==
+    REQUIRE(error_of(kModel + "data: {dataset: synthetic, synthetic: {sample: 5}}\n") ==
             "cfg.yaml:2:40: data.synthetic.sample: unknown key (did you mean 'samples'?)");
-    CHECK(error_of(kMinimal + "checkpoint: {keep: 2}\n") ==
+    REQUIRE(error_of(kMinimal + "checkpoint: {keep: 2}\n") ==
             "cfg.yaml:3:14: checkpoint.keep: unknown key; known keys: dir, every_epochs, keep_last, save_best, "
             "monitor, mode");
 }
 
 TEST_CASE("duplicate keys and keys that are not names") {
-    CHECK(error_of(kMinimal + "training: {epochs: 3, epochs: 4}\n") ==
+    REQUIRE(error_of(kMinimal + "training: {epochs: 3, epochs: 4}\n") ==
             "cfg.yaml:3:23: training.epochs: duplicate key (first at cfg.yaml:3:12); remove one");
-    CHECK(error_of(kMinimal + "training: {[a]: 3}\n") == "cfg.yaml:3:12: training: keys must be names, got a list");
+    REQUIRE(error_of(kMinimal + "training: {[a]: 3}\n") == "cfg.yaml:3:12: training: keys must be names, got a list");
 }
 
 TEST_CASE("a section that is not a mapping") {
-    CHECK(error_of(kMinimal + "training: 5\n") == "cfg.yaml:3:11: training: expected a mapping, got '5'");
-    CHECK(error_of(kMinimal + "optimizer: {schedule: [cosine]}\n") ==
+    REQUIRE(error_of(kMinimal + "training: 5\n") == "cfg.yaml:3:11: training: expected a mapping, got '5'");
+    REQUIRE(error_of(kMinimal + "optimizer: {schedule: [cosine]}\n") ==
             "cfg.yaml:3:23: optimizer.schedule: expected a mapping, got a list");
 }
 
 TEST_CASE("wrong types say what was expected and what was given") {
     const auto training = [](const std::string& body) { return error_of(kMinimal + "training: {" + body + "}\n"); };
-    CHECK(training("epochs: abc") == "cfg.yaml:3:20: training.epochs: expected a positive integer, got 'abc'");
-    CHECK(training("epochs: 2.5") == "cfg.yaml:3:20: training.epochs: expected a positive integer, got '2.5'");
-    CHECK(training("epochs: [1]") == "cfg.yaml:3:20: training.epochs: expected a positive integer, got a list");
-    CHECK(training("epochs: ") == "cfg.yaml:3:12: training.epochs: expected a positive integer, got nothing");
-    CHECK(training("shuffle: maybe") == "cfg.yaml:3:21: training.shuffle: expected true or false, got 'maybe'");
-    CHECK(training("seed: -1") == "cfg.yaml:3:18: training.seed: expected an integer >= 0, got '-1'");
-    CHECK(error_of(kMinimal + "optimizer: {learning_rate: fast}\n") ==
+    REQUIRE(training("epochs: abc") == "cfg.yaml:3:20: training.epochs: expected a positive integer, got 'abc'");
+    REQUIRE(training("epochs: 2.5") == "cfg.yaml:3:20: training.epochs: expected a positive integer, got '2.5'");
+    REQUIRE(training("epochs: [1]") == "cfg.yaml:3:20: training.epochs: expected a positive integer, got a list");
+    REQUIRE(training("epochs: ") == "cfg.yaml:3:12: training.epochs: expected a positive integer, got nothing");
+    REQUIRE(training("shuffle: maybe") == "cfg.yaml:3:21: training.shuffle: expected true or false, got 'maybe'");
+    REQUIRE(training("seed: -1") == "cfg.yaml:3:18: training.seed: expected an integer >= 0, got '-1'");
+    REQUIRE(error_of(kMinimal + "optimizer: {learning_rate: fast}\n") ==
             "cfg.yaml:3:28: optimizer.learning_rate: expected a positive number, got 'fast'");
-    CHECK(error_of(kMinimal + "run_dir: {a: 1}\n") == "cfg.yaml:3:10: run_dir: expected a string, got a mapping");
-    CHECK(error_of(kMinimal + "metrics: {accuracy: true}\n") ==
+    REQUIRE(error_of(kMinimal + "run_dir: {a: 1}\n") == "cfg.yaml:3:10: run_dir: expected a string, got a mapping");
+    REQUIRE(error_of(kMinimal + "metrics: {accuracy: true}\n") ==
             "cfg.yaml:3:10: metrics: expected a list of metrics, got a mapping; e.g. metrics: [accuracy]");
-    CHECK(error_of(kMinimal + "loss: [mse]\n") ==
+    REQUIRE(error_of(kMinimal + "loss: [mse]\n") ==
             "cfg.yaml:3:7: loss: expected a loss name or a mapping, got a list; e.g. loss: categorical_crossentropy "
             "or loss: {name: categorical_crossentropy, from_logits: true}");
 }
 
 TEST_CASE("bad values: non-positive counts, fractions out of range, empty names") {
-    CHECK(error_of(kMinimal + "training: {epochs: 0}\n") ==
+    REQUIRE(error_of(kMinimal + "training: {epochs: 0}\n") ==
             "cfg.yaml:3:20: training.epochs: expected a positive integer, got '0'");
-    CHECK(error_of(kMinimal + "training: {batch_size: -32}\n") ==
+    REQUIRE(error_of(kMinimal + "training: {batch_size: -32}\n") ==
             "cfg.yaml:3:24: training.batch_size: expected a positive integer, got '-32'");
-    CHECK(error_of(kMinimal + "optimizer: {learning_rate: 0}\n") ==
+    REQUIRE(error_of(kMinimal + "optimizer: {learning_rate: 0}\n") ==
             "cfg.yaml:3:28: optimizer.learning_rate: expected a positive number, got '0'");
-    CHECK(error_of(kMinimal + "optimizer: {learning_rate: -0.1}\n") ==
+    REQUIRE(error_of(kMinimal + "optimizer: {learning_rate: -0.1}\n") ==
             "cfg.yaml:3:28: optimizer.learning_rate: expected a positive number, got '-0.1'");
-    CHECK(error_of("model: {input_shape: [1], layers: [{type: dense}]}\ndata: {dataset: d, validation_split: 1}\n") ==
+    REQUIRE(error_of("model: {input_shape: [1], layers: [{type: dense}]}\ndata: {dataset: d, validation_split: 1}\n") ==
             "cfg.yaml:2:38: data.validation_split: expected a number in [0, 1), got '1'");
-    CHECK(error_of("model: {input_shape: [1], layers: [{type: dense}]}\ndata: {dataset: d, validation_split: -0.2}\n") ==
+    REQUIRE(error_of("model: {input_shape: [1], layers: [{type: dense}]}\ndata: {dataset: d, validation_split: -0.2}\n") ==
             "cfg.yaml:2:38: data.validation_split: expected a number in [0, 1), got '-0.2'");
-    CHECK(error_of(kMinimal + "optimizer: {weight_decay: -1}\n") ==
+    REQUIRE(error_of(kMinimal + "optimizer: {weight_decay: -1}\n") ==
             "cfg.yaml:3:27: optimizer.weight_decay: expected a number >= 0, got '-1'");
-    CHECK(error_of(kMinimal + "checkpoint: {keep_last: -1}\n") ==
+    REQUIRE(error_of(kMinimal + "checkpoint: {keep_last: -1}\n") ==
             "cfg.yaml:3:25: checkpoint.keep_last: expected an integer >= 0, got '-1'");
-    CHECK(error_of(kMinimal + "run_dir: ''\n") ==
+    REQUIRE(error_of(kMinimal + "run_dir: ''\n") ==
             "cfg.yaml:3:10: run_dir: is empty; give a directory, e.g. run_dir: runs/mnist");
-    CHECK(error_of(kMinimal + "optimizer: {learning_rate: .nan}\n") ==
+    REQUIRE(error_of(kMinimal + "optimizer: {learning_rate: .nan}\n") ==
             "cfg.yaml:3:28: optimizer.learning_rate: expected a positive number, got '.nan'");
 }
 
 TEST_CASE("unknown names list the known ones, with did-you-mean") {
-    CHECK(error_of(kMinimal + "optimizer: {type: adma}\n") ==
+    REQUIRE(error_of(kMinimal + "optimizer: {type: adma}\n") ==
             "cfg.yaml:3:19: optimizer.type: unknown optimizer 'adma' (did you mean 'adam'?); "
             "known optimizers: sgd, adam, adamw");
-    CHECK(error_of(kMinimal + "optimizer: {type: rmsprop}\n") ==
+    REQUIRE(error_of(kMinimal + "optimizer: {type: rmsprop}\n") ==
             "cfg.yaml:3:19: optimizer.type: unknown optimizer 'rmsprop'; known optimizers: sgd, adam, adamw");
-    CHECK(error_of(kMinimal + "loss: sparse_categorical_crosentropy\n") ==
+    REQUIRE(error_of(kMinimal + "loss: sparse_categorical_crosentropy\n") ==
             "cfg.yaml:3:7: loss: unknown loss 'sparse_categorical_crosentropy' (did you mean "
             "'sparse_categorical_crossentropy'?); known losses: sparse_categorical_crossentropy, "
             "categorical_crossentropy, mean_squared_error");
-    CHECK(error_of(kMinimal + "optimizer: {schedule: {type: cosin}}\n") ==
+    REQUIRE(error_of(kMinimal + "optimizer: {schedule: {type: cosin}}\n") ==
             "cfg.yaml:3:30: optimizer.schedule.type: unknown schedule 'cosin' (did you mean 'cosine'?); "
             "known schedules: constant, step_decay, exponential_decay, cosine");
-    CHECK(error_of(kMinimal + "strategy: {type: mirror}\n") ==
+    REQUIRE(error_of(kMinimal + "strategy: {type: mirror}\n") ==
             "cfg.yaml:3:18: strategy.type: unknown strategy 'mirror' (did you mean 'mirrored'?); "
             "known strategies: one_device, mirrored");
-    CHECK(error_of(kMinimal + "logging: {progress: bars}\n") ==
+    REQUIRE(error_of(kMinimal + "logging: {progress: bars}\n") ==
             "cfg.yaml:3:21: logging.progress: unknown progress style 'bars' (did you mean 'bar'?); "
             "known progress styles: auto, bar, lines, none");
-    CHECK(error_of(kMinimal + "logging: {level: warning}\n") ==
+    REQUIRE(error_of(kMinimal + "logging: {level: warning}\n") ==
             "cfg.yaml:3:18: logging.level: unknown log level 'warning'; known log levels: trace, debug, info, warn, "
             "error");
-    CHECK(error_of(kMinimal + "metrics: [accuracy, acuracy]\n") ==
+    REQUIRE(error_of(kMinimal + "metrics: [accuracy, acuracy]\n") ==
             "cfg.yaml:3:21: metrics[1]: unknown metric 'acuracy' (did you mean 'accuracy'?); "
             "known metrics: accuracy, loss");
-    CHECK(error_of(kMinimal + "metrics: [accuracy, accuracy]\n") ==
+    REQUIRE(error_of(kMinimal + "metrics: [accuracy, accuracy]\n") ==
             "cfg.yaml:3:21: metrics[1]: 'accuracy' is listed twice; remove one");
-    CHECK(error_of(kMinimal + "checkpoint: {monitor: val_acc}\n") ==
+    REQUIRE(error_of(kMinimal + "checkpoint: {monitor: val_acc}\n") ==
             "cfg.yaml:3:23: checkpoint.monitor: unknown monitored metric 'val_acc'; "
             "known monitored metrics: loss, accuracy, val_loss, val_accuracy");
-    CHECK(error_of(kMinimal + "optimizer: {type: [sgd]}\n") ==
+    REQUIRE(error_of(kMinimal + "optimizer: {type: [sgd]}\n") ==
             "cfg.yaml:3:19: optimizer.type: expected one of sgd, adam, adamw, got a list");
 }
 
 TEST_CASE("strategy.devices must be all, cpu or GPU ids") {
-    CHECK(error_of(kMinimal + "strategy: {devices: cpus}\n") ==
+    REQUIRE(error_of(kMinimal + "strategy: {devices: cpus}\n") ==
             "cfg.yaml:3:21: strategy.devices: expected all, cpu or GPU ids like [0, 1], got 'cpus' (did you mean "
             "'cpu'?)");
-    CHECK(error_of(kMinimal + "strategy: {devices: [0, gpu1]}\n") ==
+    REQUIRE(error_of(kMinimal + "strategy: {devices: [0, gpu1]}\n") ==
             "cfg.yaml:3:25: strategy.devices[1]: expected a GPU id (an integer >= 0), got 'gpu1'");
-    CHECK(error_of(kMinimal + "strategy: {devices: [1, 1]}\n") ==
+    REQUIRE(error_of(kMinimal + "strategy: {devices: [1, 1]}\n") ==
             "cfg.yaml:3:25: strategy.devices[1]: GPU 1 is listed twice; remove one");
-    CHECK(error_of(kMinimal + "strategy: {devices: []}\n") ==
+    REQUIRE(error_of(kMinimal + "strategy: {devices: []}\n") ==
             "cfg.yaml:3:21: strategy.devices: is empty; use all, cpu or a list of GPU ids like [0, 1]");
 }

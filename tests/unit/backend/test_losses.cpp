@@ -1,0 +1,212 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.hpp"
+
+using gputrain::CpuBackend;
+
+namespace {
+
+using RowLoss = std::function<double(const std::vector<double>& row, int label)>;
+
+double log_sum_exp_ce(const std::vector<double>& row, int label) {
+    const double mx = *std::max_element(row.begin(), row.end());
+    double s = 0;
+    for (double v : row) s += std::exp(v - mx);
+    return mx + std::log(s) - row[label];
+}
+
+double clipped_ce(const std::vector<double>& row, int label) {
+    return -std::log(std::clamp(row[label], 1e-7, 1.0 - 1e-7));
+}
+
+double mse_one_hot(const std::vector<double>& row, int label) {
+    double s = 0;
+    for (size_t c = 0; c < row.size(); ++c) {
+        const double d = row[c] - (static_cast<int>(c) == label ? 1.0 : 0.0);
+        s += d * d;
+    }
+    return s / row.size();
+}
+
+std::vector<double> row_of(const std::vector<float>& x, int r, int cols) {
+    return std::vector<double>(x.begin() + r * cols, x.begin() + (r + 1) * cols);
+}
+
+double total_loss(const RowLoss& f, const std::vector<float>& x, const std::vector<int32_t>& labels, int cols) {
+    double s = 0;
+    for (size_t r = 0; r < labels.size(); ++r) s += f(row_of(x, static_cast<int>(r), cols), labels[r]);
+    return s;
+}
+
+// grad[r, c] == grad_scale * d(sum of row losses)/dx[r, c], by central differences in double.
+void check_gradient(const RowLoss& f, const std::vector<float>& x, const std::vector<int32_t>& labels, int cols,
+                    float grad_scale, const std::vector<float>& grad) {
+    const double h = 1e-4;
+    for (size_t r = 0; r < labels.size(); ++r) {
+        auto row = row_of(x, static_cast<int>(r), cols);
+        for (int c = 0; c < cols; ++c) {
+            const double keep = row[c];
+            row[c] = keep + h;
+            const double lp = f(row, labels[r]);
+            row[c] = keep - h;
+            const double lm = f(row, labels[r]);
+            row[c] = keep;
+            INFO("row " << r << " col " << c);
+            REQUIRE(grad[r * cols + c] == Approx(grad_scale * (lp - lm) / (2 * h)).epsilon(1e-3).margin(1e-6));
+        }
+    }
+}
+
+std::vector<float> random_vector(size_t n, uint32_t seed, float lo, float hi) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(n);
+    for (auto& e : v) e = d(rng);
+    return v;
+}
+
+// Probabilities: each row a softmax of random logits (sums to 1, all inside the clip range).
+std::vector<float> random_probs(int rows, int cols, uint32_t seed) {
+    auto p = random_vector(static_cast<size_t>(rows) * cols, seed, -2.0f, 2.0f);
+    for (int r = 0; r < rows; ++r) {
+        double s = 0;
+        for (int c = 0; c < cols; ++c) s += (p[r * cols + c] = std::exp(p[r * cols + c]));
+        for (int c = 0; c < cols; ++c) p[r * cols + c] = static_cast<float>(p[r * cols + c] / s);
+    }
+    return p;
+}
+
+int reference_correct(const std::vector<float>& x, const std::vector<int32_t>& labels, int cols) {
+    int correct = 0;
+    for (size_t r = 0; r < labels.size(); ++r) {
+        const auto first = x.begin() + r * cols;
+        correct += (std::max_element(first, first + cols) - first) == labels[r] ? 1 : 0;
+    }
+    return correct;
+}
+
+const std::vector<int32_t> kLabels{0, 3, 1, 4, 2, 3};
+constexpr int kCols = 5;
+
+}  // namespace
+
+TEST_CASE("softmax_cross_entropy: loss, correct count and gradient") {
+    CpuBackend be;
+    const auto logits = random_vector(kLabels.size() * kCols, 21, -4.0f, 4.0f);
+    const float grad_scale = GENERATE(1.0f, 0.25f);
+    std::vector<float> grad(logits.size(), 99.0f), stats{0.0f, 0.0f};
+    be.softmax_cross_entropy(logits.data(), kLabels.data(), kLabels.size(), kCols, grad_scale, grad.data(),
+                             stats.data());
+    REQUIRE(stats[0] == Approx(total_loss(log_sum_exp_ce, logits, kLabels, kCols)).epsilon(1e-5));
+    REQUIRE(stats[1] == reference_correct(logits, kLabels, kCols));
+    check_gradient(log_sum_exp_ce, logits, kLabels, kCols, grad_scale, grad);
+}
+
+TEST_CASE("softmax_cross_entropy stays finite for logits of +-1e4") {
+    CpuBackend be;
+    const int cols = 3;
+    const std::vector<float> logits{1e4f, -1e4f, 0.0f,   // confident and right
+                                    1e4f, -1e4f, 0.0f,   // confident and wrong: loss 2e4
+                                    -1e4f, -1e4f, -1e4f};  // all equal: loss log 3
+    const std::vector<int32_t> labels{0, 1, 2};
+    std::vector<float> grad(logits.size()), stats{0.0f, 0.0f};
+    be.softmax_cross_entropy(logits.data(), labels.data(), 3, cols, 1.0f, grad.data(), stats.data());
+    REQUIRE(std::isfinite(stats[0]));
+    REQUIRE(stats[0] == Approx(0.0 + 2e4 + std::log(3.0)).epsilon(1e-6));
+    for (float g : grad) REQUIRE(std::isfinite(g));
+    // Softmax probabilities minus the one-hot label.
+    const std::vector<double> expected{0, 0, 0, 1, -1, 0, 1.0 / 3, 1.0 / 3, 1.0 / 3 - 1};
+    for (size_t i = 0; i < grad.size(); ++i) REQUIRE(grad[i] == Approx(expected[i]).margin(1e-6));
+    // Ties count the first maximal class as the prediction (argmax), like Keras.
+    REQUIRE(stats[1] == 1.0f);
+}
+
+TEST_CASE("softmax_cross_entropy accepts a null gradient and accumulates stats across calls") {
+    CpuBackend be;
+    const auto a = random_vector(kLabels.size() * kCols, 22, -3.0f, 3.0f);
+    const auto b = random_vector(kLabels.size() * kCols, 23, -3.0f, 3.0f);
+    std::vector<float> stats{1.5f, 2.0f};
+    be.softmax_cross_entropy(a.data(), kLabels.data(), kLabels.size(), kCols, 1.0f, nullptr, stats.data());
+    be.softmax_cross_entropy(b.data(), kLabels.data(), kLabels.size(), kCols, 1.0f, nullptr, stats.data());
+    const double loss =
+        1.5 + total_loss(log_sum_exp_ce, a, kLabels, kCols) + total_loss(log_sum_exp_ce, b, kLabels, kCols);
+    REQUIRE(stats[0] == Approx(loss).epsilon(1e-5));
+    REQUIRE(stats[1] == 2 + reference_correct(a, kLabels, kCols) + reference_correct(b, kLabels, kCols));
+}
+
+TEST_CASE("softmax_cross_entropy counts exactly the rows whose argmax is the label") {
+    CpuBackend be;
+    const int cols = 4;
+    std::vector<float> logits(5 * cols, 0.0f);
+    const std::vector<int32_t> labels{0, 1, 2, 3, 3};
+    const std::vector<int> argmax{0, 1, 3, 3, 2};  // right, right, wrong, right, wrong
+    for (int r = 0; r < 5; ++r) logits[r * cols + argmax[r]] = 2.0f;
+    std::vector<float> stats{0.0f, 0.0f};
+    be.softmax_cross_entropy(logits.data(), labels.data(), 5, cols, 1.0f, nullptr, stats.data());
+    REQUIRE(stats[1] == 3.0f);
+}
+
+TEST_CASE("cross_entropy_probs: loss and gradient inside the clip range") {
+    CpuBackend be;
+    const auto probs = random_probs(kLabels.size(), kCols, 24);
+    const float grad_scale = GENERATE(1.0f, 0.5f);
+    std::vector<float> grad(probs.size(), 99.0f), stats{0.0f, 0.0f};
+    be.cross_entropy_probs(probs.data(), kLabels.data(), kLabels.size(), kCols, grad_scale, grad.data(),
+                           stats.data());
+    REQUIRE(stats[0] == Approx(total_loss(clipped_ce, probs, kLabels, kCols)).epsilon(1e-5));
+    REQUIRE(stats[1] == reference_correct(probs, kLabels, kCols));
+    check_gradient(clipped_ce, probs, kLabels, kCols, grad_scale, grad);
+}
+
+TEST_CASE("cross_entropy_probs clips probabilities to [1e-7, 1 - 1e-7] like Keras") {
+    CpuBackend be;
+    const int cols = 2;
+    const std::vector<float> probs{0.0f, 1.0f,   // label 0 has probability 0
+                                   0.0f, 1.0f,   // label 1 has probability 1
+                                   1e-9f, 1.0f};  // below epsilon
+    const std::vector<int32_t> labels{0, 1, 0};
+    std::vector<float> grad(probs.size(), 99.0f), stats{0.0f, 0.0f};
+    be.cross_entropy_probs(probs.data(), labels.data(), 3, cols, 1.0f, grad.data(), stats.data());
+    const double loss = -std::log(1e-7) - std::log(1.0 - 1e-7) - std::log(1e-7);
+    REQUIRE(std::isfinite(stats[0]));
+    REQUIRE(stats[0] == Approx(loss).epsilon(1e-5));
+    // The clip is flat outside the range: no gradient flows through it.
+    for (float g : grad) REQUIRE(g == 0.0f);
+}
+
+TEST_CASE("mean_squared_error: loss against the one-hot label, averaged over classes, and its gradient") {
+    CpuBackend be;
+    const auto y = random_vector(kLabels.size() * kCols, 25, -1.0f, 2.0f);
+    const float grad_scale = GENERATE(1.0f, 1.0f / 6);
+    std::vector<float> grad(y.size(), 99.0f), stats{0.0f, 0.0f};
+    be.mean_squared_error(y.data(), kLabels.data(), kLabels.size(), kCols, grad_scale, grad.data(), stats.data());
+    REQUIRE(stats[0] == Approx(total_loss(mse_one_hot, y, kLabels, kCols)).epsilon(1e-5));
+    REQUIRE(stats[1] == reference_correct(y, kLabels, kCols));
+    check_gradient(mse_one_hot, y, kLabels, kCols, grad_scale, grad);
+}
+
+TEST_CASE("cross_entropy_probs and mean_squared_error accumulate stats across calls") {
+    CpuBackend be;
+    const auto p = random_probs(kLabels.size(), kCols, 26);
+    const auto q = random_probs(kLabels.size(), kCols, 27);
+    std::vector<float> stats{0.0f, 0.0f};
+    be.cross_entropy_probs(p.data(), kLabels.data(), kLabels.size(), kCols, 1.0f, nullptr, stats.data());
+    be.cross_entropy_probs(q.data(), kLabels.data(), kLabels.size(), kCols, 1.0f, nullptr, stats.data());
+    REQUIRE(stats[0] ==
+            Approx(total_loss(clipped_ce, p, kLabels, kCols) + total_loss(clipped_ce, q, kLabels, kCols)).epsilon(1e-5));
+    REQUIRE(stats[1] == reference_correct(p, kLabels, kCols) + reference_correct(q, kLabels, kCols));
+
+    stats = {0.5f, 1.0f};
+    be.mean_squared_error(p.data(), kLabels.data(), kLabels.size(), kCols, 1.0f, nullptr, stats.data());
+    be.mean_squared_error(q.data(), kLabels.data(), kLabels.size(), kCols, 1.0f, nullptr, stats.data());
+    REQUIRE(stats[0] ==
+            Approx(0.5 + total_loss(mse_one_hot, p, kLabels, kCols) + total_loss(mse_one_hot, q, kLabels, kCols))
+                .epsilon(1e-5));
+    REQUIRE(stats[1] == 1 + reference_correct(p, kLabels, kCols) + reference_correct(q, kLabels, kCols));
+}

@@ -1,0 +1,106 @@
+// resolved_yaml reads back to the same RunConfig; the digest ignores epochs only.
+#include <catch2/catch.hpp>
+
+#include "config/resolved_yaml.hpp"
+#include "load_helpers.hpp"
+
+using namespace gputrain::config;
+using namespace gputrain::config::testing;
+
+namespace {
+
+// Every field, except `where` and source_file, which name places in the text read.
+void require_same(const RunConfig& a, const RunConfig& b) {
+    CHECK(a.run_dir == b.run_dir);
+    CHECK(a.model.input_shape == b.model.input_shape);
+    REQUIRE(a.model.layers.size() == b.model.layers.size());
+    for (size_t i = 0; i < a.model.layers.size(); ++i) {
+        CHECK(a.model.layers[i].type == b.model.layers[i].type);
+        CHECK(a.model.layers[i].name == b.model.layers[i].name);
+        CHECK(a.model.layers[i].params == b.model.layers[i].params);
+    }
+    CHECK(a.loss.name == b.loss.name);
+    CHECK(a.loss.from_logits == b.loss.from_logits);
+    CHECK(a.metrics == b.metrics);
+    const OptimizerConfig &o = a.optimizer, &p = b.optimizer;
+    CHECK(std::tie(o.type, o.learning_rate, o.momentum, o.nesterov, o.beta1, o.beta2, o.epsilon, o.weight_decay) ==
+          std::tie(p.type, p.learning_rate, p.momentum, p.nesterov, p.beta1, p.beta2, p.epsilon, p.weight_decay));
+    const ScheduleConfig &s = o.schedule, &t = p.schedule;
+    CHECK(std::tie(s.type, s.decay_rate, s.decay_epochs, s.decay_steps, s.staircase, s.min_lr, s.warmup_epochs) ==
+          std::tie(t.type, t.decay_rate, t.decay_epochs, t.decay_steps, t.staircase, t.min_lr, t.warmup_epochs));
+    const DataConfig &d = a.data, &e = b.data;
+    CHECK(std::tie(d.dataset, d.path, d.format, d.scale, d.validation_split, d.limit, d.test_limit,
+                   d.synthetic_samples, d.synthetic_classes, d.synthetic_seed) ==
+          std::tie(e.dataset, e.path, e.format, e.scale, e.validation_split, e.limit, e.test_limit,
+                   e.synthetic_samples, e.synthetic_classes, e.synthetic_seed));
+    CHECK(std::tie(a.training.epochs, a.training.batch_size, a.training.shuffle, a.training.seed) ==
+          std::tie(b.training.epochs, b.training.batch_size, b.training.shuffle, b.training.seed));
+    CHECK(std::tie(a.strategy.type, a.strategy.devices, a.strategy.replicas) ==
+          std::tie(b.strategy.type, b.strategy.devices, b.strategy.replicas));
+    const CheckpointConfig &c = a.checkpoint, &k = b.checkpoint;
+    CHECK(std::tie(c.dir, c.every_epochs, c.keep_last, c.save_best, c.monitor, c.mode) ==
+          std::tie(k.dir, k.every_epochs, k.keep_last, k.save_best, k.monitor, k.mode));
+    CHECK(std::tie(a.logging.level, a.logging.progress, a.logging.metrics_file) ==
+          std::tie(b.logging.level, b.logging.progress, b.logging.metrics_file));
+    CHECK(a.resolved_yaml == b.resolved_yaml);
+    CHECK(a.digest == b.digest);
+}
+
+void require_round_trip(const RunConfig& original) {
+    const RunConfig again = load_from_string(original.resolved_yaml, "resolved.yaml");
+    require_same(original, again);
+}
+
+}  // namespace
+
+TEST_CASE("resolved_yaml of the defaults reads back to the same config") {
+    const RunConfig c = load_text(kMinimal);
+    require_round_trip(c);
+    CHECK(c.resolved_yaml.find("  layers:\n    - {type: flatten}\n    - {type: dense, activation: softmax, units: 10}\n") !=
+          std::string::npos);
+    CHECK(c.resolved_yaml.find("  learning_rate: 0.001\n") != std::string::npos);
+    CHECK(c.resolved_yaml.find("  path: \"\"\n") != std::string::npos);
+}
+
+TEST_CASE("resolved_yaml round trip with every section set") {
+    require_round_trip(load_text(
+        "run_dir: 'runs/odd: name'\n"
+        "model:\n"
+        "  input_shape: [8, 8, 1]\n"
+        "  layers:\n"
+        "    - {type: conv2d, name: first, kernel_size: [3, 3], padding: same}\n"
+        "    - {type: flatten}\n"
+        "    - {type: dense, units: 10, note: 'a, b'}\n"
+        "loss: {name: categorical_crossentropy, from_logits: true}\n"
+        "metrics: [loss, accuracy]\n"
+        "optimizer: {type: adamw, learning_rate: 3e-4, beta1: 0.8, epsilon: 1e-8, weight_decay: 0.1,\n"
+        "            schedule: {type: cosine, min_lr: 1e-6, warmup_epochs: 2}}\n"
+        "data: {path: /srv/data/x, format: csv, scale: 0.1, validation_split: 0.25, limit: 5, test_limit: 6}\n"
+        "training: {epochs: 9, batch_size: 100, shuffle: off, seed: 18446744073709551615}\n"
+        "strategy: {type: mirrored, devices: [3, 1]}\n"
+        "checkpoint: {dir: 'null', every_epochs: 0, keep_last: 1, save_best: false, monitor: accuracy, mode: max}\n"
+        "logging: {level: trace, progress: none, metrics_file: ''}\n"));
+    require_round_trip(load_text(kModel + "data: {dataset: synthetic, synthetic: {samples: 64, classes: 4, seed: 3}}\n"
+                                          "strategy: {type: one_device, devices: 2}\n"
+                                          "optimizer: {type: sgd, momentum: 0.5, nesterov: true,\n"
+                                          "  schedule: {type: exponential_decay, decay_rate: 0.5, decay_steps: 7, staircase: true}}\n"));
+    require_round_trip(load_text(kModel + "data: {format: synthetic}\nstrategy: {devices: cpu, replicas: 3}\n"
+                                          "optimizer: {schedule: {type: step_decay, decay_epochs: 4}}\n"));
+}
+
+TEST_CASE("the digest ignores training.epochs but not the rest") {
+    const RunConfig base = load_text(kMinimal);
+    CHECK(base.digest == config_digest(base));
+    CHECK(base.digest == fnv1a64_hex(resolved_yaml(base).replace(base.resolved_yaml.find("  epochs: 5\n"), 12, "")));
+    CHECK(load_text(kMinimal, {"training.epochs=50"}).digest == base.digest);
+    CHECK(load_text(kMinimal, {"training.epochs=50"}).resolved_yaml != base.resolved_yaml);
+    CHECK(load_text(kMinimal, {"optimizer.learning_rate=0.002"}).digest != base.digest);
+    CHECK(load_text(kMinimal, {"training.batch_size=64"}).digest != base.digest);
+    CHECK(load_text(kMinimal, {"model.layers[1].units=11"}).digest != base.digest);
+}
+
+TEST_CASE("fnv1a64_hex is FNV-1a 64 in 16 hex digits") {
+    CHECK(fnv1a64_hex("") == "cbf29ce484222325");
+    CHECK(fnv1a64_hex("a") == "af63dc4c8601ec8c");
+    CHECK(fnv1a64_hex("foobar") == "85944171f73967e8");
+}

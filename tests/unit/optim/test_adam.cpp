@@ -1,0 +1,170 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.hpp"
+#include "core/error.hpp"
+#include "optim/optimizer.hpp"
+
+using gputrain::CpuBackend;
+using gputrain::config::OptimizerConfig;
+
+namespace {
+
+// Keras Adam in double, written from its documentation:
+// m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+// alpha = lr sqrt(1 - b2^t) / (1 - b1^t); p -= alpha m / (sqrt(v) + eps).
+// AdamW first applies p -= lr wd p.
+struct ReferenceAdam {
+    double b1, b2, eps, wd;
+    std::vector<double> p, m, v;
+
+    void step(const std::vector<double>& g, double lr, int t) {
+        const double alpha = lr * std::sqrt(1.0 - std::pow(b2, t)) / (1.0 - std::pow(b1, t));
+        for (size_t i = 0; i < p.size(); ++i) {
+            p[i] -= lr * wd * p[i];
+            m[i] = b1 * m[i] + (1.0 - b1) * g[i];
+            v[i] = b2 * v[i] + (1.0 - b2) * g[i] * g[i];
+            p[i] -= alpha * m[i] / (std::sqrt(v[i]) + eps);
+        }
+    }
+};
+
+const float* slot(gputrain::optim::Optimizer& opt, const std::string& name) {
+    for (const auto& s : opt.state())
+        if (s.name == name) return s.data;
+    FAIL("no state slot " << name);
+    return nullptr;
+}
+
+void run_against_reference(const OptimizerConfig& cfg, double wd) {
+    CpuBackend be;
+    const std::vector<double> p0{0.5, -1.25, 2.0, 0.0};
+    const std::vector<std::vector<double>> grads{{0.1, -0.4, 1.5, 0.0}, {0.3, 0.2, -0.5, 1e-3}, {-0.2, 0.05, 0.7, 2.0}};
+    const std::vector<double> lrs{cfg.learning_rate, cfg.learning_rate, 0.5 * cfg.learning_rate};
+    const size_t n = p0.size();
+    ReferenceAdam ref{cfg.beta1, cfg.beta2, cfg.epsilon, wd, p0, std::vector<double>(n), std::vector<double>(n)};
+
+    auto opt = gputrain::optim::make_optimizer(cfg, be, n);
+    std::vector<float> params(p0.begin(), p0.end());
+    for (int t = 1; t <= 3; ++t) {
+        const std::vector<float> g(grads[t - 1].begin(), grads[t - 1].end());
+        opt->step(params.data(), g.data(), lrs[t - 1], t);
+        ref.step(grads[t - 1], lrs[t - 1], t);
+        const float* m = slot(*opt, "adam_m");
+        const float* v = slot(*opt, "adam_v");
+        for (size_t i = 0; i < n; ++i) {
+            INFO("step " << t << " param " << i);
+            REQUIRE(m[i] == Approx(ref.m[i]).epsilon(1e-5).margin(1e-9));
+            REQUIRE(v[i] == Approx(ref.v[i]).epsilon(1e-5).margin(1e-12));
+            REQUIRE(params[i] == Approx(ref.p[i]).epsilon(1e-5).margin(1e-7));
+        }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("Adam follows the Keras formulas over three steps") {
+    OptimizerConfig cfg;
+    cfg.type = "adam";
+    cfg.learning_rate = 0.01;
+    run_against_reference(cfg, 0.0);
+}
+
+TEST_CASE("Adam with non-default betas and epsilon") {
+    OptimizerConfig cfg;
+    cfg.type = "adam";
+    cfg.learning_rate = 0.1;
+    cfg.beta1 = 0.5;
+    cfg.beta2 = 0.75;
+    cfg.epsilon = 1e-3;
+    run_against_reference(cfg, 0.0);
+}
+
+TEST_CASE("AdamW decays the weights by lr * weight_decay before the Adam update") {
+    OptimizerConfig cfg;
+    cfg.type = "adamw";
+    cfg.learning_rate = 0.05;
+    cfg.weight_decay = 0.1;
+    run_against_reference(cfg, 0.1);
+}
+
+TEST_CASE("AdamW with a zero gradient only decays") {
+    CpuBackend be;
+    OptimizerConfig cfg;
+    cfg.type = "adamw";
+    cfg.learning_rate = 0.01;
+    cfg.weight_decay = 0.004;
+    auto opt = gputrain::optim::make_optimizer(cfg, be, 2);
+    std::vector<float> p{1.0f, -3.0f};
+    const std::vector<float> g{0.0f, 0.0f};
+    opt->step(p.data(), g.data(), cfg.learning_rate, 1);
+    REQUIRE(p[0] == Approx(1.0 * (1 - 0.01 * 0.004)).epsilon(1e-7));
+    REQUIRE(p[1] == Approx(-3.0 * (1 - 0.01 * 0.004)).epsilon(1e-7));
+}
+
+TEST_CASE("Adam ignores weight_decay unless the type is adamw; type() names the variant") {
+    CpuBackend be;
+    OptimizerConfig cfg;
+    cfg.type = "adam";
+    cfg.weight_decay = 0.5;  // validation rejects this; the optimizer must not apply it anyway
+    cfg.learning_rate = 0.01;
+    run_against_reference(cfg, 0.0);
+    REQUIRE(gputrain::optim::make_optimizer(cfg, be, 1)->type() == "adam");
+    cfg.type = "adamw";
+    cfg.weight_decay = 0.004;
+    REQUIRE(gputrain::optim::make_optimizer(cfg, be, 1)->type() == "adamw");
+}
+
+TEST_CASE("Adam state has the adam_m and adam_v slots, zero before the first step") {
+    CpuBackend be;
+    OptimizerConfig cfg;
+    auto opt = gputrain::optim::make_optimizer(cfg, be, 5);
+    const auto state = opt->state();
+    REQUIRE(state.size() == 2);
+    REQUIRE(state[0].name == "adam_m");
+    REQUIRE(state[1].name == "adam_v");
+    for (const auto& s : state)
+        for (int i = 0; i < 5; ++i) REQUIRE(s.data[i] == 0.0f);
+}
+
+TEST_CASE("Adam minimizes a quadratic") {
+    CpuBackend be;
+    OptimizerConfig cfg;
+    cfg.type = "adam";
+    cfg.learning_rate = 0.02;
+    const std::vector<double> target{1.0, -2.0, 0.5}, curvature{1.0, 10.0, 0.1};
+    std::vector<float> p{-1.0f, 3.0f, 4.0f}, g(3);
+    auto loss = [&] {
+        double l = 0;
+        for (size_t i = 0; i < p.size(); ++i) l += curvature[i] * (p[i] - target[i]) * (p[i] - target[i]);
+        return l;
+    };
+    const double initial = loss();
+    auto opt = gputrain::optim::make_optimizer(cfg, be, p.size());
+    for (int t = 1; t <= 3000; ++t) {
+        for (size_t i = 0; i < p.size(); ++i) g[i] = static_cast<float>(2 * curvature[i] * (p[i] - target[i]));
+        opt->step(p.data(), g.data(), cfg.learning_rate, t);
+    }
+    REQUIRE(loss() < 1e-4 * initial);
+    for (size_t i = 0; i < p.size(); ++i) REQUIRE(p[i] == Approx(target[i]).margin(0.02));
+}
+
+TEST_CASE("make_optimizer rejects an unknown type, listing the known ones") {
+    CpuBackend be;
+    OptimizerConfig cfg;
+    cfg.type = "adma";
+    try {
+        gputrain::optim::make_optimizer(cfg, be, 3);
+        FAIL("no ConfigError for an unknown optimizer");
+    } catch (const gputrain::ConfigError& e) {
+        const std::string msg = e.what();
+        INFO(msg);
+        REQUIRE(msg.find("'adma'") != std::string::npos);
+        for (const auto& name : gputrain::optim::optimizer_names()) REQUIRE(msg.find(name) != std::string::npos);
+        REQUIRE(msg.find("sgd, adam, adamw") != std::string::npos);
+        REQUIRE(msg.find("did you mean 'adam'") != std::string::npos);
+        REQUIRE(e.exit_code() == 2);
+    }
+}

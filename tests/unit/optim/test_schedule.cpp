@@ -1,0 +1,117 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "optim/schedule.hpp"
+
+using gputrain::config::OptimizerConfig;
+using gputrain::optim::Schedule;
+
+namespace {
+
+OptimizerConfig with_schedule(const std::string& type, double lr) {
+    OptimizerConfig cfg;
+    cfg.learning_rate = lr;
+    cfg.schedule.type = type;
+    return cfg;
+}
+
+}  // namespace
+
+TEST_CASE("constant schedule returns the base rate at every step") {
+    const Schedule s(with_schedule("constant", 0.003), 100, 5);
+    for (int64_t step : {0, 1, 99, 100, 499, 500, 10000}) REQUIRE(s.learning_rate(step) == Approx(0.003));
+}
+
+TEST_CASE("step_decay multiplies by decay_rate every decay_epochs whole epochs") {
+    auto cfg = with_schedule("step_decay", 0.1);
+    cfg.schedule.decay_rate = 0.5;
+    cfg.schedule.decay_epochs = 2;
+    const Schedule s(cfg, 10, 8);  // 10 steps per epoch
+    // epochs 0-1: 0.1; epochs 2-3: 0.05; epochs 4-5: 0.025; epochs 6-7: 0.0125
+    REQUIRE(s.learning_rate(0) == Approx(0.1));
+    REQUIRE(s.learning_rate(19) == Approx(0.1));
+    REQUIRE(s.learning_rate(20) == Approx(0.05));
+    REQUIRE(s.learning_rate(39) == Approx(0.05));
+    REQUIRE(s.learning_rate(40) == Approx(0.025));
+    REQUIRE(s.learning_rate(79) == Approx(0.0125));
+}
+
+TEST_CASE("exponential_decay: lr * rate^(step / decay_steps), floored with staircase") {
+    auto cfg = with_schedule("exponential_decay", 0.2);
+    cfg.schedule.decay_rate = 0.5;
+    cfg.schedule.decay_steps = 100;
+    SECTION("smooth") {
+        const Schedule s(cfg, 50, 10);
+        REQUIRE(s.learning_rate(0) == Approx(0.2));
+        REQUIRE(s.learning_rate(50) == Approx(0.2 / std::sqrt(2.0)));  // half a decay period
+        REQUIRE(s.learning_rate(100) == Approx(0.1));
+        REQUIRE(s.learning_rate(150) == Approx(0.1 / std::sqrt(2.0)));
+        REQUIRE(s.learning_rate(300) == Approx(0.025));
+        REQUIRE(s.learning_rate(1) < s.learning_rate(0));
+    }
+    SECTION("staircase") {
+        cfg.schedule.staircase = true;
+        const Schedule s(cfg, 50, 10);
+        REQUIRE(s.learning_rate(0) == Approx(0.2));
+        REQUIRE(s.learning_rate(50) == Approx(0.2));
+        REQUIRE(s.learning_rate(99) == Approx(0.2));
+        REQUIRE(s.learning_rate(100) == Approx(0.1));
+        REQUIRE(s.learning_rate(199) == Approx(0.1));
+        REQUIRE(s.learning_rate(250) == Approx(0.05));
+    }
+}
+
+TEST_CASE("cosine decays from the base rate to min_lr over training") {
+    auto cfg = with_schedule("cosine", 0.1);
+    const double min_lr = GENERATE(0.0, 0.01);
+    cfg.schedule.min_lr = min_lr;
+    const Schedule s(cfg, 25, 4);  // 100 steps in all
+    REQUIRE(s.learning_rate(0) == Approx(0.1));
+    // A quarter of the way: min + (base - min)(1 + cos(pi/4))/2.
+    REQUIRE(s.learning_rate(25) == Approx(min_lr + (0.1 - min_lr) * (1 + std::sqrt(0.5)) / 2));
+    REQUIRE(s.learning_rate(50) == Approx((0.1 + min_lr) / 2));  // the middle
+    REQUIRE(s.learning_rate(99) > min_lr);
+    REQUIRE(s.learning_rate(99) == Approx(min_lr + (0.1 - min_lr) * (1 + std::cos(M_PI * 0.99)) / 2));
+    REQUIRE(s.learning_rate(100) == Approx(min_lr).margin(1e-12));  // the end
+    REQUIRE(s.learning_rate(1000) == Approx(min_lr).margin(1e-12));  // stays there
+    for (int64_t t = 1; t <= 100; ++t) REQUIRE(s.learning_rate(t) <= s.learning_rate(t - 1));
+}
+
+TEST_CASE("warmup ramps linearly over whole epochs, then the schedule takes over") {
+    SECTION("constant after warmup") {
+        auto cfg = with_schedule("constant", 0.08);
+        cfg.schedule.warmup_epochs = 2;
+        const Schedule s(cfg, 4, 10);  // warmup is 8 steps
+        // step t of warmup gets base * (t + 1) / 8: the first update is not wasted at zero.
+        for (int t = 0; t < 8; ++t) {
+            INFO("step " << t);
+            REQUIRE(s.learning_rate(t) == Approx(0.08 * (t + 1) / 8));
+        }
+        REQUIRE(s.learning_rate(8) == Approx(0.08));
+        REQUIRE(s.learning_rate(39) == Approx(0.08));
+    }
+    SECTION("cosine after warmup spans the remaining steps") {
+        auto cfg = with_schedule("cosine", 0.1);
+        cfg.schedule.warmup_epochs = 1;
+        cfg.schedule.min_lr = 0.0;
+        const Schedule s(cfg, 10, 5);  // 50 steps: 10 of warmup, 40 of cosine
+        REQUIRE(s.learning_rate(0) == Approx(0.01));
+        REQUIRE(s.learning_rate(4) == Approx(0.05));
+        REQUIRE(s.learning_rate(9) == Approx(0.1));
+        REQUIRE(s.learning_rate(10) == Approx(0.1));
+        REQUIRE(s.learning_rate(30) == Approx(0.05));  // halfway through the cosine part
+        REQUIRE(s.learning_rate(50) == Approx(0.0).margin(1e-12));
+    }
+    SECTION("exponential decay counts its steps from the end of warmup") {
+        auto cfg = with_schedule("exponential_decay", 0.1);
+        cfg.schedule.warmup_epochs = 1;
+        cfg.schedule.decay_rate = 0.5;
+        cfg.schedule.decay_steps = 10;
+        const Schedule s(cfg, 5, 10);  // warmup is 5 steps
+        REQUIRE(s.learning_rate(4) == Approx(0.1));
+        REQUIRE(s.learning_rate(5) == Approx(0.1));
+        REQUIRE(s.learning_rate(15) == Approx(0.05));
+    }
+}

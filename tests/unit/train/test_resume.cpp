@@ -1,0 +1,99 @@
+#include <fstream>
+
+#include "checkpoint/safetensors.hpp"
+#include "core/error.hpp"
+#include "train/checkpointer.hpp"
+#include "train_fixture.hpp"
+
+using namespace gputrain;
+namespace fs = std::filesystem;
+
+TEST_CASE("Resuming from a checkpoint ends with the same weights as an uninterrupted run") {
+    data::DataSplits data;
+    data.train = fixture::blobs(53, 6);
+    for (int n : {1, 2}) {
+        INFO(n << " replicas");
+        const auto cfg3 = fixture::small_job(3, 8);
+        fixture::TempDir straight, interrupted;
+        auto a = fixture::replicas(cfg3, n);
+        fixture::fit(cfg3, a, data, straight.path.string());
+
+        const auto cfg1 = fixture::small_job(1, 8);
+        auto b = fixture::replicas(cfg1, n);
+        fixture::fit(cfg1, b, data, interrupted.path.string());
+        auto c = fixture::replicas(cfg3, n);
+        const auto resumed = fixture::fit(cfg3, c, data, interrupted.path.string(),
+                                          train::latest_checkpoint(interrupted.path.string()));
+        REQUIRE(resumed.history.size() == 2);
+        REQUIRE(resumed.history.front().epoch == 2);
+        REQUIRE(fixture::params_of(*c[0]) == fixture::params_of(*a[0]));
+
+        // metrics.csv: the header once, then one row per epoch across both runs.
+        std::ifstream csv(interrupted.path / "metrics.csv");
+        std::string line;
+        std::vector<std::string> lines;
+        while (std::getline(csv, line)) lines.push_back(line);
+        REQUIRE(lines.size() == 4);
+        REQUIRE(lines[0] == "epoch,loss,accuracy,val_loss,val_accuracy,learning_rate,seconds,samples_per_second");
+        REQUIRE(lines[3].rfind("3,", 0) == 0);
+    }
+}
+
+TEST_CASE("Checkpoint files: names, metadata, rotation and best") {
+    data::DataSplits data;
+    data.train = fixture::blobs(40, 2);
+    auto cfg = fixture::small_job(4, 8);
+    cfg.checkpoint.keep_last = 2;
+    fixture::TempDir dir;
+    auto reps = fixture::replicas(cfg, 1);
+    fixture::fit(cfg, reps, data, dir.path.string());
+    REQUIRE_FALSE(fs::exists(dir.path / "epoch-001.safetensors"));
+    REQUIRE_FALSE(fs::exists(dir.path / "epoch-002.safetensors"));
+    REQUIRE(fs::exists(dir.path / "epoch-003.safetensors"));
+    REQUIRE(fs::exists(dir.path / "epoch-004.safetensors"));
+    REQUIRE(fs::exists(dir.path / "best.safetensors"));
+    for (const auto& entry : fs::directory_iterator(dir.path))
+        REQUIRE(entry.path().filename().string().find(".tmp") == std::string::npos);
+
+    const auto last = checkpoint::load((dir.path / "last.safetensors").string());
+    REQUIRE(last.metadata.at("epoch") == "4");
+    REQUIRE(last.metadata.at("global_step") == "20");
+    REQUIRE(last.metadata.at("config_digest") == "test-digest");
+    REQUIRE(last.metadata.at("optimizer") == "adam");
+    REQUIRE(last.find("dense/kernel")->shape == std::vector<int64_t>{6, 16});
+    REQUIRE(last.find("optimizer/adam_m/dense_1/bias")->shape == std::vector<int64_t>{3});
+    const auto weights = fixture::params_of(*reps[0]);
+    const auto* kernel = last.find("dense/kernel");
+    REQUIRE(std::equal(kernel->data.begin(), kernel->data.end(), weights.begin()));
+}
+
+TEST_CASE("Loading a checkpoint into a different model names the tensor that differs") {
+    data::DataSplits data;
+    data.train = fixture::blobs(16, 2);
+    const auto cfg = fixture::small_job(1, 8);
+    fixture::TempDir dir;
+    auto reps = fixture::replicas(cfg, 1);
+    fixture::fit(cfg, reps, data, dir.path.string());
+    const std::string path = (dir.path / "last.safetensors").string();
+
+    auto wider = cfg;
+    wider.model.layers[0].params["units"] = "17";
+    auto other = fixture::replicas(wider, 1);
+    try {
+        train::restore(path, other, wider, true);
+        FAIL("no error");
+    } catch (const DataError& e) {
+        REQUIRE(std::string(e.what()) == path + ": tensor 'dense/kernel' has shape [6, 16] but the model expects [6, 17]");
+    }
+    auto sgd = fixture::small_job(1, 8, "sgd");
+    auto sgd_reps = fixture::replicas(sgd, 1);
+    try {
+        train::restore(path, sgd_reps, sgd, true);
+        FAIL("no error");
+    } catch (const DataError& e) {
+        REQUIRE(std::string(e.what()) == path + ": tensor 'optimizer/velocity/dense/kernel' of the model is missing "
+                                                "from the checkpoint; it was written for a different model");
+    }
+    // Weights alone load into the same architecture whatever the optimizer.
+    REQUIRE_NOTHROW(train::restore(path, sgd_reps, sgd, false));
+}

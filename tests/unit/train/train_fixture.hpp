@@ -1,0 +1,97 @@
+// A small classification job built in code: a config, a learnable data set,
+// replicas on the CPU, and a temporary run folder.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+
+#include "../nn/model_specs.hpp"
+#include "core/rng.hpp"
+#include "data/dataset.hpp"
+#include "train/strategy.hpp"
+#include "train/trainer.hpp"
+
+namespace fixture {
+
+using namespace gputrain;
+
+inline config::RunConfig small_job(int64_t epochs, int64_t batch, const std::string& optimizer = "adam") {
+    config::RunConfig cfg;
+    cfg.model.input_shape = {6};
+    cfg.model.layers = {specs::layer("dense", {{"units", "16"}, {"activation", "relu"}}),
+                        specs::layer("dropout", {{"rate", "0.25"}}),
+                        specs::layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
+    cfg.optimizer.type = optimizer;
+    cfg.optimizer.learning_rate = optimizer == "sgd" ? 0.05 : 0.01;
+    cfg.optimizer.momentum = optimizer == "sgd" ? 0.9 : 0.0;
+    cfg.training.epochs = epochs;
+    cfg.training.batch_size = batch;
+    cfg.training.seed = 5;
+    cfg.checkpoint.keep_last = 0;
+    cfg.checkpoint.monitor = "loss";
+    cfg.logging.metrics_file = "metrics.csv";
+    cfg.digest = "test-digest";
+    return cfg;
+}
+
+// Three Gaussian blobs in 6-D; `n` samples.
+inline data::Dataset blobs(int64_t n, uint64_t seed) {
+    data::Dataset d;
+    d.sample_shape = {6};
+    d.num_classes = 3;
+    Rng rng(seed);
+    for (int64_t i = 0; i < n; ++i) {
+        const int label = static_cast<int>(rng.below(3));
+        d.labels.push_back(label);
+        for (int k = 0; k < 6; ++k) d.inputs.push_back((k % 3 == label ? 1.0f : 0.0f) + 0.8f * (rng.uniform() - 0.5f));
+    }
+    return d;
+}
+
+inline std::vector<std::unique_ptr<train::Replica>> replicas(const config::RunConfig& cfg, int n) {
+    device::Discovery found;
+    found.cpu.logical_cores = 1;
+    train::Strategy strategy(cfg, found, {"cpu", n});
+    return strategy.make_replicas(cfg, cfg.training.batch_size);
+}
+
+inline std::vector<float> params_of(train::Replica& r) {
+    return std::vector<float>(r.model().param_data(), r.model().param_data() + r.model().param_count());
+}
+
+struct TempDir {
+    std::filesystem::path path;
+    TempDir() {
+        static int counter = 0;
+        path = std::filesystem::temp_directory_path() /
+               ("gputrain-test-" + std::to_string(getpid()) + "-" + std::to_string(counter++));
+        std::filesystem::remove_all(path);
+        std::filesystem::create_directories(path);
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+inline train::FitResult fit(const config::RunConfig& cfg, std::vector<std::unique_ptr<train::Replica>>& reps,
+                            const data::DataSplits& data, const std::string& dir, const std::string& resume = "") {
+    train::FitOptions options;
+    options.run_dir = dir;
+    options.resume_from = resume;
+    options.progress = train::ProgressMode::none;
+    train::Trainer trainer(cfg, reps, data, options);
+    return trainer.fit();
+}
+
+// max |a - b| / max |a|
+inline double relative_difference(const std::vector<float>& a, const std::vector<float>& b) {
+    double diff = 0, scale = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
+        scale = std::max(scale, static_cast<double>(std::abs(a[i])));
+    }
+    return diff / scale;
+}
+
+}  // namespace fixture
