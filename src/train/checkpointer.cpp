@@ -8,6 +8,7 @@
 #include "build_config.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "core/error.hpp"
+#include "core/rng.hpp"
 
 namespace fs = std::filesystem;
 
@@ -97,8 +98,10 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
         {"epoch", std::to_string(state.epochs_done)},
         {"global_step", std::to_string(state.global_step)},
         {"seed", std::to_string(cfg_.training.seed)},
-        // All randomness during training is counter-based on (seed, epoch, step),
-        // so this RNG state (the next epoch's shuffle generator) follows from them.
+        // The generator that shuffles the next epoch (data::epoch_order). Dropout
+        // masks are counter-based on (seed, epoch, step, row), so together with the
+        // epoch and step this is the whole random state of the run.
+        {"rng_state", Rng(cfg_.training.seed).split(static_cast<uint64_t>(state.epochs_done)).serialize()},
         {"config_digest", cfg_.digest},
         {"optimizer", replica0.optimizer().type()},
         {"loss", number(record.loss)},

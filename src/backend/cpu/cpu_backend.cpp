@@ -217,17 +217,32 @@ void CpuBackend::mean_squared_error(const float* y, const int32_t* labels, int r
     stats[1] += static_cast<float>(correct);
 }
 
-// The optimizer touches every parameter every step: compiled for AVX2+FMA
-// too, picked at run time on CPUs that have it.
-__attribute__((target_clones("avx2,fma", "default"))) static void adam_loop(
-    float* __restrict params, const float* __restrict grads, float* __restrict m, float* __restrict v, size_t n,
-    const math::AdamParams a) {
+// The optimizer touches every parameter every step: compiled twice, for
+// baseline x86-64 and for AVX2+FMA (math::adam_update inlines into both),
+// picked at run time. Explicit dispatch, not target_clones: an ifunc resolver
+// runs before the sanitizers' runtimes start.
+static void adam_loop_baseline(float* __restrict params, const float* __restrict grads, float* __restrict m,
+                               float* __restrict v, size_t n, const math::AdamParams a) {
     for (size_t i = 0; i < n; ++i) math::adam_update(params[i], grads[i], m[i], v[i], a);
+}
+__attribute__((target("avx2,fma"))) static void adam_loop_avx2(float* __restrict params,
+                                                                const float* __restrict grads, float* __restrict m,
+                                                                float* __restrict v, size_t n,
+                                                                const math::AdamParams a) {
+    for (size_t i = 0; i < n; ++i) math::adam_update(params[i], grads[i], m[i], v[i], a);
+}
+
+static bool cpu_has_avx2_fma() {
+    static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    return has;
 }
 
 void CpuBackend::adam_step(float* params, const float* grads, float* m, float* v, size_t n,
                            const math::AdamParams& a) {
-    adam_loop(params, grads, m, v, n, a);
+    if (cpu_has_avx2_fma())
+        adam_loop_avx2(params, grads, m, v, n, a);
+    else
+        adam_loop_baseline(params, grads, m, v, n, a);
 }
 
 void CpuBackend::sgd_step(float* params, const float* grads, float* velocity, size_t n, const math::SgdParams& s) {
