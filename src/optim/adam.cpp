@@ -6,6 +6,7 @@ namespace gputrain::optim {
 
 Adam::Adam(const config::OptimizerConfig& cfg, Backend& backend, size_t param_count)
     : backend_(backend),
+      type_(cfg.type),
       n_(param_count),
       beta1_(cfg.beta1),
       beta2_(cfg.beta2),

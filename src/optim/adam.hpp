@@ -9,12 +9,13 @@ class Adam : public Optimizer {
 public:
     Adam(const config::OptimizerConfig& cfg, Backend& backend, size_t param_count);
     ~Adam() override;
-    std::string type() const override { return weight_decay_ > 0.0 ? "adamw" : "adam"; }
+    std::string type() const override { return type_; }
     void step(float* params, const float* grads, double learning_rate, int64_t step) override;
     std::vector<StateSlot> state() override { return {{"adam_m", m_}, {"adam_v", v_}}; }
 
 private:
     Backend& backend_;
+    std::string type_;  // as configured: adam or adamw
     size_t n_;
     double beta1_, beta2_, epsilon_, weight_decay_;
     float* m_;

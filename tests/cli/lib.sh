@@ -1,0 +1,68 @@
+# Shared helpers for the end-to-end tests; sourced by test_*.sh.
+# Usage in a test: source "$(dirname "$0")/lib.sh" "$@"   (sets GPUTRAIN, TMP, HERE)
+# A test exits 0 on success, 1 on failure (with a FAIL line), 77 to be skipped.
+
+if [ $# -lt 1 ] || [ ! -x "$1" ]; then
+    echo "usage: $0 PATH/TO/gputrain" >&2
+    exit 2
+fi
+GPUTRAIN=$1
+HERE=$(cd "$(dirname "$0")" && pwd)
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/gputrain-cli.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+# Prints the step a test is at, so a failure's log reads as a story.
+step() { echo "--- $*"; }
+
+fail() {
+    echo "FAIL: $*" >&2
+    exit 1
+}
+
+skip() {
+    echo "SKIP: $*"
+    exit 77
+}
+
+# run_expect CODE ARGS...: runs gputrain ARGS, expects exit status CODE; keeps
+# the output in $TMP/out and $TMP/err for the checks that follow.
+run_expect() {
+    local want=$1 got=0
+    shift
+    echo "+ gputrain $*"
+    "$GPUTRAIN" "$@" >"$TMP/out" 2>"$TMP/err" || got=$?
+    if [ "$got" -ne "$want" ]; then
+        echo "stdout:" >&2; cat "$TMP/out" >&2
+        echo "stderr:" >&2; cat "$TMP/err" >&2
+        fail "gputrain $* exited $got, expected $want"
+    fi
+}
+
+# expect_in FILE TEXT: FILE contains TEXT (fixed string).
+expect_in() {
+    grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail "expected '$2' in $(basename "$1")"; }
+}
+
+# safetensors FILE|A B ...: the safetensors checks in safetensors_check.py.
+safetensors() { python3 "$HERE/safetensors_check.py" "$@"; }
+
+# A small model on synthetic data: trains in well under a second.
+write_synthetic_config() {
+    cat >"$1" <<'YAML'
+# Synthetic 8x8 inputs in 4 classes; a tiny MLP. Used by the cli tests.
+model:
+  input_shape: [8, 8]
+  layers:
+    - {type: flatten}
+    - {type: dense, units: 16, activation: relu}
+    - {type: dense, units: 4, activation: softmax}
+loss: sparse_categorical_crossentropy
+optimizer: {type: adam, learning_rate: 0.01}
+data:
+  dataset: synthetic
+  synthetic: {samples: 500, classes: 4, seed: 7}
+training: {epochs: 2, batch_size: 32, shuffle: true, seed: 3}
+checkpoint: {monitor: loss}
+logging: {progress: none}
+YAML
+}

@@ -1,0 +1,97 @@
+"""Reads safetensors files with the standard library only (header: 8-byte
+little-endian length, then JSON), for the cli tests.
+
+  safetensors_check.py header FILE NAME SHAPE     NAME exists with SHAPE (e.g. 784,128)
+  safetensors_check.py identical A B              every tensor byte-identical (metadata ignored)
+  safetensors_check.py close A B RTOL             model weights (not optimizer/*) agree:
+                                                  max|a-b| <= RTOL * max|b| per tensor
+Exits 1 with a message when a check fails.
+"""
+import json
+import struct
+import sys
+
+
+def read(path):
+    with open(path, "rb") as f:
+        blob = f.read()
+    if len(blob) < 8:
+        sys.exit(f"{path}: {len(blob)} bytes, too short for a safetensors file")
+    (n,) = struct.unpack("<Q", blob[:8])
+    if 8 + n > len(blob):
+        sys.exit(f"{path}: header length {n} exceeds the file size {len(blob)}")
+    header = json.loads(blob[8:8 + n])
+    data = blob[8 + n:]
+    tensors = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        tensors[name] = (info["dtype"], info["shape"], data[begin:end])
+    return header.get("__metadata__", {}), tensors
+
+
+def floats(dtype, raw):
+    if dtype != "F32":
+        sys.exit(f"dtype {dtype}: only F32 is compared")
+    return struct.unpack(f"<{len(raw) // 4}f", raw)
+
+
+def check_header(path, name, shape):
+    _, tensors = read(path)
+    if name not in tensors:
+        sys.exit(f"{path}: no tensor '{name}' (has: {', '.join(sorted(tensors))})")
+    want = [int(x) for x in shape.split(",")]
+    if tensors[name][1] != want:
+        sys.exit(f"{path}: {name} has shape {tensors[name][1]}, expected {want}")
+    print(f"{path}: {len(tensors)} tensors, {name} {want}")
+
+
+def same_names(a, b, ta, tb):
+    if sorted(ta) != sorted(tb):
+        sys.exit(f"{a} and {b} hold different tensors: {sorted(ta)} vs {sorted(tb)}")
+
+
+def check_identical(a, b):
+    _, ta = read(a)
+    _, tb = read(b)
+    same_names(a, b, ta, tb)
+    differ = [n for n in ta if ta[n] != tb[n]]
+    if differ:
+        sys.exit(f"tensors differ between {a} and {b}: {', '.join(sorted(differ))}")
+    print(f"{len(ta)} tensors byte-identical")
+
+
+def check_close(a, b, rtol):
+    _, ta = read(a)
+    _, tb = read(b)
+    same_names(a, b, ta, tb)
+    worst = 0.0
+    weights = [n for n in sorted(ta) if not n.startswith("optimizer/")]
+    for name in weights:
+        (da, sa, ra), (db, sb, rb) = ta[name], tb[name]
+        if sa != sb:
+            sys.exit(f"{name}: shape {sa} vs {sb}")
+        xa, xb = floats(da, ra), floats(db, rb)
+        scale = max(abs(v) for v in xb) or 1.0
+        rel = max(abs(p - q) for p, q in zip(xa, xb)) / scale
+        print(f"{name}: max|a-b|/max|b| = {rel:.3g}")
+        worst = max(worst, rel)
+    if worst > rtol:
+        sys.exit(f"weights differ by {worst:.3g} relative, more than {rtol}")
+    print(f"{len(weights)} weight tensors within {rtol} relative (worst {worst:.3g})")
+
+
+def main(argv):
+    if len(argv) == 4 and argv[0] == "header":
+        check_header(*argv[1:])
+    elif len(argv) == 3 and argv[0] == "identical":
+        check_identical(*argv[1:])
+    elif len(argv) == 4 and argv[0] == "close":
+        check_close(argv[1], argv[2], float(argv[3]))
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# User mistakes give exit 2 (usage/config) or 1 (runtime) and a message that
+# names the culprit and says what to do.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh" "$@"
+
+cfg=$TMP/synthetic.yaml
+write_synthetic_config "$cfg"
+
+step "missing config file -> 2, names the file"
+run_expect 2 fit "$TMP/no-such-config.yaml"
+expect_in "$TMP/err" "$TMP/no-such-config.yaml"
+
+step "unknown key -> 2, suggests the right one"
+sed 's/shuffle: true/shufle: true/' "$cfg" >"$TMP/typo.yaml"
+run_expect 2 fit "$TMP/typo.yaml" --run-dir "$TMP/run-typo"
+expect_in "$TMP/err" "did you mean"
+expect_in "$TMP/err" "shufle"
+expect_in "$TMP/err" "$TMP/typo.yaml"
+
+step "unknown layer type -> 2, lists the known types"
+sed 's/type: flatten/type: flaten/' "$cfg" >"$TMP/layer.yaml"
+run_expect 2 fit "$TMP/layer.yaml" --run-dir "$TMP/run-layer"
+expect_in "$TMP/err" "flaten"
+expect_in "$TMP/err" "known types"
+expect_in "$TMP/err" "dense"
+
+step "--set training.epochs=0 -> 2"
+run_expect 2 fit "$cfg" --set training.epochs=0 --run-dir "$TMP/run-epochs"
+expect_in "$TMP/err" "training.epochs"
+
+step "data.path to an empty folder -> 1, names the folder"
+mkdir "$TMP/empty-data"
+sed -e 's/dataset: synthetic/path: EMPTY/' -e '/synthetic:/d' -e "s|EMPTY|$TMP/empty-data|" "$cfg" >"$TMP/empty.yaml"
+run_expect 1 fit "$TMP/empty.yaml" --run-dir "$TMP/run-empty"
+expect_in "$TMP/err" "$TMP/empty-data"
+
+step "evaluate without a checkpoint -> 2"
+run_expect 2 evaluate "$cfg" --run-dir "$TMP/never-trained"
+expect_in "$TMP/err" "$TMP/never-trained"
+
+step "evaluate a truncated checkpoint -> 1, names the file"
+run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/run" --quiet
+head -c 100 "$TMP/run/last.safetensors" >"$TMP/bad.safetensors"
+run_expect 1 evaluate "$cfg" --checkpoint "$TMP/bad.safetensors"
+expect_in "$TMP/err" "$TMP/bad.safetensors"
+
+step "fit with an unknown option -> 2"
+run_expect 2 fit "$cfg" --no-such-option
+expect_in "$TMP/err" "--no-such-option"
+
+step "no command -> 2"
+run_expect 2
+echo "ok"

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The reference job, cut down: one epoch on 4,000 Fashion-MNIST images, then
+# evaluate the checkpoint on 1,000 test images. Skipped without the data set.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh" "$@"
+
+found=
+for dir in ${GPUTRAIN_DATA:+"$GPUTRAIN_DATA/fashion-mnist"} datasets/fashion-mnist /usr/share/datasets/fashion-mnist; do
+    if compgen -G "$dir/train-images-idx3-ubyte*" >/dev/null; then found=$dir; break; fi
+done
+[ -n "$found" ] || skip "Fashion-MNIST not found (apt-get install dataset-fashion-mnist)"
+echo "data: $found"
+
+step "fit: 1 epoch, 4000 training samples"
+run=$TMP/run
+run_expect 0 fit configs/fashion_mnist_mlp.yaml --set training.epochs=1 --set data.limit=4000 \
+    --set data.test_limit=1000 --run-dir "$run" --quiet
+
+step "run dir holds the resolved config, metrics and checkpoints"
+for f in config.yaml metrics.csv epoch-001.safetensors last.safetensors best.safetensors; do
+    [ -f "$run/$f" ] || fail "$run/$f is missing (have: $(ls "$run"))"
+done
+header=$(head -n 1 "$run/metrics.csv")
+[ "$header" = "epoch,loss,accuracy,val_loss,val_accuracy,learning_rate,seconds,samples_per_second" ] ||
+    fail "metrics.csv header is '$header'"
+cat "$run/metrics.csv"
+rows=$(tail -n +2 "$run/metrics.csv" | wc -l)
+[ "$rows" -eq 1 ] || fail "metrics.csv has $rows rows, expected 1"
+tail -n 1 "$run/metrics.csv" | awk -F, '{ exit !($1 == 1 && $3 > 0.6) }' ||
+    fail "epoch 1 accuracy is not above 0.6: $(tail -n 1 "$run/metrics.csv")"
+
+step "checkpoint header"
+safetensors header "$run/last.safetensors" dense/kernel 784,128
+
+step "evaluate --json on 1000 test samples"
+run_expect 0 evaluate --json --run-dir "$run" --set data.test_limit=1000 configs/fashion_mnist_mlp.yaml
+cat "$TMP/out"
+python3 - "$TMP/out" <<'PY' || fail "evaluate --json output is not as expected"
+import json, sys
+text = open(sys.argv[1]).read()
+r = json.loads(text)
+assert "loss" in r and r["loss"] > 0, r
+assert r["accuracy"] > 0.6, r
+assert r["samples"] == 1000, r
+PY
+echo "ok"
