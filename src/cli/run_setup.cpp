@@ -3,13 +3,17 @@
 #include <spdlog/spdlog.h>
 
 #include "config/load.hpp"
+#include "config/resolved_yaml.hpp"
 #include "core/error.hpp"
 
 namespace gputrain::cli {
 
 config::RunConfig load_config(const CommonOptions& options) {
     config::RunConfig cfg = config::load(options.config_path, options.overrides);
-    if (!options.run_dir.empty()) cfg.run_dir = options.run_dir;
+    if (!options.run_dir.empty()) {
+        cfg.run_dir = options.run_dir;
+        cfg.resolved_yaml = config::resolved_yaml(cfg);  // the copy in the run dir names the run dir used
+    }
     if (cfg.checkpoint.dir.empty()) cfg.checkpoint.dir = cfg.run_dir;
     return cfg;
 }

@@ -17,6 +17,9 @@ public:
     // The same on host doubles (metrics).
     virtual void allreduce_sum_host(double* data, size_t count) = 0;
     virtual void barrier() = 0;
+    // Called from any thread when some rank failed: ranks waiting in (or later
+    // entering) a collective throw instead of waiting forever.
+    virtual void abort() = 0;
 };
 
 }  // namespace gputrain::dist

@@ -4,10 +4,10 @@
 // sums one slice, as a reduce-scatter + all-gather would.
 #pragma once
 
-#include <barrier>
 #include <memory>
 #include <vector>
 
+#include "dist/abortable_barrier.hpp"
 #include "dist/communicator.hpp"
 
 namespace gputrain::dist {
@@ -20,7 +20,7 @@ public:
 private:
     friend class LocalCommunicator;
     int size_;
-    std::barrier<> barrier_;
+    AbortableBarrier barrier_;
     std::vector<float*> float_buffers_;
     std::vector<double*> double_buffers_;
     std::vector<float> float_sum_;
@@ -35,6 +35,7 @@ public:
     void allreduce_sum(float* data, size_t count) override;
     void allreduce_sum_host(double* data, size_t count) override;
     void barrier() override;
+    void abort() override { group_->barrier_.abort(); }
 
 private:
     template <typename T>

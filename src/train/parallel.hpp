@@ -1,10 +1,13 @@
-// run_on_replicas: runs fn(replica) on one thread per replica and joins them;
-// the first exception thrown by any replica is rethrown on the caller's thread.
+// run_on_replicas: runs fn(replica) on one thread per replica and joins them.
+// When a replica fails, the communicators are aborted so that the others stop
+// instead of waiting for it in a collective; the first error is rethrown on the
+// caller's thread (the others' "stopped because another replica failed" are not).
 #pragma once
 
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -13,25 +16,24 @@
 namespace gputrain::train {
 
 inline void run_on_replicas(std::vector<std::unique_ptr<Replica>>& replicas, const std::function<void(Replica&)>& fn) {
-    std::vector<std::exception_ptr> errors(replicas.size());
-    std::vector<std::thread> threads;
-    for (size_t i = 1; i < replicas.size(); ++i) {
-        threads.emplace_back([&, i] {
-            try {
-                fn(*replicas[i]);
-            } catch (...) {
-                errors[i] = std::current_exception();
+    std::mutex mutex;
+    std::exception_ptr first_error;
+    auto run = [&](size_t i) {
+        try {
+            fn(*replicas[i]);
+        } catch (...) {
+            std::lock_guard<std::mutex> lock(mutex);
+            if (!first_error) {
+                first_error = std::current_exception();
+                for (auto& r : replicas) r->comm().abort();
             }
-        });
-    }
-    try {
-        fn(*replicas[0]);
-    } catch (...) {
-        errors[0] = std::current_exception();
-    }
+        }
+    };
+    std::vector<std::thread> threads;
+    for (size_t i = 1; i < replicas.size(); ++i) threads.emplace_back(run, i);
+    run(0);
     for (auto& t : threads) t.join();
-    for (auto& e : errors)
-        if (e) std::rethrow_exception(e);
+    if (first_error) std::rethrow_exception(first_error);
 }
 
 }  // namespace gputrain::train

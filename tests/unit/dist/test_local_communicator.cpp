@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -66,4 +68,29 @@ TEST_CASE("LocalCommunicator host all-reduce of doubles and barriers interleave 
         }
     });
     REQUIRE(wrong == std::vector<int>(size, 0));
+}
+
+TEST_CASE("Aborting the group releases ranks waiting in a collective, and later calls fail at once") {
+    const int size = 3;
+    auto comms = dist::make_local_communicators(size);
+    std::vector<std::string> errors(size);
+    on_ranks(size, [&](int rank) {
+        try {
+            if (rank == 1) {
+                // Rank 1 "fails" instead of joining: it aborts the group.
+                std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                comms[rank]->abort();
+                return;
+            }
+            float x = 1.0f;
+            comms[rank]->allreduce_sum(&x, 1);
+        } catch (const gputrain::Error& e) {
+            errors[rank] = e.what();
+        }
+    });
+    REQUIRE(errors[0] == "stopped because another replica failed");
+    REQUIRE(errors[1].empty());
+    REQUIRE(errors[2] == "stopped because another replica failed");
+    double d = 0;
+    REQUIRE_THROWS_AS(comms[0]->allreduce_sum_host(&d, 1), gputrain::Error);
 }

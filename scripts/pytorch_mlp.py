@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""The reference job (configs/fashion_mnist_mlp.yaml) in PyTorch, for scripts/bench.
+
+Flatten(28x28) -> Linear(784,128) + ReLU -> Linear(128,10), softmax cross-entropy
+on logits, Adam (lr 1e-3, betas 0.9/0.999, eps 1e-7), batch 32, reshuffled every
+epoch, Keras initialisation (Glorot-uniform kernels, zero biases), inputs x/255.
+Reads the IDX .gz files with gzip + numpy. Times the training loop of each epoch
+(not the data loading, not the test evaluation).
+
+  python3 scripts/pytorch_mlp.py [--epochs 5] [--threads N] [--json] [--data DIR]
+"""
+import argparse
+import gzip
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+# torch is imported in main(), after --threads has set the BLAS and OpenMP thread
+# counts: Debian's PyTorch calls the system BLAS (OpenBLAS), whose own thread pool
+# torch.set_num_threads does not size, and whose idle workers spin on the cores.
+torch = nn = None
+
+
+def read_idx(path, header_bytes):
+    with gzip.open(path, "rb") as f:
+        return np.frombuffer(f.read(), dtype=np.uint8, offset=header_bytes)
+
+
+def load(data_dir, split):
+    images = read_idx(os.path.join(data_dir, f"{split}-images-idx3-ubyte.gz"), 16)
+    labels = read_idx(os.path.join(data_dir, f"{split}-labels-idx1-ubyte.gz"), 8)
+    x = torch.from_numpy(images.reshape(-1, 28, 28).astype(np.float32) / 255.0)
+    y = torch.from_numpy(labels.astype(np.int64))
+    return x, y
+
+
+def make_model():
+    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            nn.init.xavier_uniform_(layer.weight)
+            nn.init.zeros_(layer.bias)
+    return model
+
+
+def train_epoch(model, optimizer, loss_fn, x, y, batch_size, generator):
+    model.train()
+    order = torch.randperm(len(x), generator=generator)
+    total_loss, correct = 0.0, 0
+    for i in range(0, len(x), batch_size):
+        idx = order[i:i + batch_size]
+        xb, yb = x[idx], y[idx]
+        optimizer.zero_grad()
+        logits = model(xb)
+        loss = loss_fn(logits, yb)
+        loss.backward()
+        optimizer.step()
+        total_loss += loss.item() * len(idx)
+        correct += (logits.argmax(1) == yb).sum().item()
+    return total_loss / len(x), correct / len(x)
+
+
+def evaluate(model, x, y):
+    model.eval()
+    with torch.no_grad():
+        logits = model(x)
+    return (logits.argmax(1) == y).float().mean().item()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads (default 1)")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist",
+                        help="folder with the four IDX .gz files")
+    parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    args = parser.parse_args()
+
+    global torch, nn
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[var] = str(args.threads)
+    import torch
+    from torch import nn
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    generator = torch.Generator().manual_seed(args.seed)
+    try:
+        x_train, y_train = load(args.data, "train")
+        x_test, y_test = load(args.data, "t10k")
+    except FileNotFoundError as e:
+        sys.exit(f"pytorch_mlp: {e}; install dataset-fashion-mnist or pass --data DIR")
+
+    model = make_model()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-7)
+    loss_fn = nn.CrossEntropyLoss()
+    log = sys.stderr if args.json else sys.stdout
+    print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} thread(s), "
+          f"{len(x_train)} training samples, batch {args.batch_size}", file=log)
+
+    epochs = []
+    for epoch in range(1, args.epochs + 1):
+        start = time.perf_counter()
+        loss, accuracy = train_epoch(model, optimizer, loss_fn, x_train, y_train, args.batch_size, generator)
+        seconds = time.perf_counter() - start
+        epochs.append({"epoch": epoch, "seconds": seconds, "loss": loss, "accuracy": accuracy})
+        print(f"epoch {epoch}/{args.epochs}: {seconds:.2f}s - loss {loss:.4f} - accuracy {accuracy:.4f}", file=log)
+    test_accuracy = evaluate(model, x_test, y_test)
+    median = statistics.median(e["seconds"] for e in epochs)
+    print(f"test accuracy {test_accuracy:.4f}; median epoch {median:.2f}s", file=log)
+    if args.json:
+        print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(),
+                          "epochs": epochs, "median_epoch_seconds": median,
+                          "test_accuracy": test_accuracy}))
+
+
+if __name__ == "__main__":
+    main()
