@@ -17,6 +17,9 @@ class Backend {
 public:
     virtual ~Backend() = default;
     virtual std::string name() const = 0;  // "cpu", "cuda:0"
+    // Called first on each thread that will use this backend (a GPU backend
+    // makes its device current: CUDA's current device is per thread).
+    virtual void bind_thread() {}
 
     // Memory (bytes). Allocation happens before training starts (see
     // docs/architecture.md: no allocation while collectives run).

@@ -78,7 +78,7 @@ int run_fit(FitArgs& args) {
         spdlog::info("Nothing to do: the checkpoint already has {} of {} epochs (raise training.epochs to continue)",
                      result.epochs_done, cfg.training.epochs);
     else
-        spdlog::info("Done: {} epochs in {:.1f}s; checkpoints in {}", result.epochs_done, seconds, cfg.checkpoint.dir);
+        spdlog::info("Done: {} epoch{} in {:.1f}s; checkpoints in {}", result.epochs_done, result.epochs_done == 1 ? "" : "s", seconds, cfg.checkpoint.dir);
     return 0;
 }
 

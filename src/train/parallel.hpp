@@ -20,6 +20,7 @@ inline void run_on_replicas(std::vector<std::unique_ptr<Replica>>& replicas, con
     std::exception_ptr first_error;
     auto run = [&](size_t i) {
         try {
+            replicas[i]->backend().bind_thread();
             fn(*replicas[i]);
         } catch (...) {
             std::lock_guard<std::mutex> lock(mutex);

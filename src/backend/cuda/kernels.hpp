@@ -1,0 +1,49 @@
+// Launchers for the CUDA backend's kernels (kernels.cu). Each enqueues its
+// kernel on `stream` and returns the launch status (cudaGetLastError), which
+// the caller checks. Sizes of 0 launch nothing. Arguments mirror the Backend
+// methods of the same name; pointers are device memory.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backend/activation.hpp"
+#include "backend/math.hpp"
+
+namespace gputrain::cuda_kernels {
+
+cudaError_t fill(cudaStream_t stream, float* x, size_t n, float value);
+cudaError_t scale(cudaStream_t stream, float* x, size_t n, float alpha);
+// c[r, j] *= beta for j < cols (row stride ld); beta == 0 writes 0 whatever c held.
+cudaError_t scale_matrix(cudaStream_t stream, float* c, int rows, int cols, int ld, float beta);
+
+cudaError_t add_bias(cudaStream_t stream, float* y, const float* bias, int rows, int cols);
+cudaError_t sum_rows(cudaStream_t stream, const float* dy, float* db, int rows, int cols);
+
+// `a` is linear, relu, sigmoid, tanh or gelu (softmax is row-wise: the caller routes it).
+cudaError_t activation_forward(cudaStream_t stream, Activation a, const float* x, float* y, size_t n);
+cudaError_t activation_backward(cudaStream_t stream, Activation a, const float* x, const float* y, const float* dy,
+                                float* dx, size_t n);
+cudaError_t softmax_forward(cudaStream_t stream, const float* x, float* y, int rows, int cols);
+cudaError_t softmax_backward(cudaStream_t stream, const float* y, const float* dy, float* dx, int rows, int cols);
+
+// keep_scale = 1 / (1 - rate), computed once by the caller exactly as the CPU does.
+cudaError_t dropout_forward(cudaStream_t stream, const float* x, float* y, float* mask_out, size_t n, float rate,
+                            float keep_scale, uint64_t key, uint64_t first_index);
+cudaError_t multiply(cudaStream_t stream, const float* a, const float* b, float* out, size_t n);
+
+cudaError_t softmax_cross_entropy(cudaStream_t stream, const float* logits, const int32_t* labels, int rows,
+                                  int cols, float grad_scale, float* grad, float* stats);
+cudaError_t cross_entropy_probs(cudaStream_t stream, const float* probs, const int32_t* labels, int rows, int cols,
+                                float grad_scale, float* grad, float* stats);
+cudaError_t mean_squared_error(cudaStream_t stream, const float* y, const int32_t* labels, int rows, int cols,
+                               float grad_scale, float* grad, float* stats);
+
+cudaError_t adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, size_t n,
+                      const math::AdamParams& a);
+cudaError_t sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, size_t n,
+                     const math::SgdParams& s);
+
+}  // namespace gputrain::cuda_kernels

@@ -1,0 +1,80 @@
+// NcclCommunicator: one rank of an ncclCommInitAll clique; collectives are
+// enqueued on the replica's stream, so they are ordered after the backward
+// pass that produced the gradients and before the optimizer step.
+#include <atomic>
+
+#include "dist/cuda_status.hpp"
+#include "dist/gpu_communicators.hpp"
+
+namespace gputrain::dist {
+
+namespace {
+
+class NcclCommunicator : public Communicator {
+public:
+    NcclCommunicator(ncclComm_t comm, cudaStream_t stream, int rank, int size, int device)
+        : comm_(comm), stream_(stream), rank_(rank), size_(size), device_(device) {
+        DIST_CUDA_CHECK(cudaSetDevice(device_));
+        DIST_CUDA_CHECK(cudaMalloc(&scratch_, kScratchDoubles * sizeof(double)));
+    }
+    ~NcclCommunicator() override {
+        cudaSetDevice(device_);
+        cudaFree(scratch_);
+        if (!aborted_.load()) ncclCommDestroy(comm_);
+    }
+
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+
+    void allreduce_sum(float* data, size_t count) override {
+        // Every rank issues the same collectives in the same order (the trainer's loop guarantees it).
+        DIST_NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream_));
+    }
+
+    void allreduce_sum_host(double* data, size_t count) override {
+        for (size_t done = 0; done < count; done += kScratchDoubles) {
+            const size_t n = std::min(kScratchDoubles, count - done);
+            DIST_CUDA_CHECK(cudaMemcpyAsync(scratch_, data + done, n * sizeof(double), cudaMemcpyHostToDevice, stream_));
+            DIST_NCCL_CHECK(ncclAllReduce(scratch_, scratch_, n, ncclDouble, ncclSum, comm_, stream_));
+            DIST_CUDA_CHECK(cudaMemcpyAsync(data + done, scratch_, n * sizeof(double), cudaMemcpyDeviceToHost, stream_));
+            DIST_CUDA_CHECK(cudaStreamSynchronize(stream_));
+        }
+    }
+
+    void barrier() override {
+        double one = 1.0;
+        allreduce_sum_host(&one, 1);
+    }
+
+    void abort() override {
+        // ncclCommAbort makes ranks blocked in this clique's kernels return; safe from any thread.
+        bool expected = false;
+        if (aborted_.compare_exchange_strong(expected, true)) ncclCommAbort(comm_);
+    }
+
+private:
+    static constexpr size_t kScratchDoubles = 64;
+    ncclComm_t comm_;
+    cudaStream_t stream_;
+    int rank_, size_, device_;
+    double* scratch_ = nullptr;
+    std::atomic<bool> aborted_{false};
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::vector<int>& devices,
+                                                                   const std::vector<void*>& streams) {
+    const int n = static_cast<int>(devices.size());
+    std::vector<ncclComm_t> comms(static_cast<size_t>(n));
+    const int rank_ = -1, device_ = devices.empty() ? -1 : devices[0];
+    DIST_NCCL_CHECK(ncclCommInitAll(comms.data(), n, devices.data()));
+    std::vector<std::unique_ptr<Communicator>> out;
+    for (int r = 0; r < n; ++r)
+        out.push_back(std::make_unique<NcclCommunicator>(comms[static_cast<size_t>(r)],
+                                                         static_cast<cudaStream_t>(streams[static_cast<size_t>(r)]),
+                                                         r, n, devices[static_cast<size_t>(r)]));
+    return out;
+}
+
+}  // namespace gputrain::dist
