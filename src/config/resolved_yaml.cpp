@@ -132,6 +132,8 @@ private:
         else
             param(s.devices);
         key("replicas") << s.replicas;
+        key("communicator") << s.communicator;
+        key("replicas_per_gpu") << s.replicas_per_gpu;
         out_ << YAML::EndMap;
     }
 

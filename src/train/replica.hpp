@@ -27,6 +27,8 @@ public:
     optim::Optimizer& optimizer() { return *optimizer_; }
     dist::Communicator& comm() { return *comm_; }
     int rank() const { return comm_->rank(); }
+    // GPU replicas get their communicator after every replica has allocated its memory.
+    void set_comm(std::unique_ptr<dist::Communicator> comm) { comm_ = std::move(comm); }
 
     // Copies rows [begin, end) of a host batch into the device shard buffers.
     void load_shard(const float* host_inputs, const int32_t* host_labels, int64_t begin, int64_t end);

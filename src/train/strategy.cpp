@@ -1,59 +1,134 @@
 #include "train/strategy.hpp"
 
 #include <algorithm>
+#include <sstream>
 
 #include "backend/cpu/cpu_backend.hpp"
 #include "core/error.hpp"
 #include "data/loader.hpp"
 #include "dist/local_communicator.hpp"
+#include "train/gpu_runtime.hpp"
 
 namespace gputrain::train {
 
+namespace {
+
+std::vector<int> parse_gpu_list(const std::string& text) {
+    std::vector<int> out;
+    std::stringstream in(text);
+    std::string item;
+    while (std::getline(in, item, ',')) out.push_back(std::stoi(item));
+    return out;
+}
+
+// Why GPUs cannot be used, or "" when they can.
+std::string gpu_unavailable_reason(const device::Discovery& found) {
+    if (!gpu_runtime_built()) return "this gputrain was built without CUDA (rebuild with meson -Dcuda=enabled)";
+    if (found.gpus.empty()) return found.driver_message;
+    return "";
+}
+
+}  // namespace
+
 Strategy::Strategy(const config::RunConfig& cfg, const device::Discovery& found, const StrategyChoice& choice)
     : type_(cfg.strategy.type), cpu_cores_(std::max(1, found.cpu.logical_cores)) {
-    const bool want_cpu = choice.device == "cpu" || cfg.strategy.devices == "cpu";
-    if (choice.device == "gpu" || (!want_cpu && cfg.strategy.devices != "all" && cfg.strategy.devices != "cpu")) {
-        // The CUDA backend arrives with the next release; say what is missing instead of pretending.
-        const std::string why = found.gpus.empty() ? found.driver_message
-                                                   : "this build of gputrain trains on the CPU only (the CUDA "
-                                                     "backend is not built in yet)";
-        throw ConfigError("--device gpu / strategy.devices: cannot train on a GPU: " + why +
-                          "; use --device cpu or strategy.devices: cpu");
+    const bool gpu_list = cfg.strategy.devices != "all" && cfg.strategy.devices != "cpu";
+    const bool want_cpu = choice.device == "cpu" || (cfg.strategy.devices == "cpu" && choice.device != "gpu");
+    const bool need_gpu = choice.device == "gpu" || (gpu_list && choice.device != "cpu");
+    const std::string reason = gpu_unavailable_reason(found);
+
+    if (need_gpu && !reason.empty())
+        throw ConfigError(std::string(choice.device == "gpu" ? "--device gpu" : "strategy.devices") +
+                          ": cannot train on a GPU: " + reason + "; use --device cpu or strategy.devices: cpu");
+    if (!want_cpu && reason.empty()) {
+        place_on_gpus(cfg, found, need_gpu);
+        return;
     }
-    if (!want_cpu)
-        fallback_note_ = found.gpus.empty() ? found.driver_message + "; training on the CPU"
-                                            : "this build trains on the CPU only; training on the CPU";
+    if (!want_cpu) fallback_note_ = reason + "; training on the CPU";
+
     int64_t n = choice.replicas > 0 ? choice.replicas : cfg.strategy.replicas;
     if (n <= 0) n = 1;
     if (type_ == "one_device" && n > 1)
         throw ConfigError("strategy.type: one_device runs exactly one replica, but " + std::to_string(n) +
                           " were asked for; use strategy.type: mirrored");
-    replicas_ = static_cast<int>(n);
+    placement_.assign(static_cast<size_t>(n), -1);
+}
+
+void Strategy::place_on_gpus(const config::RunConfig& cfg, const device::Discovery& found, bool) {
+    on_gpu_ = true;
+    std::vector<int> gpus;
+    if (cfg.strategy.devices == "all" || cfg.strategy.devices == "cpu") {
+        for (const auto& g : found.gpus) gpus.push_back(g.index);
+    } else {
+        gpus = parse_gpu_list(cfg.strategy.devices);
+        for (int g : gpus)
+            if (g < 0 || g >= static_cast<int>(found.gpus.size()))
+                throw ConfigError("strategy.devices: there is no GPU " + std::to_string(g) + "; this machine shows " +
+                                  std::to_string(found.gpus.size()) + " (0.." +
+                                  std::to_string(static_cast<int>(found.gpus.size()) - 1) +
+                                  "; CUDA_VISIBLE_DEVICES renumbers them)");
+    }
+    if (type_ == "one_device") gpus.resize(1);
+    const int64_t per_gpu = type_ == "one_device" ? 1 : cfg.strategy.replicas_per_gpu;
+    for (int g : gpus)
+        for (int64_t k = 0; k < per_gpu; ++k) placement_.push_back(g);
+
+    communicator_ = cfg.strategy.communicator;
+    if (communicator_ == "auto") communicator_ = per_gpu > 1 ? "device" : "nccl";
+    if (communicator_ == "nccl" && per_gpu > 1)
+        throw ConfigError("strategy.communicator: nccl cannot run two replicas on one GPU (replicas_per_gpu: " +
+                          std::to_string(per_gpu) + "); use communicator: device or auto");
+    if (placement_.size() == 1) communicator_ = "none";
 }
 
 std::string Strategy::describe(int64_t global_batch) const {
-    const auto offsets = data::shard_offsets(global_batch, replicas_);
-    std::string line = type_ + ": " + std::to_string(replicas_) + (replicas_ == 1 ? " replica" : " replicas") +
-                       " (CPU" + (replicas_ == 1 ? "" : " threads") + "), global batch " +
-                       std::to_string(global_batch);
-    if (replicas_ == 1) return line + " on one replica";
-    const int64_t first = offsets[1] - offsets[0], last = offsets[replicas_] - offsets[replicas_ - 1];
+    const int n = replicas();
+    const auto offsets = data::shard_offsets(global_batch, n);
+    std::string where;
+    if (on_gpu_) {
+        where = n == 1 ? "GPU " : "GPU ";
+        for (size_t i = 0; i < placement_.size(); ++i) where += (i ? "," : "") + std::to_string(placement_[i]);
+        if (communicator_ != "none") where += "; " + communicator_;
+    } else {
+        where = n == 1 ? "CPU" : "CPU threads";
+    }
+    std::string line = type_ + ": " + std::to_string(n) + (n == 1 ? " replica" : " replicas") + " (" + where +
+                       "), global batch " + std::to_string(global_batch);
+    if (n == 1) return line + " on one replica";
+    const int64_t first = offsets[1] - offsets[0], last = offsets[n] - offsets[n - 1];
     if (first == last) return line + " = " + std::to_string(first) + " per replica";
     line += " = ";
-    for (int r = 0; r < replicas_; ++r) line += (r ? "+" : "") + std::to_string(offsets[r + 1] - offsets[r]);
+    for (int r = 0; r < n; ++r) line += (r ? "+" : "") + std::to_string(offsets[r + 1] - offsets[r]);
     return line + " per replica";
 }
 
 std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunConfig& cfg,
                                                               int64_t global_batch) const {
-    // Replica threads share the cores; BLAS threads beyond that only contend.
-    set_cpu_blas_threads(1);
-    const auto offsets = data::shard_offsets(global_batch, replicas_);
+    const int n = replicas();
+    const auto offsets = data::shard_offsets(global_batch, n);
     const int64_t max_rows = offsets[1] - offsets[0];  // the first shard is the largest
-    auto comms = dist::make_local_communicators(replicas_);
     std::vector<std::unique_ptr<Replica>> out;
-    for (int r = 0; r < replicas_; ++r)
-        out.push_back(std::make_unique<Replica>(cfg, std::make_unique<CpuBackend>(), std::move(comms[r]), max_rows));
+    if (!on_gpu_) {
+        // Replica threads share the cores; BLAS threads beyond that only contend.
+        set_cpu_blas_threads(std::max(1, cpu_cores_ / n));
+        auto comms = dist::make_local_communicators(n);
+        for (int r = 0; r < n; ++r)
+            out.push_back(std::make_unique<Replica>(cfg, std::make_unique<CpuBackend>(), std::move(comms[r]), max_rows));
+        return out;
+    }
+    // Every buffer is allocated before the communicators exist (and so before any collective).
+    for (int r = 0; r < n; ++r)
+        out.push_back(std::make_unique<Replica>(cfg, make_gpu_backend(placement_[static_cast<size_t>(r)]), nullptr,
+                                                max_rows));
+    std::vector<std::unique_ptr<dist::Communicator>> comms;
+    if (communicator_ == "none") {
+        comms = dist::make_local_communicators(1);  // one rank: every collective is a no-op
+    } else {
+        std::vector<Backend*> backends;
+        for (auto& r : out) backends.push_back(&r->backend());
+        comms = make_gpu_communicators(placement_, backends, communicator_, out[0]->model().param_count());
+    }
+    for (int r = 0; r < n; ++r) out[static_cast<size_t>(r)]->set_comm(std::move(comms[static_cast<size_t>(r)]));
     return out;
 }
 

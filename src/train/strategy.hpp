@@ -20,22 +20,29 @@ struct StrategyChoice {
 
 class Strategy {
 public:
-    // Throws ConfigError when the request cannot be met (e.g. --device gpu without a GPU).
+    // Throws ConfigError when the request cannot be met (e.g. --device gpu
+    // without a GPU, a GPU index that does not exist, NCCL with two replicas on one GPU).
     Strategy(const config::RunConfig& cfg, const device::Discovery& found, const StrategyChoice& choice);
 
-    int replicas() const { return replicas_; }
+    int replicas() const { return static_cast<int>(placement_.size()); }
     bool on_gpu() const { return on_gpu_; }
-    // "mirrored: 2 replicas (CPU threads), global batch 32 = 16 per replica"
+    // GPU index of each replica (empty on the CPU).
+    const std::vector<int>& placement() const { return placement_; }
+    const std::string& communicator() const { return communicator_; }
+    // "mirrored: 2 replicas (GPU 0,1; nccl), global batch 256 = 128 per replica"
     std::string describe(int64_t global_batch) const;
-    // Why the CPU is used, when it is ("no CUDA driver found ...; training on the CPU"), else "".
+    // Why the CPU is used although GPUs were not ruled out, else "".
     const std::string& fallback_note() const { return fallback_note_; }
 
     std::vector<std::unique_ptr<Replica>> make_replicas(const config::RunConfig& cfg, int64_t global_batch) const;
 
 private:
+    void place_on_gpus(const config::RunConfig& cfg, const device::Discovery& found, bool explicit_request);
+
     std::string type_;
-    int replicas_ = 1;
     bool on_gpu_ = false;
+    std::vector<int> placement_;   // CPU: one entry per replica, -1
+    std::string communicator_ = "local";
     int cpu_cores_ = 1;
     std::string fallback_note_;
 };
