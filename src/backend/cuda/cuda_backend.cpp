@@ -1,0 +1,267 @@
+#include "backend/cuda/cuda_backend.hpp"
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/kernels.hpp"
+
+namespace gputrain {
+
+namespace {
+
+// cuBLAS' recommended workspace on Hopper. Given up front so that a GEMM
+// never allocates (cuBLAS would otherwise take it from its own pool).
+constexpr size_t kCublasWorkspaceBytes = 32u << 20;
+
+std::string format_bytes(size_t bytes) {
+    static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    double value = static_cast<double>(bytes);
+    int unit = 0;
+    while (value >= 1024.0 && unit < 5) {
+        value /= 1024.0;
+        ++unit;
+    }
+    return unit == 0 ? fmt::format("{} bytes", bytes) : fmt::format("{:.2f} {}", value, units[unit]);
+}
+
+}  // namespace
+
+int cuda_device_count() {
+    int count = 0;
+    // No driver, no GPU, or a driver older than the runtime: report none.
+    if (cudaGetDeviceCount(&count) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    return count;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<CudaBackend>(device); }
+
+CudaBackend::CudaBackend(int device) : device_(device), pool_(device) {
+    const int count = cuda_device_count();
+    if (device < 0 || device >= count)
+        throw Error(fmt::format("cuda:{}: no such GPU ({} visible{})", device, count,
+                                count == 0 ? "; is the NVIDIA driver installed and CUDA_VISIBLE_DEVICES unset?"
+                                           : ""));
+    try {
+        activate();
+        cudaStream_t stream = nullptr;
+        // Non-blocking: no implicit ordering with the legacy default stream
+        // that other libraries may use.
+        CUDA_CHECK(device_, cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+        stream_ = stream;
+        cublasHandle_t handle = nullptr;
+        CUBLAS_CHECK(device_, cublasCreate(&handle));
+        cublas_ = handle;
+        CUBLAS_CHECK(device_, cublasSetStream(handle, stream));
+        // After cublasSetStream, which resets the workspace to cuBLAS' own pool.
+        CUDA_CHECK(device_, cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes));
+        CUBLAS_CHECK(device_, cublasSetWorkspace(handle, cublas_workspace_, kCublasWorkspaceBytes));
+        // Plain FP32 (no TF32) so that GEMMs agree with the CPU backend to ~1e-6.
+        CUBLAS_CHECK(device_, cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+    } catch (...) {
+        destroy();
+        throw;
+    }
+}
+
+CudaBackend::~CudaBackend() { destroy(); }
+
+void CudaBackend::destroy() noexcept {
+    // Nothing here may throw; a lost context makes every call fail, which is fine.
+    (void)cudaSetDevice(device_);
+    if (stream_) (void)cudaStreamSynchronize(stream_);
+    pool_.free_all();
+    if (cublas_) (void)cublasDestroy(cublas_);
+    if (cublas_workspace_) (void)cudaFree(cublas_workspace_);
+    if (stream_) (void)cudaStreamDestroy(stream_);
+    cublas_ = nullptr;
+    cublas_workspace_ = nullptr;
+    stream_ = nullptr;
+    (void)cudaGetLastError();
+}
+
+// CUDA's current device is per host thread, and replica threads may also run
+// other GPUs' work (communicators): every entry point sets it, not only
+// bind_thread. cudaSetDevice to the current device costs next to nothing.
+void CudaBackend::activate() const { CUDA_CHECK(device_, cudaSetDevice(device_)); }
+
+void CudaBackend::bind_thread() { activate(); }
+
+std::string CudaBackend::name() const { return "cuda:" + std::to_string(device_); }
+
+void* CudaBackend::stream_handle() const { return static_cast<void*>(stream_); }
+
+void CudaBackend::set_allow_tf32(bool allow) {
+    CUBLAS_CHECK(device_, cublasSetMathMode(cublas_, allow ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+}
+
+// ---- memory ----
+
+void* CudaBackend::allocate_bytes(size_t bytes) {
+    activate();
+    void* block = pool_.try_allocate(bytes);
+    if (!block) {
+        // The cache may hold free blocks of the wrong sizes: hand them back to
+        // the driver (once queued work no longer uses them) and try again.
+        CUDA_CHECK(device_, cudaStreamSynchronize(stream_));
+        pool_.release_cached();
+        block = pool_.try_allocate(bytes);
+    }
+    if (!block) throw_out_of_memory(bytes);
+    // Zeroed, as CpuBackend's memory is (optimizer moments rely on it).
+    if (bytes > 0) CUDA_CHECK(device_, cudaMemsetAsync(block, 0, bytes, stream_));
+    return block;
+}
+
+void CudaBackend::throw_out_of_memory(size_t bytes) const {
+    size_t free_bytes = 0, total_bytes = 0;
+    if (cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) (void)cudaGetLastError();
+    const DevicePoolStats s = pool_.stats();
+    throw Error(fmt::format("{}: out of GPU memory: {} ({} bytes) requested, {} of {} free, {} already in use by "
+                            "this replica; lower training.batch_size or use a smaller model",
+                            name(), format_bytes(bytes), bytes, format_bytes(free_bytes), format_bytes(total_bytes),
+                            format_bytes(s.bytes_in_use)));
+}
+
+void CudaBackend::release(void* ptr) { pool_.release(ptr); }
+
+void CudaBackend::copy_to_device(void* dst, const void* host_src, size_t bytes) {
+    if (bytes == 0) return;
+    activate();
+    CUDA_CHECK(device_, cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+    // The caller may overwrite host_src as soon as we return; from pinned
+    // memory the copy above may still be in flight, so wait for it.
+    CUDA_CHECK(device_, cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
+    if (bytes == 0) return;
+    activate();
+    CUDA_CHECK(device_, cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+    // The caller reads host_dst next.
+    CUDA_CHECK(device_, cudaStreamSynchronize(stream_));
+}
+
+void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
+    if (bytes == 0 || dst == src) return;
+    activate();
+    CUDA_CHECK(device_, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_));
+}
+
+void CudaBackend::synchronize() {
+    activate();
+    CUDA_CHECK(device_, cudaStreamSynchronize(stream_));
+}
+
+// ---- compute ----
+
+void CudaBackend::fill(float* x, size_t n, float value) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::fill(stream_, x, n, value));
+}
+
+void CudaBackend::scale(float* x, size_t n, float alpha) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::scale(stream_, x, n, alpha));
+}
+
+void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                       const float* b, int ldb, float beta, float* c, int ldc) {
+    if (m <= 0 || n <= 0) return;
+    activate();
+    if (k <= 0) {  // C = beta * C, and exactly 0 for beta == 0 (as BLAS does)
+        CUDA_CHECK(device_, cuda_kernels::scale_matrix(stream_, c, m, n, ldc, beta));
+        return;
+    }
+    // cuBLAS is column-major. A row-major matrix read column-major is its
+    // transpose, so row-major C = op(A) op(B) is column-major
+    // C^T = op(B)^T op(A)^T: swap the operands (and m with n), keep the flags.
+    const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CUBLAS_CHECK(device_, cublasSgemm(cublas_, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+}
+
+void CudaBackend::add_bias(float* y, const float* bias, int rows, int cols) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::add_bias(stream_, y, bias, rows, cols));
+}
+
+void CudaBackend::sum_rows(const float* dy, float* db, int rows, int cols) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::sum_rows(stream_, dy, db, rows, cols));
+}
+
+void CudaBackend::activation_forward(Activation a, const float* x, float* y, size_t n) {
+    if (a == Activation::softmax) throw Error(name() + ": activation_forward: softmax is row-wise (softmax_forward)");
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::activation_forward(stream_, a, x, y, n));
+}
+
+void CudaBackend::activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx,
+                                      size_t n) {
+    if (a == Activation::softmax)
+        throw Error(name() + ": activation_backward: softmax is row-wise (softmax_backward)");
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::activation_backward(stream_, a, x, y, dy, dx, n));
+}
+
+void CudaBackend::softmax_forward(const float* x, float* y, int rows, int cols) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::softmax_forward(stream_, x, y, rows, cols));
+}
+
+void CudaBackend::softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::softmax_backward(stream_, y, dy, dx, rows, cols));
+}
+
+void CudaBackend::dropout_forward(const float* x, float* y, float* mask_out, size_t n, float rate, uint64_t key,
+                                  uint64_t first_index) {
+    activate();
+    // Computed here, as CpuBackend does, so both scale by the same float.
+    const float keep_scale = 1.0f / (1.0f - rate);
+    CUDA_CHECK(device_,
+               cuda_kernels::dropout_forward(stream_, x, y, mask_out, n, rate, keep_scale, key, first_index));
+}
+
+void CudaBackend::multiply(const float* a, const float* b, float* out, size_t n) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::multiply(stream_, a, b, out, n));
+}
+
+void CudaBackend::softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols,
+                                        float grad_scale, float* grad, float* stats) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::softmax_cross_entropy(stream_, logits, labels, rows, cols, grad_scale, grad,
+                                                            stats));
+}
+
+void CudaBackend::cross_entropy_probs(const float* probs, const int32_t* labels, int rows, int cols,
+                                      float grad_scale, float* grad, float* stats) {
+    activate();
+    CUDA_CHECK(device_,
+               cuda_kernels::cross_entropy_probs(stream_, probs, labels, rows, cols, grad_scale, grad, stats));
+}
+
+void CudaBackend::mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float grad_scale,
+                                     float* grad, float* stats) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::mean_squared_error(stream_, y, labels, rows, cols, grad_scale, grad, stats));
+}
+
+void CudaBackend::adam_step(float* params, const float* grads, float* m, float* v, size_t n,
+                            const math::AdamParams& a) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::adam_step(stream_, params, grads, m, v, n, a));
+}
+
+void CudaBackend::sgd_step(float* params, const float* grads, float* velocity, size_t n, const math::SgdParams& s) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::sgd_step(stream_, params, grads, velocity, n, s));
+}
+
+}  // namespace gputrain

@@ -1,0 +1,93 @@
+// CudaBackend: the Backend on one GPU. It owns a non-blocking stream, a cuBLAS
+// handle bound to it and a caching allocator; every copy, GEMM and kernel runs
+// on that stream, in call order. Host code can include this header without the
+// CUDA headers.
+//
+// Threads: a backend may be built on one thread and used on another (each call
+// makes its GPU current, as bind_thread does), but not by two threads at once.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.hpp"
+#include "backend/cuda/device_pool.hpp"
+
+// The CUDA runtime's and cuBLAS' handle types (cudaStream_t is CUstream_st*,
+// cublasHandle_t is cublasContext*), declared here so that including this
+// header does not pull in the CUDA headers.
+struct CUstream_st;
+struct cublasContext;
+
+namespace gputrain {
+
+class CudaBackend : public Backend {
+public:
+    // Makes `device` current, creates the stream, the cuBLAS handle and its
+    // workspace. Throws Error when there is no such GPU.
+    explicit CudaBackend(int device);
+    ~CudaBackend() override;
+    CudaBackend(const CudaBackend&) = delete;
+    CudaBackend& operator=(const CudaBackend&) = delete;
+
+    std::string name() const override;  // "cuda:<device>"
+    void bind_thread() override;        // cudaSetDevice(device()) on the calling thread
+    int device() const { return device_; }
+    // The cudaStream_t all work is queued on, for a communicator (NCCL) that
+    // must order its collectives with this backend's kernels.
+    void* stream_handle() const;
+    // TF32 tensor-core GEMMs: faster, ~1e-3 relative error. Off by default.
+    void set_allow_tf32(bool allow);
+    DevicePoolStats pool_stats() const { return pool_.stats(); }
+
+    // Memory is zeroed like CpuBackend's. copy_to_device returns once the
+    // host buffer may be reused; copy_to_host once the data is on the host.
+    void* allocate_bytes(size_t bytes) override;
+    void release(void* ptr) override;
+    void copy_to_device(void* dst, const void* host_src, size_t bytes) override;
+    void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+    void copy(void* dst, const void* src, size_t bytes) override;
+    void synchronize() override;
+
+    void fill(float* x, size_t n, float value) override;
+    void scale(float* x, size_t n, float alpha) override;
+    void gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+              int ldb, float beta, float* c, int ldc) override;
+    void add_bias(float* y, const float* bias, int rows, int cols) override;
+    void sum_rows(const float* dy, float* db, int rows, int cols) override;
+    void activation_forward(Activation a, const float* x, float* y, size_t n) override;
+    void activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx,
+                             size_t n) override;
+    void softmax_forward(const float* x, float* y, int rows, int cols) override;
+    void softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols) override;
+    void dropout_forward(const float* x, float* y, float* mask_out, size_t n, float rate, uint64_t key,
+                         uint64_t first_index) override;
+    void multiply(const float* a, const float* b, float* out, size_t n) override;
+    void softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols, float grad_scale,
+                               float* grad, float* stats) override;
+    void cross_entropy_probs(const float* probs, const int32_t* labels, int rows, int cols, float grad_scale,
+                             float* grad, float* stats) override;
+    void mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float grad_scale,
+                            float* grad, float* stats) override;
+    void adam_step(float* params, const float* grads, float* m, float* v, size_t n,
+                   const math::AdamParams& a) override;
+    void sgd_step(float* params, const float* grads, float* velocity, size_t n, const math::SgdParams& s) override;
+
+private:
+    void activate() const;  // cudaSetDevice(device_) on the calling thread
+    [[noreturn]] void throw_out_of_memory(size_t bytes) const;
+    void destroy() noexcept;
+
+    int device_;
+    CUstream_st* stream_ = nullptr;
+    cublasContext* cublas_ = nullptr;
+    void* cublas_workspace_ = nullptr;
+    DevicePool pool_;
+};
+
+std::unique_ptr<Backend> make_cuda_backend(int device);
+
+// GPUs the CUDA runtime sees; 0 (never an exception) without a driver or GPU.
+int cuda_device_count();
+
+}  // namespace gputrain

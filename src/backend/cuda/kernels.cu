@@ -1,0 +1,233 @@
+// Element-wise kernels of the CUDA backend and the fused optimizer steps. The
+// formulas come from backend/math.hpp, the same inline functions the CPU
+// backend runs, so the two backends differ only in rounding of the hardware
+// functions. Row-wise kernels (softmax, losses) are in row_kernels.cu.
+#include "backend/cuda/kernel_launch.cuh"
+#include "backend/cuda/kernels.hpp"
+
+namespace gputrain::cuda_kernels {
+
+namespace {
+
+__global__ void fill_kernel(float* x, size_t n, float value) {
+    for (size_t i = thread_index(); i < n; i += thread_count()) x[i] = value;
+}
+
+__global__ void scale_kernel(float* x, size_t n, float alpha) {
+    for (size_t i = thread_index(); i < n; i += thread_count()) x[i] *= alpha;
+}
+
+__global__ void scale_matrix_kernel(float* c, size_t n, int cols, int ld, float beta) {
+    for (size_t i = thread_index(); i < n; i += thread_count()) {
+        float& e = c[(i / cols) * ld + i % cols];
+        e = beta == 0.0f ? 0.0f : e * beta;
+    }
+}
+
+__global__ void add_bias_kernel(float* y, const float* bias, size_t n, int cols) {
+    for (size_t i = thread_index(); i < n; i += thread_count()) y[i] += bias[i % cols];
+}
+
+// Column sums over a tile of 32 columns: 16 thread rows each sum every 16th
+// matrix row (coalesced: neighbouring threads read neighbouring columns), then
+// thread row 0 adds the 16 partial sums.
+constexpr int kSumTileCols = 32;
+constexpr int kSumRowGroups = 16;
+
+__global__ void sum_rows_kernel(const float* dy, float* db, int rows, int cols) {
+    __shared__ float partial[kSumRowGroups][kSumTileCols + 1];
+    const int tiles = (cols + kSumTileCols - 1) / kSumTileCols;
+    // The loop bound is the same for every thread of the block, so all of
+    // them reach both barriers.
+    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const int c = tile * kSumTileCols + static_cast<int>(threadIdx.x);
+        float sum = 0.0f;
+        if (c < cols)
+            for (int r = threadIdx.y; r < rows; r += kSumRowGroups) sum += dy[static_cast<size_t>(r) * cols + c];
+        partial[threadIdx.y][threadIdx.x] = sum;
+        __syncthreads();
+        if (threadIdx.y == 0 && c < cols) {
+            float total = 0.0f;
+            for (int g = 0; g < kSumRowGroups; ++g) total += partial[g][threadIdx.x];
+            db[c] = total;
+        }
+        __syncthreads();
+    }
+}
+
+// Activations as functors, so one kernel template serves each formula.
+struct Relu {
+    __device__ float operator()(float x) const { return math::relu(x); }
+};
+struct ReluGrad {  // of the input
+    __device__ float operator()(float x) const { return math::relu_grad(x); }
+};
+struct Sigmoid {
+    __device__ float operator()(float x) const { return math::sigmoid(x); }
+};
+struct SigmoidGrad {  // of the output
+    __device__ float operator()(float y) const { return math::sigmoid_grad_from_output(y); }
+};
+struct Tanh {
+    __device__ float operator()(float x) const { return math::tanh_act(x); }
+};
+struct TanhGrad {  // of the output
+    __device__ float operator()(float y) const { return math::tanh_grad_from_output(y); }
+};
+struct Gelu {
+    __device__ float operator()(float x) const { return math::gelu(x); }
+};
+struct GeluGrad {  // of the input
+    __device__ float operator()(float x) const { return math::gelu_grad(x); }
+};
+
+template <class F>
+__global__ void activation_forward_kernel(const float* x, float* y, size_t n, F f) {
+    for (size_t i = thread_index(); i < n; i += thread_count()) y[i] = f(x[i]);
+}
+
+// dx = dy * f'(z), z the input x or the output y depending on the formula.
+template <class FGrad>
+__global__ void activation_backward_kernel(const float* z, const float* dy, float* dx, size_t n, FGrad f) {
+    for (size_t i = thread_index(); i < n; i += thread_count()) dx[i] = dy[i] * f(z[i]);
+}
+
+__global__ void dropout_kernel(const float* x, float* y, float* mask_out, size_t n, float rate, float keep_scale,
+                               uint64_t key, uint64_t first_index) {
+    for (size_t i = thread_index(); i < n; i += thread_count()) {
+        // Same (key, first_index + i) as the CPU: masks do not depend on the backend.
+        const float m = math::hash_uniform(key, first_index + i) >= rate ? keep_scale : 0.0f;
+        mask_out[i] = m;
+        y[i] = x[i] * m;
+    }
+}
+
+__global__ void multiply_kernel(const float* a, const float* b, float* out, size_t n) {
+    for (size_t i = thread_index(); i < n; i += thread_count()) out[i] = a[i] * b[i];
+}
+
+__global__ void adam_kernel(float* params, const float* grads, float* m, float* v, size_t n,
+                            math::AdamParams a) {
+    for (size_t i = thread_index(); i < n; i += thread_count()) {
+        float p = params[i], mi = m[i], vi = v[i];
+        math::adam_update(p, grads[i], mi, vi, a);
+        params[i] = p;
+        m[i] = mi;
+        v[i] = vi;
+    }
+}
+
+__global__ void sgd_plain_kernel(float* params, const float* grads, size_t n, float learning_rate) {
+    for (size_t i = thread_index(); i < n; i += thread_count()) params[i] -= learning_rate * grads[i];
+}
+
+__global__ void sgd_momentum_kernel(float* params, const float* grads, float* velocity, size_t n,
+                                    math::SgdParams s) {
+    for (size_t i = thread_index(); i < n; i += thread_count()) {
+        float p = params[i], vi = velocity[i];
+        math::sgd_momentum_update(p, grads[i], vi, s);
+        params[i] = p;
+        velocity[i] = vi;
+    }
+}
+
+// One grid-stride launch over n items; nothing is launched for n == 0.
+template <class... Params, class... Args>
+cudaError_t launch_1d(cudaStream_t stream, size_t n, void (*kernel)(Params...), Args... args) {
+    if (n == 0) return cudaSuccess;
+    kernel<<<blocks_for(n), kBlockThreads, 0, stream>>>(args...);
+    return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t fill(cudaStream_t stream, float* x, size_t n, float value) {
+    return launch_1d(stream, n, fill_kernel, x, n, value);
+}
+
+cudaError_t scale(cudaStream_t stream, float* x, size_t n, float alpha) {
+    return launch_1d(stream, n, scale_kernel, x, n, alpha);
+}
+
+cudaError_t scale_matrix(cudaStream_t stream, float* c, int rows, int cols, int ld, float beta) {
+    if (rows <= 0 || cols <= 0) return cudaSuccess;
+    const size_t n = static_cast<size_t>(rows) * cols;
+    return launch_1d(stream, n, scale_matrix_kernel, c, n, cols, ld, beta);
+}
+
+cudaError_t add_bias(cudaStream_t stream, float* y, const float* bias, int rows, int cols) {
+    if (rows <= 0 || cols <= 0) return cudaSuccess;
+    const size_t n = static_cast<size_t>(rows) * cols;
+    return launch_1d(stream, n, add_bias_kernel, y, bias, n, cols);
+}
+
+cudaError_t sum_rows(cudaStream_t stream, const float* dy, float* db, int rows, int cols) {
+    // rows == 0 still writes db = 0, as the CPU does.
+    if (cols <= 0) return cudaSuccess;
+    const dim3 block(kSumTileCols, kSumRowGroups);
+    sum_rows_kernel<<<blocks_for(static_cast<size_t>(cols), kSumTileCols), block, 0, stream>>>(dy, db,
+                                                                                              std::max(rows, 0), cols);
+    return cudaGetLastError();
+}
+
+cudaError_t activation_forward(cudaStream_t stream, Activation a, const float* x, float* y, size_t n) {
+    switch (a) {
+        case Activation::linear:
+            if (n == 0 || x == y) return cudaSuccess;
+            return cudaMemcpyAsync(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice, stream);
+        case Activation::relu:
+            return launch_1d(stream, n, activation_forward_kernel<Relu>, x, y, n, Relu{});
+        case Activation::sigmoid:
+            return launch_1d(stream, n, activation_forward_kernel<Sigmoid>, x, y, n, Sigmoid{});
+        case Activation::tanh:
+            return launch_1d(stream, n, activation_forward_kernel<Tanh>, x, y, n, Tanh{});
+        case Activation::gelu:
+            return launch_1d(stream, n, activation_forward_kernel<Gelu>, x, y, n, Gelu{});
+        case Activation::softmax:
+            break;
+    }
+    return cudaErrorInvalidValue;
+}
+
+cudaError_t activation_backward(cudaStream_t stream, Activation a, const float* x, const float* y, const float* dy,
+                                float* dx, size_t n) {
+    switch (a) {
+        case Activation::linear:
+            if (n == 0 || dy == dx) return cudaSuccess;
+            return cudaMemcpyAsync(dx, dy, n * sizeof(float), cudaMemcpyDeviceToDevice, stream);
+        case Activation::relu:
+            return launch_1d(stream, n, activation_backward_kernel<ReluGrad>, x, dy, dx, n, ReluGrad{});
+        case Activation::sigmoid:
+            return launch_1d(stream, n, activation_backward_kernel<SigmoidGrad>, y, dy, dx, n, SigmoidGrad{});
+        case Activation::tanh:
+            return launch_1d(stream, n, activation_backward_kernel<TanhGrad>, y, dy, dx, n, TanhGrad{});
+        case Activation::gelu:
+            return launch_1d(stream, n, activation_backward_kernel<GeluGrad>, x, dy, dx, n, GeluGrad{});
+        case Activation::softmax:
+            break;
+    }
+    return cudaErrorInvalidValue;
+}
+
+cudaError_t dropout_forward(cudaStream_t stream, const float* x, float* y, float* mask_out, size_t n, float rate,
+                            float keep_scale, uint64_t key, uint64_t first_index) {
+    return launch_1d(stream, n, dropout_kernel, x, y, mask_out, n, rate, keep_scale, key, first_index);
+}
+
+cudaError_t multiply(cudaStream_t stream, const float* a, const float* b, float* out, size_t n) {
+    return launch_1d(stream, n, multiply_kernel, a, b, out, n);
+}
+
+cudaError_t adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, size_t n,
+                      const math::AdamParams& a) {
+    return launch_1d(stream, n, adam_kernel, params, grads, m, v, n, a);
+}
+
+cudaError_t sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, size_t n,
+                     const math::SgdParams& s) {
+    // Without momentum there is no velocity buffer (it may be null).
+    if (s.momentum == 0.0f) return launch_1d(stream, n, sgd_plain_kernel, params, grads, n, s.learning_rate);
+    return launch_1d(stream, n, sgd_momentum_kernel, params, grads, velocity, n, s);
+}
+
+}  // namespace gputrain::cuda_kernels

@@ -1,0 +1,72 @@
+// The fused optimizer steps over 10 steps against CpuBackend.
+#include <cmath>
+
+#include "parity.hpp"
+
+using namespace gpu_test;
+using gputrain::math::AdamParams;
+using gputrain::math::SgdParams;
+
+namespace {
+
+constexpr int kSteps = 10;
+
+std::vector<float> gradients(size_t n, int step) { return random_vector(n, 100 + static_cast<uint32_t>(step)); }
+
+// Parameters, first and second moments after kSteps Adam steps, concatenated.
+std::vector<float> run_adam(Backend& be, size_t n, float weight_decay) {
+    const float lr = 1e-2f, beta1 = 0.9f, beta2 = 0.999f;
+    Buffers buf(be);
+    float* params = buf.upload(random_vector(n, 7));
+    float* m = buf.zeros<float>(n);
+    float* v = buf.zeros<float>(n);
+    for (int t = 1; t <= kSteps; ++t) {
+        const float* g = buf.upload(gradients(n, t));
+        const float alpha = lr * std::sqrt(1.0f - std::pow(beta2, static_cast<float>(t))) /
+                            (1.0f - std::pow(beta1, static_cast<float>(t)));
+        be.adam_step(params, g, m, v, n, AdamParams{alpha, beta1, beta2, 1e-7f, lr * weight_decay});
+    }
+    auto out = buf.download(params, n);
+    for (const float* p : {static_cast<const float*>(m), static_cast<const float*>(v)}) {
+        const auto moment = buf.download(p, n);
+        out.insert(out.end(), moment.begin(), moment.end());
+    }
+    return out;
+}
+
+// Parameters (and velocities, with momentum) after kSteps SGD steps.
+std::vector<float> run_sgd(Backend& be, size_t n, const SgdParams& s) {
+    Buffers buf(be);
+    float* params = buf.upload(random_vector(n, 8));
+    // Plain SGD has no velocity buffer.
+    float* velocity = s.momentum == 0.0f ? nullptr : buf.zeros<float>(n);
+    for (int t = 1; t <= kSteps; ++t) be.sgd_step(params, buf.upload(gradients(n, t)), velocity, n, s);
+    auto out = buf.download(params, n);
+    if (velocity) {
+        const auto vel = buf.download(velocity, n);
+        out.insert(out.end(), vel.begin(), vel.end());
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("adam_step (Adam and AdamW) matches the CPU over 10 steps") {
+    const size_t n = GENERATE(as<size_t>{}, 1, 7, 33, 1000, 4097);
+    const float weight_decay = GENERATE(0.0f, 0.01f);
+    INFO("n " << n << " weight_decay " << weight_decay);
+    CpuBackend cpu;
+    CudaBackend gpu(0);
+    // Contraction into FMAs may differ between the compilers: an ulp per step.
+    require_close(run_adam(gpu, n, weight_decay), run_adam(cpu, n, weight_decay), 1e-6, 1e-7);
+}
+
+TEST_CASE("sgd_step (plain, momentum, Nesterov) matches the CPU over 10 steps") {
+    const size_t n = GENERATE(as<size_t>{}, 1, 7, 33, 1000, 4097);
+    const SgdParams s = GENERATE(SgdParams{0.05f, 0.0f, false}, SgdParams{0.05f, 0.9f, false},
+                                 SgdParams{0.05f, 0.9f, true});
+    INFO("n " << n << " momentum " << s.momentum << " nesterov " << s.nesterov);
+    CpuBackend cpu;
+    CudaBackend gpu(0);
+    require_close(run_sgd(gpu, n, s), run_sgd(cpu, n, s), 1e-6, 1e-7);
+}
