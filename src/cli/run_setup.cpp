@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include "backend/cpu/cpu_backend.hpp"
 #include "config/load.hpp"
+#include "nn/model.hpp"
 #include "config/resolved_yaml.hpp"
 #include "core/error.hpp"
 
@@ -15,6 +17,9 @@ config::RunConfig load_config(const CommonOptions& options) {
         cfg.resolved_yaml = config::resolved_yaml(cfg);  // the copy in the run dir names the run dir used
     }
     if (cfg.checkpoint.dir.empty()) cfg.checkpoint.dir = cfg.run_dir;
+    // Layer and loss errors are config errors too: report them before any data is read.
+    CpuBackend scratch;
+    nn::Model check(cfg.model, cfg.loss, scratch, 1, cfg.training.seed);
     return cfg;
 }
 
