@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "device/pci_bus_id.hpp"
@@ -42,6 +43,14 @@ std::string describe(const DriverApi& api, CuResult r) {
     const char* text = nullptr;
     if (api.error_string && api.error_string(r, &text) == 0 && text) return text;
     return "CUDA error " + std::to_string(r);
+}
+
+// Why the driver shows no GPU, naming CUDA_VISIBLE_DEVICES when it is set:
+// it is the usual reason when there are GPUs.
+std::string no_gpu_reason(std::string reason) {
+    if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"))
+        reason += std::string(" (CUDA_VISIBLE_DEVICES=\"") + visible + "\")";
+    return reason;
 }
 
 GpuInfo read_gpu(const DriverApi& api, CuDevice dev, int index) {
@@ -100,12 +109,13 @@ void read_cuda_devices(Discovery& d) {
     // The version needs no cuInit, so it is known even when cuInit fails.
     api.driver_version(&d.driver_version);
     if (CuResult r = api.init(0); r != 0) {
-        d.driver_message = "CUDA driver present but cuInit failed: " + describe(api, r);
+        d.driver_message = no_gpu_reason("CUDA driver present but cuInit failed: " + describe(api, r));
         return;
     }
     int count = 0;
     if (CuResult r = api.device_count(&count); r != 0 || count == 0) {
-        d.driver_message = r != 0 ? "cuDeviceGetCount failed: " + describe(api, r) : "the CUDA driver sees no GPU";
+        d.driver_message =
+            no_gpu_reason(r != 0 ? "cuDeviceGetCount failed: " + describe(api, r) : "the CUDA driver sees no GPU");
         return;
     }
     std::vector<CuDevice> devices;

@@ -3,6 +3,7 @@
 // matching to NVML must go by bus id, not by index. Only what
 // device/cuda_driver.cpp calls is here.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace {
@@ -12,6 +13,7 @@ struct FakeGpu {
 };
 constexpr FakeGpu kGpus[] = {{"0000:3B:00.0"}, {"0000:19:00.0"}};
 constexpr int kCount = 2;
+constexpr int kNoDevice = 100;        // CUDA_ERROR_NO_DEVICE
 constexpr int kInvalidDevice = 101;   // CUDA_ERROR_INVALID_DEVICE
 
 bool valid(int dev) { return dev >= 0 && dev < kCount; }
@@ -20,7 +22,11 @@ bool valid(int dev) { return dev >= 0 && dev < kCount; }
 
 extern "C" {
 
-int cuInit(unsigned) { return 0; }
+// Like the real driver, an empty CUDA_VISIBLE_DEVICES hides every GPU.
+int cuInit(unsigned) {
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    return visible && !*visible ? kNoDevice : 0;
+}
 int cuDriverGetVersion(int* version) {
     *version = 12080;
     return 0;
@@ -64,7 +70,9 @@ int cuDeviceCanAccessPeer(int* can, int dev, int peer) {
     return 0;
 }
 int cuGetErrorString(int error, const char** text) {
-    *text = error == kInvalidDevice ? "invalid device ordinal" : "unknown error";
+    *text = error == kNoDevice        ? "no CUDA-capable device is detected"
+            : error == kInvalidDevice ? "invalid device ordinal"
+                                      : "unknown error";
     return 0;
 }
 

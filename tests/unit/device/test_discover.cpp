@@ -119,3 +119,16 @@ TEST_CASE("discover with the fake driver: basic detail skips NVML and the librar
     CHECK(d.nvidia_driver_version.empty());
     CHECK_FALSE(d.cudnn_version.has_value());
 }
+
+TEST_CASE("discover with the fake driver: an empty CUDA_VISIBLE_DEVICES is named as the reason", "[.fake-driver]") {
+    setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    const Discovery d = discover(Detail::full);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    CHECK(d.gpus.empty());
+    CHECK(d.driver_found);
+    CHECK(d.driver_version == 12080);
+    CHECK(d.driver_message ==
+          "CUDA driver present but cuInit failed: no CUDA-capable device is detected (CUDA_VISIBLE_DEVICES=\"\")");
+    CHECK(render_versions(d).rfind("Versions: NVIDIA driver 570.86.15, CUDA 12.8, cuDNN ", 0) == 0);
+    CHECK(render_topology(d) == "No GPU: " + d.driver_message + "; there is no GPU to show a topology for.\n");
+}
