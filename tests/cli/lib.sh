@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared helpers for the end-to-end tests; sourced by test_*.sh.
 # Usage in a test: source "$(dirname "$0")/lib.sh" "$@"   (sets GPUTRAIN, TMP, HERE)
 # A test exits 0 on success, 1 on failure (with a FAIL line), 77 to be skipped.

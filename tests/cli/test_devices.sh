@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # 'devices' lists the GPUs or says there is none, then the CPU; --json is one
-# JSON object. Also --version and --help.
+# JSON object; --topology runs. Also --version and --help.
 set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh" "$@"
 
 step "devices"
@@ -20,6 +21,11 @@ assert isinstance(d["cpu"], dict) and d["cpu"]["cores"] >= 1, d
 assert isinstance(d["gpus"], list), d
 assert d["training_device"] == ("gpu" if d["gpus"] else "cpu"), d
 PY
+
+step "devices --topology"
+run_expect 0 devices --topology
+cat "$TMP/out"
+grep -q '^No GPU' "$TMP/out" || [ -s "$TMP/out" ] || fail "devices --topology printed nothing"
 
 step "--version"
 run_expect 0 --version

@@ -2,6 +2,7 @@
 # User mistakes give exit 2 (usage/config) or 1 (runtime) and a message that
 # names the culprit and says what to do.
 set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh" "$@"
 
 cfg=$TMP/synthetic.yaml

@@ -3,6 +3,7 @@
 # batch 20 = 7+7+6) train the same weights as 1 replica, up to float
 # reduction order.
 set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh" "$@"
 
 cfg=$TMP/synthetic.yaml
@@ -13,7 +14,7 @@ run_expect 0 fit "$cfg" --run-dir "$TMP/one" --replicas 1
 expect_in "$TMP/out" "1 replica"
 
 step "3 replicas"
-run_expect 0 fit "$cfg" --run-dir "$TMP/three" --replicas 3
+run_expect 0 fit "$cfg" --run-dir "$TMP/three" --replicas 3 --device cpu
 expect_in "$TMP/out" "3 replicas"
 
 step "weights agree"

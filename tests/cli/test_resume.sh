@@ -2,6 +2,7 @@
 # Resuming is exact: 2 epochs in one go and 1 epoch + --resume to 2 end with
 # byte-identical weights and optimizer state.
 set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh" "$@"
 
 cfg=$TMP/synthetic.yaml

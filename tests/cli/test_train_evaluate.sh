@@ -2,6 +2,7 @@
 # The reference job, cut down: one epoch on 4,000 Fashion-MNIST images, then
 # evaluate the checkpoint on 1,000 test images. Skipped without the data set.
 set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh" "$@"
 
 found=
@@ -43,4 +44,21 @@ assert "loss" in r and r["loss"] > 0, r
 assert r["accuracy"] > 0.6, r
 assert r["samples"] == 1000, r
 PY
+
+step "evaluate --checkpoint FILE --json --confusion"
+run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --checkpoint "$run/epoch-001.safetensors" \
+    --set data.test_limit=1000 --json --confusion
+python3 - "$TMP/out" <<'PY' || fail "the confusion matrix does not match the samples and the accuracy"
+import json, sys
+r = json.load(open(sys.argv[1]))
+m = r["confusion"]
+assert len(m) == 10 and all(len(row) == 10 for row in m), m
+assert sum(map(sum, m)) == r["samples"] == 1000, r
+assert abs(sum(m[i][i] for i in range(10)) / 1000 - r["accuracy"]) < 1e-6, r
+PY
+
+step "evaluate --confusion (table)"
+run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --run-dir "$run" --set data.test_limit=200 --confusion
+expect_in "$TMP/out" "Confusion matrix"
+expect_in "$TMP/out" "(200 test samples)"
 echo "ok"
