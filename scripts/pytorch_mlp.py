@@ -7,7 +7,10 @@ epoch, Keras initialisation (Glorot-uniform kernels, zero biases), inputs x/255.
 Reads the IDX .gz files with gzip + numpy. Times the training loop of each epoch
 (not the data loading, not the test evaluation).
 
-  python3 scripts/pytorch_mlp.py [--epochs 5] [--threads N] [--json] [--data DIR]
+  python3 scripts/pytorch_mlp.py [--epochs 5] [--threads N] [--device cpu|cuda] [--json] [--data DIR]
+
+With --device cuda (scripts/gpu-check) the model and the whole data set live on
+the GPU and each epoch's time includes a final synchronize.
 """
 import argparse
 import gzip
@@ -60,7 +63,7 @@ def make_model():
 
 def train_epoch(model, optimizer, loss_fn, x, y, batch_size, generator):
     model.train()
-    order = torch.randperm(len(x), generator=generator)
+    order = torch.randperm(len(x), generator=generator).to(x.device)
     total_loss, correct = 0.0, 0
     for i in range(0, len(x), batch_size):
         idx = order[i:i + batch_size]
@@ -91,6 +94,7 @@ def main():
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist",
                         help="folder with the four IDX .gz files")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="where to train (default cpu)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = parser.parse_args()
     import_libraries(args.threads)
@@ -103,17 +107,23 @@ def main():
     except FileNotFoundError as e:
         sys.exit(f"pytorch_mlp: {e}; install dataset-fashion-mnist or pass --data DIR")
 
-    model = make_model()
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            sys.exit("pytorch_mlp: --device cuda but PyTorch sees no GPU")
+        x_train, y_train, x_test, y_test = (t.cuda() for t in (x_train, y_train, x_test, y_test))
+    model = make_model().to(args.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-7)
     loss_fn = nn.CrossEntropyLoss()
     log = sys.stderr if args.json else sys.stdout
-    print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} thread(s) (BLAS: 1), "
+    print(f"PyTorch {torch.__version__} on {args.device}, {torch.get_num_threads()} thread(s) (BLAS: 1), "
           f"{len(x_train)} training samples, batch {args.batch_size}", file=log)
 
     epochs = []
     for epoch in range(1, args.epochs + 1):
         start = time.perf_counter()
         loss, accuracy = train_epoch(model, optimizer, loss_fn, x_train, y_train, args.batch_size, generator)
+        if args.device == "cuda":
+            torch.cuda.synchronize()
         seconds = time.perf_counter() - start
         epochs.append({"epoch": epoch, "seconds": seconds, "loss": loss, "accuracy": accuracy})
         print(f"epoch {epoch}/{args.epochs}: {seconds:.2f}s - loss {loss:.4f} - accuracy {accuracy:.4f}", file=log)
