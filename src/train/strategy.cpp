@@ -86,7 +86,7 @@ std::string Strategy::describe(int64_t global_batch) const {
     const auto offsets = data::shard_offsets(global_batch, n);
     std::string where;
     if (on_gpu_) {
-        where = n == 1 ? "GPU " : "GPU ";
+        where = "GPU ";
         for (size_t i = 0; i < placement_.size(); ++i) where += (i ? "," : "") + std::to_string(placement_[i]);
         if (communicator_ != "none") where += "; " + communicator_;
     } else {

@@ -15,8 +15,8 @@ Trainer::Trainer(const config::RunConfig& cfg, std::vector<std::unique_ptr<Repli
                  const data::DataSplits& data, FitOptions options)
     : cfg_(cfg), replicas_(replicas), data_(data), options_(std::move(options)), progress_(options_.progress, options_.out) {}
 
-void Trainer::run_epoch(Replica& r, int64_t epoch, data::Loader& loader, double* epoch_sums) {
-    const optim::Schedule schedule(cfg_.optimizer, steps_per_epoch_, cfg_.training.epochs);
+void Trainer::run_epoch(Replica& r, int64_t epoch, data::Loader& loader, const optim::Schedule& schedule,
+                        double* epoch_sums) {
     const int64_t first_step = state_.global_step;  // global step count at the start of the epoch
     const size_t n = r.model().param_count();
     r.reset_stats();
@@ -78,7 +78,7 @@ FitResult Trainer::fit() {
         progress_.begin_epoch(epoch, cfg_.training.epochs, steps_per_epoch_);
         loader.start_epoch(epoch);
         double sums[3] = {0, 0, 1};
-        run_on_replicas(replicas_, [&](Replica& r) { run_epoch(r, epoch, loader, sums); });
+        run_on_replicas(replicas_, [&](Replica& r) { run_epoch(r, epoch, loader, schedule, sums); });
         state_.global_step += steps_per_epoch_;
         state_.epochs_done = epoch + 1;
         const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

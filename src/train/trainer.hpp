@@ -14,6 +14,7 @@
 #include "config/run_config.hpp"
 #include "data/dataset.hpp"
 #include "data/loader.hpp"
+#include "optim/schedule.hpp"
 #include "train/checkpointer.hpp"
 #include "train/metrics_file.hpp"
 #include "train/progress.hpp"
@@ -41,7 +42,8 @@ public:
     FitResult fit();
 
 private:
-    void run_epoch(Replica& r, int64_t epoch, data::Loader& loader, double* epoch_sums);
+    void run_epoch(Replica& r, int64_t epoch, data::Loader& loader, const optim::Schedule& schedule,
+                   double* epoch_sums);
 
     const config::RunConfig& cfg_;
     std::vector<std::unique_ptr<Replica>>& replicas_;
