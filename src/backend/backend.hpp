@@ -57,6 +57,8 @@ public:
     virtual void dropout_forward(const float* x, float* y, float* mask_out, size_t n, float rate, uint64_t key,
                                  uint64_t first_index) = 0;
     virtual void multiply(const float* a, const float* b, float* out, size_t n) = 0;
+    // Whether every x[i] is finite (no NaN, no Inf). Waits for the result on the host.
+    virtual bool all_finite(const float* x, size_t n) = 0;
 
     // Losses over `rows` samples of `cols` classes with integer labels. Each
     // adds its loss sum to stats[0] and its number of correct argmax

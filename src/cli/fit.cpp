@@ -11,6 +11,7 @@
 #include "data/dataset.hpp"
 #include "device/devices.hpp"
 #include "train/checkpointer.hpp"
+#include "train/interrupt.hpp"
 #include "train/trainer.hpp"
 
 namespace fs = std::filesystem;
@@ -31,6 +32,19 @@ void write_resolved_config(const config::RunConfig& cfg) {
     std::ofstream out(path);
     out << "# Resolved by gputrain from " << cfg.source_file << " (defaults filled in)\n" << cfg.resolved_yaml << "\n";
     if (!out) throw Error("cannot write '" + path.string() + "'");
+}
+
+// The command line that continues this run after an interrupt.
+std::string resume_command(const FitArgs& args) {
+    std::string cmd = "gputrain fit " + args.common.config_path;
+    if (!args.common.run_dir.empty()) cmd += " --run-dir " + args.common.run_dir;
+    for (const auto& o : args.common.overrides) {
+        const bool plain = o.find_first_of(" \t'\"$[]*?\\") == std::string::npos;
+        cmd += " --set " + (plain ? o : "'" + o + "'");
+    }
+    if (!args.common.device.empty() && args.common.device != "auto") cmd += " --device " + args.common.device;
+    if (args.common.replicas > 0) cmd += " --replicas " + std::to_string(args.common.replicas);
+    return cmd + " --resume";
 }
 
 int run_fit(FitArgs& args) {
@@ -70,7 +84,9 @@ int run_fit(FitArgs& args) {
     options.run_dir = cfg.checkpoint.dir;
     options.resume_from = resume_from;
     options.progress = train::progress_mode(cfg.logging.progress, stdout, args.quiet);
+    options.resume_command = resume_command(args);
     train::Trainer trainer(cfg, replicas, data, options);
+    train::install_interrupt_handlers();
     const train::FitResult result = trainer.fit();
 
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

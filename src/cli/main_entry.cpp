@@ -45,7 +45,7 @@ int main_entry(int argc, char** argv) {
         return devices();
     } catch (const Error& e) {
         std::fflush(stdout);
-        std::fprintf(stderr, "gputrain: error: %s\n", e.what());
+        std::fprintf(stderr, "gputrain: %s: %s\n", e.label(), e.what());
         return e.exit_code();
     } catch (const std::bad_alloc&) {
         std::fflush(stdout);

@@ -28,5 +28,6 @@ inline const NameSet kMonitorNames{"monitored metric", "monitored metrics",
 inline const NameSet kMonitorModes{"mode", "modes", {"min", "max", "auto"}};
 inline const NameSet kLogLevels{"log level", "log levels", {"trace", "debug", "info", "warn", "error"}};
 inline const NameSet kProgressStyles{"progress style", "progress styles", {"auto", "bar", "lines", "none"}};
+inline const NameSet kOnNanActions{"on_nan action", "on_nan actions", {"stop", "skip_step"}};
 
 }  // namespace gputrain::config

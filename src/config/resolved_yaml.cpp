@@ -29,6 +29,7 @@ public:
         key("batch_size") << c.training.batch_size;
         key("shuffle") << c.training.shuffle;
         key("seed") << c.training.seed;
+        key("on_nan") << c.training.on_nan;
         out_ << YAML::EndMap;
         emit_strategy(c.strategy);
         key("checkpoint") << YAML::BeginMap;

@@ -75,6 +75,7 @@ struct TrainingConfig {
     int64_t batch_size = 32;         // the GLOBAL batch, split across replicas
     bool shuffle = true;
     uint64_t seed = 42;
+    std::string on_nan = "stop";     // stop | skip_step: what a non-finite gradient does
 };
 
 struct StrategyConfig {

@@ -11,6 +11,8 @@ class Error : public std::runtime_error {
 public:
     explicit Error(const std::string& message) : std::runtime_error(message) {}
     virtual int exit_code() const { return 1; }
+    // The word before the message: "gputrain: error: ...".
+    virtual const char* label() const { return "error"; }
 };
 
 // The user's config, command line or arguments are wrong: exit code 2.

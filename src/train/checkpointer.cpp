@@ -1,7 +1,12 @@
 #include "train/checkpointer.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <regex>
 
@@ -90,8 +95,14 @@ std::string Checkpointer::path_for_epoch(int64_t epoch) const {
 }
 
 void Checkpointer::write(const std::string& path, Replica& replica0, const TrainingState& state,
-                         const EpochRecord& record) {
+                         const EpochRecord& record, const std::string& interrupted) {
     HostTensors tensors = gather(replica0);
+    // A checkpoint is a promise that training can continue from it.
+    for (const auto& storage : tensors.storage)
+        for (float v : storage)
+            if (!std::isfinite(v))
+                throw Error("not writing '" + path + "': the weights or optimizer state hold NaN or Inf; the "
+                            "previous checkpoint is left as it was");
     std::map<std::string, std::string> meta{
         {"format", "gputrain-checkpoint/1"},
         {"gputrain_version", GPUTRAIN_VERSION},
@@ -113,6 +124,13 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
         meta["val_accuracy"] = number(record.val_accuracy);
     }
     if (state.has_best) meta["best_value"] = number(state.best_value);
+    if (state.step_in_epoch > 0) {
+        meta["step_in_epoch"] = std::to_string(state.step_in_epoch);
+        meta["partial_loss_sum"] = number(state.partial_loss_sum);
+        meta["partial_correct"] = number(state.partial_correct);
+        meta["partial_samples"] = number(state.partial_samples);
+    }
+    if (!interrupted.empty()) meta["interrupted_by"] = interrupted;
     checkpoint::save(path, tensors.refs, meta);
 }
 
@@ -136,6 +154,49 @@ std::vector<std::string> Checkpointer::save_epoch(Replica& replica0, const Train
         write(written.back(), replica0, state, record);
     }
     return written;
+}
+
+std::string Checkpointer::last_path() const { return (fs::path(dir_) / "last.safetensors").string(); }
+
+std::string Checkpointer::save_interrupted(Replica& replica0, const TrainingState& state,
+                                           const EpochRecord& partial, const std::string& signal) {
+    const std::string path = last_path();
+    write(path, replica0, state, partial, signal);
+    return path;
+}
+
+void Checkpointer::prepare(size_t checkpoint_bytes) const {
+    std::error_code ec;
+    fs::create_directories(dir_, ec);
+    if (ec) throw Error("cannot create checkpoint folder '" + dir_ + "': " + ec.message() + "; set checkpoint.dir or --run-dir to a writable folder");
+    static const std::regex temporary(".*\\.safetensors\\.tmp-[0-9]+");
+    for (const auto& entry : fs::directory_iterator(dir_, ec))
+        if (std::regex_match(entry.path().filename().string(), temporary)) fs::remove(entry.path(), ec);
+    const fs::path probe = fs::path(dir_) / (".write-test-" + std::to_string(::getpid()));
+    {
+        std::FILE* f = std::fopen(probe.c_str(), "w");
+        const bool ok = f && std::fputs("ok\n", f) >= 0 && std::fclose(f) == 0;
+        if (!ok) {
+            const std::string why = std::strerror(errno);
+            fs::remove(probe, ec);
+            throw Error("cannot write in checkpoint folder '" + dir_ + "': " + why +
+                        "; set checkpoint.dir or --run-dir to a writable folder");
+        }
+    }
+    fs::remove(probe, ec);
+    const fs::space_info space = fs::space(dir_, ec);
+    // The new file is complete before it replaces the old one: room for two.
+    if (!ec && space.available < 2 * checkpoint_bytes) {
+        char text[200];
+        std::snprintf(text, sizeof text, "%.1f MB free, a checkpoint needs %.1f MB (twice that while it replaces the previous one)",
+                      space.available / 1e6, checkpoint_bytes / 1e6);
+        throw Error("checkpoint folder '" + dir_ + "': " + text + "; free some space or set checkpoint.dir elsewhere");
+    }
+}
+
+size_t checkpoint_bytes(Replica& replica0) {
+    const size_t tensors = 1 + replica0.optimizer().state().size();
+    return tensors * replica0.model().param_count() * sizeof(float) + (64u << 10);
 }
 
 void Checkpointer::prune_old_epochs() const {
@@ -192,6 +253,16 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     TrainingState st;
     st.epochs_done = meta_int(contents, path, "epoch");
     st.global_step = meta_int(contents, path, "global_step");
+    if (contents.metadata.count("step_in_epoch")) {
+        st.step_in_epoch = meta_int(contents, path, "step_in_epoch");
+        auto real = [&](const char* key) {
+            auto it = contents.metadata.find(key);
+            return it == contents.metadata.end() ? 0.0 : std::stod(it->second);
+        };
+        st.partial_loss_sum = real("partial_loss_sum");
+        st.partial_correct = real("partial_correct");
+        st.partial_samples = real("partial_samples");
+    }
     if (auto it = contents.metadata.find("best_value"); it != contents.metadata.end()) {
         st.has_best = true;
         st.best_value = std::stod(it->second);

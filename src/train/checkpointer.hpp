@@ -21,6 +21,11 @@ struct TrainingState {
     int64_t global_step = 0;
     bool has_best = false;
     double best_value = 0;  // of checkpoint.monitor
+    // An interrupted epoch: steps of epoch `epochs_done` already done, and the
+    // loss/correct/sample sums over them (so the resumed epoch reports the same
+    // averages as an uninterrupted one). All 0 at an epoch boundary.
+    int64_t step_in_epoch = 0;
+    double partial_loss_sum = 0, partial_correct = 0, partial_samples = 0;
 };
 
 class Checkpointer {
@@ -37,15 +42,29 @@ public:
     std::vector<std::string> save_epoch(Replica& replica0, const TrainingState& state, const EpochRecord& record,
                                         bool is_best);
 
+    // last.safetensors in the middle of an epoch (state.step_in_epoch > 0); `signal` names why.
+    std::string save_interrupted(Replica& replica0, const TrainingState& state, const EpochRecord& partial,
+                                 const std::string& signal);
+
     std::string path_for_epoch(int64_t epoch) const;  // epoch is 1-based
+    std::string last_path() const;
+
+    // Before training: the folder exists and takes a file, leftovers of a
+    // killed write (*.tmp-PID) are removed, and there is room for a checkpoint
+    // of `checkpoint_bytes` while the previous one still exists.
+    void prepare(size_t checkpoint_bytes) const;
 
 private:
-    void write(const std::string& path, Replica& replica0, const TrainingState& state, const EpochRecord& record);
+    void write(const std::string& path, Replica& replica0, const TrainingState& state, const EpochRecord& record,
+               const std::string& interrupted = "");
     void prune_old_epochs() const;
 
     const config::RunConfig& cfg_;
     std::string dir_;
 };
+
+// Bytes of a checkpoint of this replica (weights and optimizer slots, plus header room).
+size_t checkpoint_bytes(Replica& replica0);
 
 // Loads the weights (and, when `with_optimizer`, the optimizer state) of the
 // file into every replica, checking each tensor's name, dtype and shape; returns

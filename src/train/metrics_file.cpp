@@ -2,8 +2,11 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -14,13 +17,40 @@ constexpr const char* kHeader =
     "epoch,loss,accuracy,val_loss,val_accuracy,learning_rate,seconds,samples_per_second\n";
 }
 
-MetricsFile::MetricsFile(const std::string& path, bool append) : path_(path) {
+MetricsFile::MetricsFile(const std::string& path, bool append, int64_t epochs_done) : path_(path) {
     if (path_.empty()) return;
-    if (append && std::filesystem::exists(path_)) return;
+    if (append && std::filesystem::exists(path_)) {
+        keep_epochs_through(epochs_done);
+        return;
+    }
     std::FILE* f = std::fopen(path_.c_str(), "w");
     if (!f) throw Error("cannot write metrics file '" + path_ + "': " + std::strerror(errno));
     std::fputs(kHeader, f);
     std::fclose(f);
+}
+
+void MetricsFile::keep_epochs_through(int64_t epochs_done) {
+    std::ifstream in(path_);
+    std::vector<std::string> kept;
+    std::string line;
+    bool dropped = false;
+    while (std::getline(in, line)) {
+        const bool header = kept.empty();
+        // Rows start with the 1-based epoch; a torn last line (crash mid-write) has no newline and is dropped too.
+        if (!header && (in.eof() || std::strtoll(line.c_str(), nullptr, 10) > epochs_done)) {
+            dropped = true;
+            continue;
+        }
+        kept.push_back(line);
+    }
+    if (!dropped) return;
+    const std::string temp = path_ + ".tmp";
+    {
+        std::ofstream out(temp, std::ios::trunc);
+        for (const auto& l : kept) out << l << '\n';
+        if (!out) throw Error("cannot rewrite metrics file '" + path_ + "': " + std::strerror(errno));
+    }
+    std::filesystem::rename(temp, path_);
 }
 
 void MetricsFile::write(const EpochRecord& r) {

@@ -2,6 +2,7 @@
 // epoch,loss,accuracy,val_loss,val_accuracy,learning_rate,seconds,samples_per_second
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace gputrain::train {
@@ -18,12 +19,16 @@ struct EpochRecord {
 
 class MetricsFile {
 public:
-    // Empty path = no file. A run that resumes appends; a fresh run starts the file anew.
-    MetricsFile(const std::string& path, bool append);
+    // Empty path = no file. A fresh run starts the file anew. A run that
+    // resumes after `epochs_done` epochs appends, first dropping rows of later
+    // epochs (written before a crash that lost their checkpoint).
+    MetricsFile(const std::string& path, bool append, int64_t epochs_done = 0);
     void write(const EpochRecord& record);
     const std::string& path() const { return path_; }
 
 private:
+    void keep_epochs_through(int64_t epochs_done);
+
     std::string path_;
 };
 

@@ -56,6 +56,11 @@ void Progress::update(int64_t steps_done, const MetricList& metrics) {
     std::fflush(out_);
 }
 
+void Progress::abandon_epoch() {
+    if (mode_ == ProgressMode::bar) std::fputc('\n', out_);
+    std::fflush(out_);
+}
+
 void Progress::end_epoch(const MetricList& metrics, double seconds) {
     const double ms_per_step = steps_ > 0 ? seconds * 1000.0 / steps_ : 0.0;
     char timing[64];

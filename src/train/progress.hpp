@@ -26,6 +26,8 @@ public:
     void begin_epoch(int64_t epoch, int64_t epochs, int64_t steps);
     void update(int64_t steps_done, const MetricList& metrics);
     void end_epoch(const MetricList& metrics, double seconds);
+    // The epoch stops early (interrupt, error): end the bar's line so the next message starts on its own.
+    void abandon_epoch();
 
     // "loss: 0.4981 - accuracy: 0.8253"
     static std::string format_metrics(const MetricList& metrics);

@@ -1,12 +1,14 @@
 #include "train/trainer.hpp"
 
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 
 #include "core/error.hpp"
 #include "data/loader.hpp"
 #include "optim/schedule.hpp"
 #include "train/evaluator.hpp"
+#include "train/interrupt.hpp"
 #include "train/parallel.hpp"
 
 namespace gputrain::train {
@@ -15,13 +17,27 @@ Trainer::Trainer(const config::RunConfig& cfg, std::vector<std::unique_ptr<Repli
                  const data::DataSplits& data, FitOptions options)
     : cfg_(cfg), replicas_(replicas), data_(data), options_(std::move(options)), progress_(options_.progress, options_.out) {}
 
-void Trainer::run_epoch(Replica& r, int64_t epoch, data::Loader& loader, const optim::Schedule& schedule,
-                        double* epoch_sums) {
-    const int64_t first_step = state_.global_step;  // global step count at the start of the epoch
+namespace {
+
+// Thrown by every replica alike (the gradients are identical after the
+// all-reduce); Trainer::fit turns it into the user's message.
+struct NonFiniteGradients : Error {
+    NonFiniteGradients(int64_t epoch, int64_t step)
+        : Error("non-finite gradients"), epoch(epoch), step(step) {}
+    int64_t epoch, step;
+};
+
+}  // namespace
+
+void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loader& loader,
+                        const optim::Schedule& schedule, EpochTotals& totals) {
+    const int64_t epoch_first_step = state_.global_step - start_step;  // global step of this epoch's step 0
     const size_t n = r.model().param_count();
+    const bool skip_nonfinite = cfg_.training.on_nan == "skip_step";
+    const double earlier[3] = {state_.partial_loss_sum, state_.partial_correct, state_.partial_samples};
     r.reset_stats();
     int64_t samples = 0;
-    for (int64_t step = 0; step < steps_per_epoch_; ++step) {
+    for (int64_t step = start_step; step < steps_per_epoch_; ++step) {
         auto batch = loader.get(step);
         const int64_t begin = batch->shard_begin[r.rank()], end = batch->shard_begin[r.rank() + 1];
         r.load_shard(batch->inputs.data(), batch->labels.data(), begin, end);
@@ -30,23 +46,60 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, data::Loader& loader, const o
                                    1.0f / static_cast<float>(batch->size), r.stats());
         // Every replica joins every all-reduce, even with an empty shard.
         r.comm().allreduce_sum(r.model().grad_data(), n);
-        const int64_t global_step = first_step + step;
-        r.optimizer().step(r.model().param_data(), r.model().grad_data(), schedule.learning_rate(global_step),
-                           global_step + 1);
+        const int64_t global_step = epoch_first_step + step;
+        // Identical on every replica after the all-reduce, so all take the same branch.
+        if (!r.backend().all_finite(r.model().grad_data(), n)) {
+            if (!skip_nonfinite) throw NonFiniteGradients(epoch, step);
+            if (r.rank() == 0) ++totals.skipped_steps;
+        } else {
+            r.optimizer().step(r.model().param_data(), r.model().grad_data(), schedule.learning_rate(global_step),
+                               global_step + 1);
+        }
         samples += batch->size;
         if ((step + 1) % report_every_ == 0 || step + 1 == steps_per_epoch_) {
-            // Loss and correct counts differ per replica; the sample count is already global.
-            double reduced[2];
+            // Loss and correct counts differ per replica; the sample count is
+            // already global. The third value is how every replica agrees to stop
+            // after the same step when a signal arrived (in any process).
+            double reduced[3];
             r.read_stats(reduced[0], reduced[1]);
-            r.comm().allreduce_sum_host(reduced, 2);
+            reduced[2] = pending_interrupt() != 0 ? 1.0 : 0.0;
+            r.comm().allreduce_sum_host(reduced, 3);
+            const bool stop = reduced[2] > 0 && step + 1 < steps_per_epoch_;
             if (r.rank() == 0) {
-                epoch_sums[0] = reduced[0];
-                epoch_sums[1] = reduced[1];
-                epoch_sums[2] = static_cast<double>(samples);
-                progress_.update(step + 1, {{"loss", reduced[0] / samples}, {"accuracy", reduced[1] / samples}});
+                totals.loss_sum = earlier[0] + reduced[0];
+                totals.correct = earlier[1] + reduced[1];
+                totals.samples = earlier[2] + static_cast<double>(samples);
+                totals.steps_done = step + 1;
+                totals.interrupted = stop;
+                progress_.update(step + 1, {{"loss", totals.loss_sum / totals.samples},
+                                            {"accuracy", totals.correct / totals.samples}});
             }
+            if (stop) return;
         }
     }
+}
+
+std::string Trainer::resume_command() const {
+    return options_.resume_command.empty() ? "gputrain fit " + cfg_.source_file + " --resume" : options_.resume_command;
+}
+
+void Trainer::stop_interrupted(int64_t epoch, const EpochTotals& totals, Checkpointer& checkpointer) {
+    const int signal = pending_interrupt() != 0 ? pending_interrupt() : SIGTERM;
+    progress_.abandon_epoch();
+    TrainingState st = state_;
+    st.step_in_epoch = totals.steps_done;
+    st.partial_loss_sum = totals.loss_sum;
+    st.partial_correct = totals.correct;
+    st.partial_samples = totals.samples;
+    EpochRecord partial;
+    partial.epoch = epoch + 1;
+    partial.loss = totals.loss_sum / totals.samples;
+    partial.accuracy = totals.correct / totals.samples;
+    const std::string path = checkpointer.save_interrupted(*replicas_[0], st, partial, signal_name(signal));
+    throw Interrupted("interrupted by " + signal_name(signal) + " at epoch " + std::to_string(epoch + 1) + ", step " +
+                          std::to_string(totals.steps_done) + "/" + std::to_string(steps_per_epoch_) +
+                          "; checkpoint written to " + path + "; continue with: " + resume_command(),
+                      signal);
 }
 
 FitResult Trainer::fit() {
@@ -57,6 +110,7 @@ FitResult Trainer::fit() {
     report_every_ = std::max<int64_t>(1, steps_per_epoch_ / 100);
 
     Checkpointer checkpointer(cfg_, options_.run_dir);
+    checkpointer.prepare(checkpoint_bytes(*replicas_[0]));
     const bool has_validation = data_.validation.size() > 0;
     const std::string monitor = checkpointer.monitor(has_validation);
     if (!options_.resume_from.empty()) {
@@ -65,28 +119,55 @@ FitResult Trainer::fit() {
         if (!warning.empty()) std::fprintf(options_.out, "warning: %s\n", warning.c_str());
         std::fprintf(options_.out, "Resuming from %s after epoch %lld (step %lld)\n", options_.resume_from.c_str(),
                      (long long)state_.epochs_done, (long long)state_.global_step);
+        last_good_checkpoint_ = options_.resume_from;
+        if (state_.step_in_epoch >= steps_per_epoch_)
+            throw ConfigError(options_.resume_from + ": stopped at step " + std::to_string(state_.step_in_epoch) +
+                              " of an epoch that now has " + std::to_string(steps_per_epoch_) +
+                              " steps; resume with the training.batch_size and data it was written with");
     }
     MetricsFile metrics(cfg_.logging.metrics_file.empty()
                             ? std::string()
                             : (std::filesystem::path(options_.run_dir) / cfg_.logging.metrics_file).string(),
-                        /*append=*/!options_.resume_from.empty());
+                        /*append=*/!options_.resume_from.empty(), state_.epochs_done);
     const optim::Schedule schedule(cfg_.optimizer, steps_per_epoch_, cfg_.training.epochs);
 
     for (int64_t epoch = state_.epochs_done; epoch < cfg_.training.epochs; ++epoch) {
         const auto start = std::chrono::steady_clock::now();
         const double lr = schedule.learning_rate(state_.global_step);
         progress_.begin_epoch(epoch, cfg_.training.epochs, steps_per_epoch_);
-        loader.start_epoch(epoch);
-        double sums[3] = {0, 0, 1};
-        run_on_replicas(replicas_, [&](Replica& r) { run_epoch(r, epoch, loader, schedule, sums); });
-        state_.global_step += steps_per_epoch_;
+        const int64_t start_step = state_.step_in_epoch;
+        loader.start_epoch(epoch, start_step);
+        if (start_step > 0)
+            std::fprintf(options_.out, "Continuing epoch %lld at step %lld\n", (long long)epoch + 1,
+                         (long long)start_step);
+        EpochTotals totals;
+        try {
+            run_on_replicas(replicas_, [&](Replica& r) { run_epoch(r, epoch, start_step, loader, schedule, totals); });
+        } catch (const NonFiniteGradients& e) {
+            progress_.abandon_epoch();
+            throw Error("training diverged: NaN or Inf in the gradients at epoch " + std::to_string(e.epoch + 1) +
+                        ", step " + std::to_string(e.step + 1) + "/" + std::to_string(steps_per_epoch_) +
+                        (last_good_checkpoint_.empty() ? "; no checkpoint was written yet"
+                                                       : "; the last good checkpoint is " + last_good_checkpoint_) +
+                        "; lower optimizer.learning_rate, or set training.on_nan: skip_step to skip such steps");
+        }
+        if (totals.interrupted) {
+            state_.global_step += totals.steps_done - start_step;
+            stop_interrupted(epoch, totals, checkpointer);
+        }
+        state_.global_step += steps_per_epoch_ - start_step;
         state_.epochs_done = epoch + 1;
+        state_.step_in_epoch = 0;
+        state_.partial_loss_sum = state_.partial_correct = state_.partial_samples = 0;
+        if (totals.skipped_steps > 0)
+            std::fprintf(options_.out, "warning: epoch %lld skipped %lld step%s with NaN or Inf gradients (training.on_nan: skip_step)\n",
+                         (long long)epoch + 1, (long long)totals.skipped_steps, totals.skipped_steps == 1 ? "" : "s");
         const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
         EpochRecord rec;
         rec.epoch = epoch + 1;
-        rec.loss = sums[0] / sums[2];
-        rec.accuracy = sums[1] / sums[2];
+        rec.loss = totals.loss_sum / totals.samples;
+        rec.accuracy = totals.correct / totals.samples;
         rec.learning_rate = lr;
         rec.samples_per_second = static_cast<double>(data_.train.size()) / train_seconds;
         MetricList shown{{"loss", rec.loss}, {"accuracy", rec.accuracy}};
@@ -114,6 +195,15 @@ FitResult Trainer::fit() {
         auto written = checkpointer.save_epoch(*replicas_[0], state_, rec, is_best);
         result.checkpoints.insert(result.checkpoints.end(), written.begin(), written.end());
         result.history.push_back(rec);
+        last_good_checkpoint_ = checkpointer.last_path();
+        // A signal during validation or the checkpoint write: the epoch is saved, stop here.
+        if (pending_interrupt() != 0 && epoch + 1 < cfg_.training.epochs) {
+            const int signal = pending_interrupt();
+            throw Interrupted("interrupted by " + signal_name(signal) + " after epoch " + std::to_string(epoch + 1) +
+                                  "; checkpoint written to " + checkpointer.last_path() +
+                                  "; continue with: " + resume_command(),
+                              signal);
+        }
     }
     result.epochs_done = state_.epochs_done;
     return result;

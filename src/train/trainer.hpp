@@ -27,6 +27,8 @@ struct FitOptions {
     std::string resume_from;      // a checkpoint path; "" = fresh start
     ProgressMode progress = ProgressMode::lines;
     std::FILE* out = stdout;
+    // The command that continues this run, for messages ("gputrain fit CFG --run-dir D --resume").
+    std::string resume_command;
 };
 
 struct FitResult {
@@ -42,8 +44,17 @@ public:
     FitResult fit();
 
 private:
-    void run_epoch(Replica& r, int64_t epoch, data::Loader& loader, const optim::Schedule& schedule,
-                   double* epoch_sums);
+    // What replica 0 reports from an epoch (written by rank 0 only).
+    struct EpochTotals {
+        double loss_sum = 0, correct = 0, samples = 0;  // including a resumed epoch's earlier part
+        int64_t steps_done = 0;        // within the epoch, when it stops
+        bool interrupted = false;      // stopped early by a signal
+        int64_t skipped_steps = 0;     // non-finite gradients under on_nan: skip_step
+    };
+    void run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loader& loader,
+                   const optim::Schedule& schedule, EpochTotals& totals);
+    std::string resume_command() const;
+    [[noreturn]] void stop_interrupted(int64_t epoch, const EpochTotals& totals, Checkpointer& checkpointer);
 
     const config::RunConfig& cfg_;
     std::vector<std::unique_ptr<Replica>>& replicas_;
@@ -53,6 +64,7 @@ private:
     Progress progress_;
     int64_t steps_per_epoch_ = 0;
     int64_t report_every_ = 1;
+    std::string last_good_checkpoint_;  // the newest checkpoint written or resumed from
 };
 
 }  // namespace gputrain::train

@@ -5,6 +5,8 @@ little-endian length, then JSON), for the cli tests.
   safetensors_check.py identical A B              every tensor byte-identical (metadata ignored)
   safetensors_check.py close A B RTOL             model weights (not optimizer/*) agree:
                                                   max|a-b| <= RTOL * max|b| per tensor
+  safetensors_check.py metadata FILE KEY          prints the metadata value KEY (the whole
+                                                  file is read and checked for consistency)
 Exits 1 with a message when a check fails.
 """
 import json
@@ -82,11 +84,26 @@ def check_close(a, b, rtol):
     print(f"{len(weights)} weight tensors within {rtol} relative (worst {worst:.3g})")
 
 
+def print_metadata(path, key):
+    meta, tensors = read(path)
+    for name, (dtype, shape, raw) in tensors.items():
+        count = 1
+        for d in shape:
+            count *= d
+        if len(raw) != 4 * count:
+            sys.exit(f"{path}: tensor {name} has {len(raw)} bytes for shape {shape}")
+    if key not in meta:
+        sys.exit(f"{path}: no metadata '{key}'")
+    print(meta[key])
+
+
 def main(argv):
     if len(argv) == 4 and argv[0] == "header":
         check_header(*argv[1:])
     elif len(argv) == 3 and argv[0] == "identical":
         check_identical(*argv[1:])
+    elif len(argv) == 3 and argv[0] == "metadata":
+        print_metadata(*argv[1:])
     elif len(argv) == 4 and argv[0] == "close":
         check_close(argv[1], argv[2], float(argv[3]))
     else:

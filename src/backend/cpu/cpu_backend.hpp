@@ -32,6 +32,7 @@ public:
     void dropout_forward(const float* x, float* y, float* mask_out, size_t n, float rate, uint64_t key,
                          uint64_t first_index) override;
     void multiply(const float* a, const float* b, float* out, size_t n) override;
+    bool all_finite(const float* x, size_t n) override;  // cpu_finite.cpp
     void softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols, float grad_scale,
                                float* grad, float* stats) override;
     void cross_entropy_probs(const float* probs, const int32_t* labels, int rows, int cols, float grad_scale,

@@ -62,6 +62,7 @@ CudaBackend::CudaBackend(int device) : device_(device), pool_(device) {
         CUBLAS_CHECK(device_, cublasSetWorkspace(handle, cublas_workspace_, kCublasWorkspaceBytes));
         // Plain FP32 (no TF32) so that GEMMs agree with the CPU backend to ~1e-6.
         CUBLAS_CHECK(device_, cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+        CUDA_CHECK(device_, cudaMalloc(reinterpret_cast<void**>(&nonfinite_count_), sizeof(int)));
     } catch (...) {
         destroy();
         throw;
@@ -77,6 +78,7 @@ void CudaBackend::destroy() noexcept {
     pool_.free_all();
     if (cublas_) (void)cublasDestroy(cublas_);
     if (cublas_workspace_) (void)cudaFree(cublas_workspace_);
+    if (nonfinite_count_) (void)cudaFree(nonfinite_count_);
     if (stream_) (void)cudaStreamDestroy(stream_);
     cublas_ = nullptr;
     cublas_workspace_ = nullptr;
@@ -226,6 +228,16 @@ void CudaBackend::dropout_forward(const float* x, float* y, float* mask_out, siz
     const float keep_scale = 1.0f / (1.0f - rate);
     CUDA_CHECK(device_,
                cuda_kernels::dropout_forward(stream_, x, y, mask_out, n, rate, keep_scale, key, first_index));
+}
+
+bool CudaBackend::all_finite(const float* x, size_t n) {
+    activate();
+    CUDA_CHECK(device_, cudaMemsetAsync(nonfinite_count_, 0, sizeof(int), stream_));
+    CUDA_CHECK(device_, cuda_kernels::count_nonfinite(stream_, x, n, nonfinite_count_));
+    int count = 0;
+    CUDA_CHECK(device_, cudaMemcpyAsync(&count, nonfinite_count_, sizeof(int), cudaMemcpyDeviceToHost, stream_));
+    CUDA_CHECK(device_, cudaStreamSynchronize(stream_));
+    return count == 0;
 }
 
 void CudaBackend::multiply(const float* a, const float* b, float* out, size_t n) {

@@ -33,6 +33,8 @@ cudaError_t softmax_backward(cudaStream_t stream, const float* y, const float* d
 cudaError_t dropout_forward(cudaStream_t stream, const float* x, float* y, float* mask_out, size_t n, float rate,
                             float keep_scale, uint64_t key, uint64_t first_index);
 cudaError_t multiply(cudaStream_t stream, const float* a, const float* b, float* out, size_t n);
+// *count += number of blocks that saw a NaN or Inf in x (finite_check.cu); the caller zeroes it.
+cudaError_t count_nonfinite(cudaStream_t stream, const float* x, size_t n, int* count);
 
 cudaError_t softmax_cross_entropy(cudaStream_t stream, const float* logits, const int32_t* labels, int rows,
                                   int cols, float grad_scale, float* grad, float* stats);

@@ -131,6 +131,8 @@ TEST_CASE("unknown names list the known ones, with did-you-mean") {
     REQUIRE(error_of(kMinimal + "logging: {progress: bars}\n") ==
             "cfg.yaml:3:21: logging.progress: unknown progress style 'bars' (did you mean 'bar'?); "
             "known progress styles: auto, bar, lines, none");
+    REQUIRE(error_of(kMinimal + "training: {on_nan: skip}\n") ==
+            "cfg.yaml:3:20: training.on_nan: unknown on_nan action 'skip'; known on_nan actions: stop, skip_step");
     REQUIRE(error_of(kMinimal + "logging: {level: warning}\n") ==
             "cfg.yaml:3:18: logging.level: unknown log level 'warning'; known log levels: trace, debug, info, warn, "
             "error");

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# SIGINT/SIGTERM: the first signal finishes the step, writes last.safetensors
+# and exits 128+signal; --resume then ends with exactly the weights of an
+# uninterrupted run. Two signals in a row exit at once and leave the previous
+# checkpoint intact.
+set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh" "$@"
+
+cfg=$TMP/synthetic.yaml
+write_synthetic_config "$cfg"
+# Epochs long enough (2500 steps, ~1 s) that a signal lands mid-epoch.
+long=(--set data.synthetic.samples=20000 --set training.batch_size=8 --set training.epochs=2 --set "model.layers[1].units=1024")
+
+# start_fit RUN_DIR [ARGS...]: fit in the background; sets PID.
+start_fit() {
+    local dir=$1
+    shift
+    "$GPUTRAIN" fit "$cfg" "${long[@]}" --run-dir "$dir" "$@" >"$TMP/out" 2>"$TMP/err" &
+    PID=$!
+}
+
+# wait_for FILE: until FILE exists (120 s at most: the machine may be busy).
+wait_for() {
+    for _ in $(seq 1200); do [ -e "$1" ] && return 0; sleep 0.1; done
+    fail "$1 did not appear"
+}
+
+# finish: waits for PID; sets CODE.
+finish() {
+    CODE=0
+    wait "$PID" || CODE=$?
+}
+
+step "uninterrupted reference run"
+run_expect 0 fit "$cfg" "${long[@]}" --run-dir "$TMP/straight" --quiet
+
+for sig in INT TERM; do
+    step "SIG$sig during epoch 2"
+    dir=$TMP/run-$sig
+    start_fit "$dir"
+    wait_for "$dir/best.safetensors"  # the last file epoch 1 writes
+    sleep 0.2
+    kill -"$sig" "$PID"
+    finish
+    want=$([ "$sig" = INT ] && echo 130 || echo 143)
+    [ "$CODE" -eq "$want" ] || { cat "$TMP/out" "$TMP/err" >&2; fail "exit $CODE after SIG$sig, expected $want"; }
+    expect_in "$TMP/err" "gputrain: stopped: interrupted by SIG$sig at epoch"
+    expect_in "$TMP/err" "checkpoint written to $dir/last.safetensors; continue with: gputrain fit $cfg --run-dir $dir --set data.synthetic.samples=20000"
+    expect_in "$TMP/err" " --resume"
+    python3 - "$dir/last.safetensors" "SIG$sig" <<'PY'
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    meta = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))["__metadata__"]
+assert meta.get("interrupted_by") == sys.argv[2], meta
+print("interrupted at epoch", int(meta["epoch"]) + 1, "step", meta.get("step_in_epoch", "(epoch end)"))
+PY
+
+    step "resume after SIG$sig matches the uninterrupted run"
+    run_expect 0 fit "$cfg" "${long[@]}" --run-dir "$dir" --resume
+    expect_in "$TMP/out" "Resuming from $dir/last.safetensors"
+    safetensors identical "$TMP/straight/last.safetensors" "$dir/last.safetensors"
+    diff <(cut -d, -f1 "$TMP/straight/metrics.csv") <(cut -d, -f1 "$dir/metrics.csv") ||
+        fail "metrics.csv epochs differ after resuming"
+done
+
+step "two signals (SIGINT, then SIGTERM): immediate exit, previous checkpoint intact"
+dir=$TMP/run-twice
+start_fit "$dir"
+wait_for "$dir/best.safetensors"
+sleep 0.2
+# Two different signals: two of the same kind may merge into one delivery.
+kill -INT "$PID"
+kill -TERM "$PID"
+finish
+# 128 + the signal handled second: which thread takes which signal first is the kernel's choice.
+[ "$CODE" -eq 143 ] || [ "$CODE" -eq 130 ] || fail "exit $CODE after SIGINT + SIGTERM, expected 130 or 143"
+expect_in "$TMP/err" "second interrupt; exiting without a new checkpoint"
+[ ! -e "$dir/epoch-002.safetensors" ] || fail "a checkpoint was written after the second signal"
+run_expect 0 evaluate "$cfg" "${long[@]}" --checkpoint "$dir/last.safetensors"
+run_expect 0 fit "$cfg" "${long[@]}" --run-dir "$dir" --resume --quiet
+echo "ok"
