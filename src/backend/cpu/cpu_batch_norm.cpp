@@ -1,0 +1,118 @@
+// CpuBackend batch normalization over a [rows, channels] matrix. Per-channel
+// sums accumulate in double (rows = batch * height * width can be large);
+// channels are taken in blocks so the accumulators live on the stack and the
+// rows are still read in memory order.
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/cpu_backend.hpp"
+
+namespace gputrain {
+
+namespace {
+
+constexpr int kChannelBlock = 256;
+
+}  // namespace
+
+void CpuBackend::batch_norm_sums(const float* x, int rows, int channels, float* sums) {
+    for (int c0 = 0; c0 < channels; c0 += kChannelBlock) {
+        const int width = std::min(kChannelBlock, channels - c0);
+        double sum[kChannelBlock] = {}, sum_sq[kChannelBlock] = {};
+        for (int r = 0; r < rows; ++r) {
+            const float* row = x + static_cast<size_t>(r) * channels + c0;
+            for (int c = 0; c < width; ++c) {
+                const double v = row[c];
+                sum[c] += v;
+                sum_sq[c] += v * v;
+            }
+        }
+        for (int c = 0; c < width; ++c) {
+            sums[c0 + c] = static_cast<float>(sum[c]);
+            sums[channels + c0 + c] = static_cast<float>(sum_sq[c]);
+        }
+    }
+}
+
+void CpuBackend::batch_norm_finalize(const float* sums, float count, int channels, float eps, float momentum,
+                                     float* mean_invstd, float* moving_mean, float* moving_var) {
+    const double n = count;
+    // One row has no spread to estimate: the moving variance then takes the biased value.
+    const double unbias = n > 1.0 ? n / (n - 1.0) : 1.0;
+    for (int c = 0; c < channels; ++c) {
+        const double mean = sums[c] / n;
+        // E[x^2] - mean^2 can round below zero when the variance is tiny.
+        const double var = std::max(sums[channels + c] / n - mean * mean, 0.0);
+        mean_invstd[c] = static_cast<float>(mean);
+        mean_invstd[channels + c] = static_cast<float>(1.0 / std::sqrt(var + eps));
+        if (moving_mean) {
+            moving_mean[c] = static_cast<float>(momentum * moving_mean[c] + (1.0 - momentum) * mean);
+            moving_var[c] = static_cast<float>(momentum * moving_var[c] + (1.0 - momentum) * var * unbias);
+        }
+    }
+}
+
+void CpuBackend::batch_norm_apply(const float* x, const float* mean_invstd, const float* gamma, const float* beta,
+                                  float* y, int rows, int channels) {
+    const float* mean = mean_invstd;
+    const float* invstd = mean_invstd + channels;
+    for (int r = 0; r < rows; ++r) {
+        const float* in = x + static_cast<size_t>(r) * channels;
+        float* out = y + static_cast<size_t>(r) * channels;
+        for (int c = 0; c < channels; ++c) out[c] = gamma[c] * (in[c] - mean[c]) * invstd[c] + beta[c];
+    }
+}
+
+void CpuBackend::batch_norm_inference(const float* x, const float* moving_mean, const float* moving_var, float eps,
+                                      const float* gamma, const float* beta, float* y, int rows, int channels) {
+    for (int c0 = 0; c0 < channels; c0 += kChannelBlock) {
+        const int width = std::min(kChannelBlock, channels - c0);
+        float scale[kChannelBlock];
+        for (int c = 0; c < width; ++c) scale[c] = gamma[c0 + c] / std::sqrt(moving_var[c0 + c] + eps);
+        for (int r = 0; r < rows; ++r) {
+            const float* in = x + static_cast<size_t>(r) * channels + c0;
+            float* out = y + static_cast<size_t>(r) * channels + c0;
+            for (int c = 0; c < width; ++c) out[c] = scale[c] * (in[c] - moving_mean[c0 + c]) + beta[c0 + c];
+        }
+    }
+}
+
+void CpuBackend::batch_norm_backward_sums(const float* x, const float* dy, const float* mean_invstd, int rows,
+                                          int channels, float* sums) {
+    const float* mean = mean_invstd;
+    const float* invstd = mean_invstd + channels;
+    for (int c0 = 0; c0 < channels; c0 += kChannelBlock) {
+        const int width = std::min(kChannelBlock, channels - c0);
+        double sum_dy[kChannelBlock] = {}, sum_dy_xhat[kChannelBlock] = {};
+        for (int r = 0; r < rows; ++r) {
+            const size_t at = static_cast<size_t>(r) * channels + c0;
+            for (int c = 0; c < width; ++c) {
+                const double g = dy[at + c];
+                sum_dy[c] += g;
+                sum_dy_xhat[c] += g * ((x[at + c] - mean[c0 + c]) * invstd[c0 + c]);
+            }
+        }
+        for (int c = 0; c < width; ++c) {
+            sums[c0 + c] = static_cast<float>(sum_dy[c]);
+            sums[channels + c0 + c] = static_cast<float>(sum_dy_xhat[c]);
+        }
+    }
+}
+
+void CpuBackend::batch_norm_backward_data(const float* x, const float* dy, const float* mean_invstd,
+                                          const float* gamma, const float* sums, float count, float* dx, int rows,
+                                          int channels) {
+    const float* mean = mean_invstd;
+    const float* invstd = mean_invstd + channels;
+    const float inv_count = 1.0f / count;
+    for (int r = 0; r < rows; ++r) {
+        const size_t at = static_cast<size_t>(r) * channels;
+        for (int c = 0; c < channels; ++c) {
+            const float xhat = (x[at + c] - mean[c]) * invstd[c];
+            dx[at + c] = gamma[c] * invstd[c] *
+                         (dy[at + c] - sums[c] * inv_count - xhat * sums[channels + c] * inv_count);
+        }
+    }
+}
+
+}  // namespace gputrain

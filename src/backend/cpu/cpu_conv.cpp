@@ -1,0 +1,191 @@
+// CpuBackend convolution: im2col + one OpenBLAS GEMM per chunk of samples.
+// NHWC input and [out_c, kh, kw, in_c] filters make each im2col row (one output
+// pixel) the concatenation of kh*kw runs of in_c contiguous input floats, and
+// each filter a row of the same K = kh*kw*in_c values, so:
+//   forward          y[rows, out_c] = cols[rows, K] * w[out_c, K]^T
+//   backward data    dcols = dy * w, then col2im adds dcols back into dx
+//   backward filter  dw[out_c, K] = dy^T * cols (summed over chunks)
+// A 1x1, stride-1, unpadded convolution is a plain GEMM on x (no im2col).
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "backend/cpu/cpu_backend.hpp"
+#include "core/error.hpp"
+
+namespace gputrain {
+
+namespace {
+
+// Enough im2col rows for large batches without a workspace that grows with
+// the batch past what helps the GEMM (measured: see bench_conv).
+constexpr size_t kWorkspaceBudgetBytes = size_t{64} << 20;
+
+size_t pixels_per_sample(const Conv2dGeometry& g) { return static_cast<size_t>(g.out_h) * g.out_w; }
+size_t input_floats_per_sample(const Conv2dGeometry& g) { return static_cast<size_t>(g.in_h) * g.in_w * g.in_c; }
+int patch_size(const Conv2dGeometry& g) { return g.kernel_h * g.kernel_w * g.in_c; }
+
+bool is_pointwise(const Conv2dGeometry& g) {
+    return g.kernel_h == 1 && g.kernel_w == 1 && g.stride_h == 1 && g.stride_w == 1 && g.pad_top == 0 &&
+           g.pad_left == 0 && g.out_h == g.in_h && g.out_w == g.in_w;
+}
+
+size_t cols_bytes_per_sample(const Conv2dGeometry& g) {
+    return pixels_per_sample(g) * static_cast<size_t>(patch_size(g)) * sizeof(float);
+}
+
+// How many samples one im2col pass may cover with the workspace the caller gave.
+int samples_per_chunk(const Conv2dGeometry& g, size_t workspace_bytes) {
+    const size_t per_sample = cols_bytes_per_sample(g);
+    if (per_sample == 0) return std::max(g.batch, 1);
+    const size_t fit = workspace_bytes / per_sample;
+    if (fit == 0)
+        throw Error("conv2d: workspace of " + std::to_string(workspace_bytes) + " bytes is smaller than one sample's " +
+                    std::to_string(per_sample) + " (size it with conv2d_workspace_bytes)");
+    return static_cast<int>(std::min<size_t>(fit, static_cast<size_t>(std::max(g.batch, 1))));
+}
+
+// The range [first, last) of kernel taps along one axis whose input coordinate
+// start + tap * dilation falls inside [0, size).
+void valid_taps(int start, int dilation, int taps, int size, int& first, int& last) {
+    first = 0;
+    while (first < taps && start + first * dilation < 0) ++first;
+    last = taps;
+    while (last > first && start + (last - 1) * dilation >= size) --last;
+}
+
+// cols[(n * out_h + oh) * out_w + ow, (kh * kernel_w + kw) * in_c + c] = padded x.
+void im2col(const Conv2dGeometry& g, const float* x, int samples, float* cols) {
+    const int channels = g.in_c, row_len = patch_size(g), tap_row = g.kernel_w * channels;
+    for (int n = 0; n < samples; ++n) {
+        const float* xs = x + static_cast<size_t>(n) * input_floats_per_sample(g);
+        for (int oh = 0; oh < g.out_h; ++oh) {
+            const int ih0 = oh * g.stride_h - g.pad_top;
+            for (int ow = 0; ow < g.out_w; ++ow) {
+                float* row = cols + ((static_cast<size_t>(n) * g.out_h + oh) * g.out_w + ow) * row_len;
+                const int iw0 = ow * g.stride_w - g.pad_left;
+                int kw_first, kw_last;
+                valid_taps(iw0, g.dilation_w, g.kernel_w, g.in_w, kw_first, kw_last);
+                for (int kh = 0; kh < g.kernel_h; ++kh) {
+                    float* dst = row + static_cast<size_t>(kh) * tap_row;
+                    const int ih = ih0 + kh * g.dilation_h;
+                    if (ih < 0 || ih >= g.in_h || kw_first >= kw_last) {
+                        std::memset(dst, 0, sizeof(float) * tap_row);
+                        continue;
+                    }
+                    const float* src_row = xs + static_cast<size_t>(ih) * g.in_w * channels;
+                    std::memset(dst, 0, sizeof(float) * kw_first * channels);
+                    if (g.dilation_w == 1) {  // the valid taps are one contiguous run of the input row
+                        std::memcpy(dst + kw_first * channels, src_row + (iw0 + kw_first) * channels,
+                                    sizeof(float) * (kw_last - kw_first) * channels);
+                    } else {
+                        for (int kw = kw_first; kw < kw_last; ++kw)
+                            std::memcpy(dst + kw * channels, src_row + (iw0 + kw * g.dilation_w) * channels,
+                                        sizeof(float) * channels);
+                    }
+                    std::memset(dst + kw_last * channels, 0, sizeof(float) * (g.kernel_w - kw_last) * channels);
+                }
+            }
+        }
+    }
+}
+
+// The adjoint of im2col: dx (already zeroed) += every column entry at its input position.
+void col2im_add(const Conv2dGeometry& g, const float* cols, int samples, float* dx) {
+    const int channels = g.in_c, row_len = patch_size(g), tap_row = g.kernel_w * channels;
+    for (int n = 0; n < samples; ++n) {
+        float* dxs = dx + static_cast<size_t>(n) * input_floats_per_sample(g);
+        for (int oh = 0; oh < g.out_h; ++oh) {
+            const int ih0 = oh * g.stride_h - g.pad_top;
+            for (int ow = 0; ow < g.out_w; ++ow) {
+                const float* row = cols + ((static_cast<size_t>(n) * g.out_h + oh) * g.out_w + ow) * row_len;
+                const int iw0 = ow * g.stride_w - g.pad_left;
+                int kw_first, kw_last;
+                valid_taps(iw0, g.dilation_w, g.kernel_w, g.in_w, kw_first, kw_last);
+                for (int kh = 0; kh < g.kernel_h; ++kh) {
+                    const int ih = ih0 + kh * g.dilation_h;
+                    if (ih < 0 || ih >= g.in_h) continue;
+                    const float* src = row + static_cast<size_t>(kh) * tap_row;
+                    float* dst_row = dxs + static_cast<size_t>(ih) * g.in_w * channels;
+                    for (int kw = kw_first; kw < kw_last; ++kw) {
+                        float* dst = dst_row + (iw0 + kw * g.dilation_w) * channels;
+                        const float* s = src + kw * channels;
+                        for (int c = 0; c < channels; ++c) dst[c] += s[c];
+                    }
+                }
+            }
+        }
+    }
+}
+
+}  // namespace
+
+size_t CpuBackend::conv2d_workspace_bytes(const Conv2dGeometry& g) {
+    if (is_pointwise(g)) return 0;
+    const size_t per_sample = cols_bytes_per_sample(g);
+    const size_t samples = std::clamp<size_t>(kWorkspaceBudgetBytes / std::max<size_t>(per_sample, 1), 1,
+                                              static_cast<size_t>(std::max(g.batch, 1)));
+    return samples * per_sample;
+}
+
+void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, float* y, void* workspace,
+                                size_t workspace_bytes) {
+    const int k = patch_size(g);
+    if (is_pointwise(g)) {
+        gemm(false, true, g.batch * g.in_h * g.in_w, g.out_c, k, 1.0f, x, k, w, k, 0.0f, y, g.out_c);
+        return;
+    }
+    float* cols = static_cast<float*>(workspace);
+    const int chunk = samples_per_chunk(g, workspace_bytes);
+    const size_t pixels = pixels_per_sample(g);
+    for (int n0 = 0; n0 < g.batch; n0 += chunk) {
+        const int samples = std::min(chunk, g.batch - n0);
+        im2col(g, x + n0 * input_floats_per_sample(g), samples, cols);
+        const int rows = static_cast<int>(samples * pixels);
+        gemm(false, true, rows, g.out_c, k, 1.0f, cols, k, w, k, 0.0f, y + n0 * pixels * g.out_c, g.out_c);
+    }
+}
+
+void CpuBackend::conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
+                                      void* workspace, size_t workspace_bytes) {
+    const int k = patch_size(g);
+    if (is_pointwise(g)) {
+        gemm(false, false, g.batch * g.in_h * g.in_w, k, g.out_c, 1.0f, dy, g.out_c, w, k, 0.0f, dx, k);
+        return;
+    }
+    std::fill(dx, dx + g.batch * input_floats_per_sample(g), 0.0f);
+    float* cols = static_cast<float*>(workspace);
+    const int chunk = samples_per_chunk(g, workspace_bytes);
+    const size_t pixels = pixels_per_sample(g);
+    for (int n0 = 0; n0 < g.batch; n0 += chunk) {
+        const int samples = std::min(chunk, g.batch - n0);
+        const int rows = static_cast<int>(samples * pixels);
+        gemm(false, false, rows, k, g.out_c, 1.0f, dy + n0 * pixels * g.out_c, g.out_c, w, k, 0.0f, cols, k);
+        col2im_add(g, cols, samples, dx + n0 * input_floats_per_sample(g));
+    }
+}
+
+void CpuBackend::conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
+                                        void* workspace, size_t workspace_bytes) {
+    const int k = patch_size(g);
+    if (g.batch == 0) {
+        std::fill(dw, dw + static_cast<size_t>(g.out_c) * k, 0.0f);
+        return;
+    }
+    if (is_pointwise(g)) {
+        gemm(true, false, g.out_c, k, g.batch * g.in_h * g.in_w, 1.0f, dy, g.out_c, x, k, 0.0f, dw, k);
+        return;
+    }
+    float* cols = static_cast<float*>(workspace);
+    const int chunk = samples_per_chunk(g, workspace_bytes);
+    const size_t pixels = pixels_per_sample(g);
+    for (int n0 = 0; n0 < g.batch; n0 += chunk) {
+        const int samples = std::min(chunk, g.batch - n0);
+        im2col(g, x + n0 * input_floats_per_sample(g), samples, cols);
+        const int rows = static_cast<int>(samples * pixels);
+        gemm(true, false, g.out_c, k, rows, 1.0f, dy + n0 * pixels * g.out_c, g.out_c, cols, k, n0 == 0 ? 0.0f : 1.0f,
+             dw, k);
+    }
+}
+
+}  // namespace gputrain

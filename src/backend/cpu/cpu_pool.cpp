@@ -1,0 +1,98 @@
+// CpuBackend 2-D pooling over NHWC. Windows only look at input pixels: padding
+// never wins a max and never counts toward an average (Keras' 'same' pooling).
+// Max pooling's backward pass routes each dy to the FIRST maximum in the
+// window's row-major scan, the rule every backend shares (see backend.hpp).
+#include <algorithm>
+
+#include "backend/cpu/cpu_backend.hpp"
+
+namespace gputrain {
+
+namespace {
+
+// The window of output pixel (oh, ow), clipped to the input.
+struct Window {
+    int h0, h1, w0, w1;  // [h0, h1) x [w0, w1)
+    int pixels() const { return std::max(h1 - h0, 0) * std::max(w1 - w0, 0); }
+};
+
+Window window_at(const Pool2dGeometry& g, int oh, int ow) {
+    const int top = oh * g.stride_h - g.pad_top, left = ow * g.stride_w - g.pad_left;
+    return {std::max(top, 0), std::min(top + g.pool_h, g.in_h), std::max(left, 0), std::min(left + g.pool_w, g.in_w)};
+}
+
+size_t pixel_index(const Pool2dGeometry& g, int n, int h, int w) {
+    return ((static_cast<size_t>(n) * g.in_h + h) * g.in_w + w) * g.channels;
+}
+
+}  // namespace
+
+void CpuBackend::pool2d_forward(const Pool2dGeometry& g, const float* x, float* y) {
+    const int channels = g.channels;
+    for (int n = 0; n < g.batch; ++n) {
+        for (int oh = 0; oh < g.out_h; ++oh) {
+            for (int ow = 0; ow < g.out_w; ++ow) {
+                float* out = y + ((static_cast<size_t>(n) * g.out_h + oh) * g.out_w + ow) * channels;
+                const Window win = window_at(g, oh, ow);
+                const int count = win.pixels();
+                if (count == 0) {  // a window entirely in the padding sees no input
+                    std::fill(out, out + channels, 0.0f);
+                    continue;
+                }
+                std::copy_n(x + pixel_index(g, n, win.h0, win.w0), channels, out);
+                for (int h = win.h0; h < win.h1; ++h) {
+                    for (int w = win.w0; w < win.w1; ++w) {
+                        if (h == win.h0 && w == win.w0) continue;
+                        const float* in = x + pixel_index(g, n, h, w);
+                        if (g.mode == PoolMode::max) {
+                            for (int c = 0; c < channels; ++c) out[c] = in[c] > out[c] ? in[c] : out[c];
+                        } else {
+                            for (int c = 0; c < channels; ++c) out[c] += in[c];
+                        }
+                    }
+                }
+                if (g.mode == PoolMode::average) {
+                    const float inv = 1.0f / static_cast<float>(count);
+                    for (int c = 0; c < channels; ++c) out[c] *= inv;
+                }
+            }
+        }
+    }
+}
+
+void CpuBackend::pool2d_backward(const Pool2dGeometry& g, const float* x, const float* /*y*/, const float* dy,
+                                 float* dx) {
+    const int channels = g.channels;
+    std::fill(dx, dx + static_cast<size_t>(g.batch) * g.in_h * g.in_w * channels, 0.0f);
+    for (int n = 0; n < g.batch; ++n) {
+        for (int oh = 0; oh < g.out_h; ++oh) {
+            for (int ow = 0; ow < g.out_w; ++ow) {
+                const float* grad = dy + ((static_cast<size_t>(n) * g.out_h + oh) * g.out_w + ow) * channels;
+                const Window win = window_at(g, oh, ow);
+                const int count = win.pixels();
+                if (count == 0) continue;
+                if (g.mode == PoolMode::average) {
+                    const float inv = 1.0f / static_cast<float>(count);
+                    for (int h = win.h0; h < win.h1; ++h)
+                        for (int w = win.w0; w < win.w1; ++w) {
+                            float* d = dx + pixel_index(g, n, h, w);
+                            for (int c = 0; c < channels; ++c) d[c] += grad[c] * inv;
+                        }
+                    continue;
+                }
+                // Re-scan x rather than compare against y: a strict '>' keeps the first maximum.
+                for (int c = 0; c < channels; ++c) {
+                    size_t best = pixel_index(g, n, win.h0, win.w0) + c;
+                    for (int h = win.h0; h < win.h1; ++h)
+                        for (int w = win.w0; w < win.w1; ++w) {
+                            const size_t at = pixel_index(g, n, h, w) + c;
+                            if (x[at] > x[best]) best = at;
+                        }
+                    dx[best] += grad[c];
+                }
+            }
+        }
+    }
+}
+
+}  // namespace gputrain
