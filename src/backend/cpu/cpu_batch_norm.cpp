@@ -1,7 +1,7 @@
-// CpuBackend batch normalization over a [rows, channels] matrix. Per-channel
-// sums accumulate in double (rows = batch * height * width can be large);
-// channels are taken in blocks so the accumulators live on the stack and the
-// rows are still read in memory order.
+// CpuBackend batch normalization over a [rows, channels] matrix, with the
+// formulas the CUDA kernels share (math.hpp). Per-channel sums accumulate in
+// double (rows = batch * height * width can be large); channels are taken in
+// blocks so the accumulators live on the stack and rows are read in order.
 #include <algorithm>
 #include <cmath>
 
@@ -36,18 +36,13 @@ void CpuBackend::batch_norm_sums(const float* x, int rows, int channels, float* 
 
 void CpuBackend::batch_norm_finalize(const float* sums, float count, int channels, float eps, float momentum,
                                      float* mean_invstd, float* moving_mean, float* moving_var) {
-    const double n = count;
-    // One row has no spread to estimate: the moving variance then takes the biased value.
-    const double unbias = n > 1.0 ? n / (n - 1.0) : 1.0;
     for (int c = 0; c < channels; ++c) {
-        const double mean = sums[c] / n;
-        // E[x^2] - mean^2 can round below zero when the variance is tiny.
-        const double var = std::max(sums[channels + c] / n - mean * mean, 0.0);
-        mean_invstd[c] = static_cast<float>(mean);
-        mean_invstd[channels + c] = static_cast<float>(1.0 / std::sqrt(var + eps));
+        const math::BatchNormStatistics s = math::batch_norm_statistics(sums[c], sums[channels + c], count, eps);
+        mean_invstd[c] = s.mean;
+        mean_invstd[channels + c] = s.invstd;
         if (moving_mean) {
-            moving_mean[c] = static_cast<float>(momentum * moving_mean[c] + (1.0 - momentum) * mean);
-            moving_var[c] = static_cast<float>(momentum * moving_var[c] + (1.0 - momentum) * var * unbias);
+            moving_mean[c] = math::moving_average(moving_mean[c], s.mean, momentum);
+            moving_var[c] = math::moving_average(moving_var[c], s.unbiased_var, momentum);
         }
     }
 }
@@ -59,7 +54,8 @@ void CpuBackend::batch_norm_apply(const float* x, const float* mean_invstd, cons
     for (int r = 0; r < rows; ++r) {
         const float* in = x + static_cast<size_t>(r) * channels;
         float* out = y + static_cast<size_t>(r) * channels;
-        for (int c = 0; c < channels; ++c) out[c] = gamma[c] * (in[c] - mean[c]) * invstd[c] + beta[c];
+        for (int c = 0; c < channels; ++c)
+            out[c] = math::batch_norm_output(in[c], mean[c], invstd[c], gamma[c], beta[c]);
     }
 }
 
@@ -67,12 +63,13 @@ void CpuBackend::batch_norm_inference(const float* x, const float* moving_mean, 
                                       const float* gamma, const float* beta, float* y, int rows, int channels) {
     for (int c0 = 0; c0 < channels; c0 += kChannelBlock) {
         const int width = std::min(kChannelBlock, channels - c0);
-        float scale[kChannelBlock];
-        for (int c = 0; c < width; ++c) scale[c] = gamma[c0 + c] / std::sqrt(moving_var[c0 + c] + eps);
+        float invstd[kChannelBlock];
+        for (int c = 0; c < width; ++c) invstd[c] = 1.0f / std::sqrt(moving_var[c0 + c] + eps);
         for (int r = 0; r < rows; ++r) {
             const float* in = x + static_cast<size_t>(r) * channels + c0;
             float* out = y + static_cast<size_t>(r) * channels + c0;
-            for (int c = 0; c < width; ++c) out[c] = scale[c] * (in[c] - moving_mean[c0 + c]) + beta[c0 + c];
+            for (int c = 0; c < width; ++c)
+                out[c] = math::batch_norm_output(in[c], moving_mean[c0 + c], invstd[c], gamma[c0 + c], beta[c0 + c]);
         }
     }
 }
@@ -104,13 +101,12 @@ void CpuBackend::batch_norm_backward_data(const float* x, const float* dy, const
                                           int channels) {
     const float* mean = mean_invstd;
     const float* invstd = mean_invstd + channels;
-    const float inv_count = 1.0f / count;
     for (int r = 0; r < rows; ++r) {
         const size_t at = static_cast<size_t>(r) * channels;
         for (int c = 0; c < channels; ++c) {
             const float xhat = (x[at + c] - mean[c]) * invstd[c];
-            dx[at + c] = gamma[c] * invstd[c] *
-                         (dy[at + c] - sums[c] * inv_count - xhat * sums[channels + c] * inv_count);
+            dx[at + c] = math::batch_norm_input_grad(dy[at + c], xhat, gamma[c] * invstd[c], sums[c] / count,
+                                                     sums[channels + c] / count);
         }
     }
 }

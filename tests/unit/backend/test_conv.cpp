@@ -57,12 +57,10 @@ void for_each_tap(const Conv2dGeometry& g, F f) {
                             const int ih = oh * g.stride_h - g.pad_top + kh * g.dilation_h;
                             const int iw = ow * g.stride_w - g.pad_left + kw * g.dilation_w;
                             if (ih < 0 || ih >= g.in_h || iw < 0 || iw >= g.in_w) continue;
-                            for (int ci = 0; ci < g.in_c; ++ci) {
-                                const size_t xi = ((static_cast<size_t>(n) * g.in_h + ih) * g.in_w + iw) * g.in_c + ci;
-                                const size_t yi = ((static_cast<size_t>(n) * g.out_h + oh) * g.out_w + ow) * g.out_c + co;
-                                const size_t wi = ((static_cast<size_t>(co) * g.kernel_h + kh) * g.kernel_w + kw) * g.in_c + ci;
-                                f(xi, yi, wi);
-                            }
+                            const size_t yi = ((size_t{1} * n * g.out_h + oh) * g.out_w + ow) * g.out_c + co;
+                            const size_t x_pixel = ((size_t{1} * n * g.in_h + ih) * g.in_w + iw) * g.in_c;
+                            const size_t w_tap = ((size_t{1} * co * g.kernel_h + kh) * g.kernel_w + kw) * g.in_c;
+                            for (int ci = 0; ci < g.in_c; ++ci) f(x_pixel + ci, yi, w_tap + ci);
                         }
 }
 
