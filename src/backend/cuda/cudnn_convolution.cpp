@@ -17,24 +17,47 @@ constexpr size_t kAlignmentBytes = 256;
 
 size_t align_up(size_t bytes) { return (bytes + kAlignmentBytes - 1) / kAlignmentBytes * kAlignmentBytes; }
 
-// Input rows (or columns) cuDNN must see, padding `pad_begin` on both sides,
-// for its output size 1 + (extent + 2 * pad_begin - span) / stride (floor) to
-// be the geometry's: the real input when the bottom padding is at most
-// stride - 1 rows short of the top (floor drops the surplus), otherwise the
-// input extended by the difference (cropped when it is negative).
-int cudnn_extent(int in, int pad_begin, int pad_end, int stride) {
-    const int difference = pad_end - pad_begin;
-    if (difference <= 0 && difference > -stride) return in;
-    return in + difference;
+// How cuDNN sees one axis of the input. cuDNN pads both ends by `cudnn_pad`
+// and has floor(...) outputs; the geometry pads pad_begin before and pad_end
+// after (pad_end < 0: trailing rows no window reads). When they differ, the
+// input goes through a copy with `before` zero rows in front and `after`
+// behind (negative: that many trailing rows dropped, which no window reads).
+// A brute-force check over all small 1-D geometries (input <= 8, kernel <= 4,
+// dilation <= 2, stride <= 3, pad_begin <= 4) confirmed that every output
+// reads the same taps this way; tests/gpu/test_cuda_conv.cpp covers each case.
+struct AxisLayout {
+    int cudnn_pad, before, after;
+    int extent(int in) const { return before + in + after; }
+    bool copies() const { return before != 0 || after != 0; }
+};
+
+AxisLayout axis_layout(int pad_begin, int pad_end, int stride) {
+    const int surplus = pad_begin - pad_end;
+    // cuDNN's padding at the end may be up to stride - 1 rows more than the
+    // geometry's: the floor division drops the window that would need them.
+    if (surplus >= 0 && surplus < stride) return {pad_begin, 0, 0};
+    if (surplus < 0) return {pad_begin, 0, -surplus};  // more padding at the end: zero rows in the copy
+    // Much more padding in front: cuDNN pads by the end's amount (at least 0)
+    // and the copy carries the rest in front.
+    const int pad = std::max(pad_end, 0);
+    return {pad, pad_begin - pad, pad_end - pad};
 }
 
-// Bytes of the zero-extended copy of x (0 when cuDNN reads x itself), aligned.
+struct InputLayout {
+    AxisLayout h, w;
+    bool copies() const { return h.copies() || w.copies(); }
+};
+
+InputLayout input_layout(const Conv2dGeometry& g) {
+    return {axis_layout(g.pad_top, g.pad_bottom(), g.stride_h), axis_layout(g.pad_left, g.pad_right(), g.stride_w)};
+}
+
+// Bytes of the copy of x cuDNN reads (0 when it reads x itself), aligned.
 size_t input_copy_bytes(const Conv2dGeometry& g) {
-    const int extent_h = cudnn_extent(g.in_h, g.pad_top, g.pad_bottom(), g.stride_h);
-    const int extent_w = cudnn_extent(g.in_w, g.pad_left, g.pad_right(), g.stride_w);
-    if (extent_h == g.in_h && extent_w == g.in_w) return 0;
-    return align_up(static_cast<size_t>(std::max(g.batch, 0)) * std::max(extent_h, 0) * std::max(extent_w, 0) *
-                    std::max(g.in_c, 0) * sizeof(float));
+    const InputLayout layout = input_layout(g);
+    if (!layout.copies()) return 0;
+    return align_up(static_cast<size_t>(std::max(g.batch, 0)) * std::max(layout.h.extent(g.in_h), 0) *
+                    std::max(layout.w.extent(g.in_w), 0) * std::max(g.in_c, 0) * sizeof(float));
 }
 
 std::string describe(const Conv2dGeometry& g) {
@@ -78,12 +101,13 @@ struct CudnnConvolution::Plan {
         if (x) (void)cudnnDestroyTensorDescriptor(x);
     }
 
-    cudnnTensorDescriptor_t x = nullptr;  // the input as cuDNN sees it: [batch, extent_h, extent_w, in_c]
+    cudnnTensorDescriptor_t x = nullptr;  // the input as cuDNN sees it: [batch, extent h, extent w, in_c]
     cudnnTensorDescriptor_t y = nullptr;
     cudnnFilterDescriptor_t filter = nullptr;
     cudnnConvolutionDescriptor_t conv = nullptr;
+    InputLayout layout{};
     int extent_h = 0, extent_w = 0;
-    bool copies_input = false;  // extent differs from the input: go through the copy
+    bool copies_input = false;  // cuDNN reads a copy of x (layout.copies())
     size_t copy_bytes = 0;      // that copy's bytes, aligned (0 without a copy)
     cudnnConvolutionFwdAlgo_t forward_algo{};
     cudnnConvolutionBwdDataAlgo_t backward_data_algo{};
@@ -114,8 +138,8 @@ const CudnnConvolution::Plan& CudnnConvolution::plan_for(const Conv2dGeometry& g
                           g.kernel_w, g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, g.pad_top, g.pad_left};
     if (const auto found = plans_.find(key); found != plans_.end()) return *found->second;
 
-    const int extent_h = cudnn_extent(g.in_h, g.pad_top, g.pad_bottom(), g.stride_h);
-    const int extent_w = cudnn_extent(g.in_w, g.pad_left, g.pad_right(), g.stride_w);
+    const InputLayout layout = input_layout(g);
+    const int extent_h = layout.h.extent(g.in_h), extent_w = layout.w.extent(g.in_w);
     if (g.batch <= 0 || g.in_h <= 0 || g.in_w <= 0 || g.in_c <= 0 || g.out_h <= 0 || g.out_w <= 0 || g.out_c <= 0 ||
         g.kernel_h <= 0 || g.kernel_w <= 0 || g.stride_h <= 0 || g.stride_w <= 0 || g.dilation_h <= 0 ||
         g.dilation_w <= 0 || g.pad_top < 0 || g.pad_left < 0 || extent_h <= 0 || extent_w <= 0)
@@ -123,9 +147,10 @@ const CudnnConvolution::Plan& CudnnConvolution::plan_for(const Conv2dGeometry& g
 
     auto plan = std::make_unique<Plan>();
     Plan& p = *plan;
+    p.layout = layout;
     p.extent_h = extent_h;
     p.extent_w = extent_w;
-    p.copies_input = extent_h != g.in_h || extent_w != g.in_w;
+    p.copies_input = layout.copies();
     p.copy_bytes = input_copy_bytes(g);
     CUDNN_CHECK(device_, cudnnCreateTensorDescriptor(&p.x));
     CUDNN_CHECK(device_, cudnnCreateTensorDescriptor(&p.y));
@@ -139,14 +164,14 @@ const CudnnConvolution::Plan& CudnnConvolution::plan_for(const Conv2dGeometry& g
     CUDNN_CHECK(device_, cudnnSetFilter4dDescriptor(p.filter, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, g.out_c, g.in_c,
                                                     g.kernel_h, g.kernel_w));
     // Cross-correlation: what Keras and the CPU backend call convolution.
-    CUDNN_CHECK(device_, cudnnSetConvolution2dDescriptor(p.conv, g.pad_top, g.pad_left, g.stride_h, g.stride_w,
-                                                         g.dilation_h, g.dilation_w, CUDNN_CROSS_CORRELATION,
-                                                         CUDNN_DATA_FLOAT));
+    CUDNN_CHECK(device_, cudnnSetConvolution2dDescriptor(p.conv, layout.h.cudnn_pad, layout.w.cudnn_pad, g.stride_h,
+                                                         g.stride_w, g.dilation_h, g.dilation_w,
+                                                         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
     // FMA_MATH, not DEFAULT_MATH: on Ampere and later DEFAULT_MATH lets FP32
     // convolutions run in TF32 (~1e-3 relative error).
     CUDNN_CHECK(device_, cudnnSetConvolutionMathType(p.conv, CUDNN_FMA_MATH));
 
-    // Our extent arithmetic must give cuDNN the geometry's output size.
+    // Our layout arithmetic must give cuDNN the geometry's output size.
     int n = 0, c = 0, h = 0, w = 0;
     CUDNN_CHECK(device_, cudnnGetConvolution2dForwardOutputDim(p.conv, p.x, p.filter, &n, &c, &h, &w));
     if (n != g.batch || c != g.out_c || h != g.out_h || w != g.out_w)
@@ -233,8 +258,8 @@ const float* CudnnConvolution::cudnn_input(const Plan& plan, const Conv2dGeometr
                                            void* workspace) {
     if (!plan.copies_input) return x;
     float* copy = static_cast<float*>(workspace);
-    CUDA_CHECK(device_, cuda_kernels::copy_zero_extended_nhwc(stream_, x, g.in_h, g.in_w, copy, plan.extent_h,
-                                                              plan.extent_w, g.batch, g.in_c));
+    CUDA_CHECK(device_, cuda_kernels::copy_shifted_nhwc(stream_, x, g.in_h, g.in_w, copy, plan.extent_h, plan.extent_w,
+                                                        plan.layout.h.before, plan.layout.w.before, g.batch, g.in_c));
     return copy;
 }
 
@@ -261,8 +286,8 @@ void CudnnConvolution::backward_data(const Conv2dGeometry& g, const float* dy, c
                                                       p.backward_data_algo, p.algorithm_workspace(workspace),
                                                       p.algorithm_bytes, &zero, p.x, target));
     if (p.copies_input)
-        CUDA_CHECK(device_, cuda_kernels::copy_zero_extended_nhwc(stream_, target, p.extent_h, p.extent_w, dx, g.in_h,
-                                                                  g.in_w, g.batch, g.in_c));
+        CUDA_CHECK(device_, cuda_kernels::copy_shifted_nhwc(stream_, target, p.extent_h, p.extent_w, dx, g.in_h, g.in_w,
+                                                            -p.layout.h.before, -p.layout.w.before, g.batch, g.in_c));
 }
 
 void CudnnConvolution::backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,

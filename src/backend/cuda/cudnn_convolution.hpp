@@ -7,11 +7,12 @@
 // deterministic (else any), runs in plain FP32 (CUDNN_FMA_MATH: no TF32, so
 // results agree with the CPU to ~1e-6 relative) and whose workspace fits.
 //
-// Asymmetric padding: cuDNN pads both sides by the same amount. Each plan
-// runs cuDNN with pad = pad_top/pad_left on an input whose height/width is
-// extended with zeros (or cropped) at the bottom/right so that cuDNN's output
-// size is the stated one; when that differs from the real input, x (and dx)
-// go through a zero-extended copy at the start of the workspace.
+// Asymmetric padding: cuDNN pads both sides by the same amount. Where that
+// cannot give the geometry's windows (Keras' 'same' with the odd pixel at the
+// bottom/right, or more padding on top than at the bottom), cuDNN runs on a
+// copy of x at the start of the workspace that carries the difference as zero
+// rows/columns (or drops trailing ones no window reads); backward data writes
+// that copy's gradient there and copies the part that is x back into dx.
 //
 // Not thread-safe (one per backend, used by its replica's thread).
 #pragma once
@@ -59,7 +60,7 @@ private:
     const Plan& plan_for(const Conv2dGeometry& g, size_t algorithm_cap);
     // The plan for a call given `workspace_bytes`; throws Error when they are too few.
     const Plan& plan_for_call(const Conv2dGeometry& g, size_t workspace_bytes);
-    // x as cuDNN reads it: x itself, or its zero-extended copy in the workspace.
+    // x as cuDNN reads it: x itself, or its padded copy in the workspace.
     const float* cudnn_input(const Plan& plan, const Conv2dGeometry& g, const float* x, void* workspace);
 
     int device_;

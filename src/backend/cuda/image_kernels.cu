@@ -1,4 +1,4 @@
-// NHWC image kernels of the CUDA backend: pooling and the zero-extending copy.
+// NHWC image kernels of the CUDA backend: pooling and the shifted zero-filled copy.
 //
 // Pooling is our own code, not cuDNN's: cuDNN pads symmetrically (Keras'
 // 'same' puts the odd pixel at the bottom/right) and does not document which
@@ -16,8 +16,8 @@ namespace gputrain::cuda_kernels {
 
 namespace {
 
-__global__ void copy_zero_extended_kernel(const float* src, int src_h, int src_w, float* dst, int dst_h, int dst_w,
-                                          int channels, size_t n) {
+__global__ void copy_shifted_kernel(const float* src, int src_h, int src_w, float* dst, int dst_h, int dst_w,
+                                    int top, int left, int channels, size_t n) {
     for (size_t i = thread_index(); i < n; i += thread_count()) {
         const int c = static_cast<int>(i % channels);
         size_t rest = i / channels;
@@ -25,7 +25,10 @@ __global__ void copy_zero_extended_kernel(const float* src, int src_h, int src_w
         rest /= dst_w;
         const int h = static_cast<int>(rest % dst_h);
         const size_t sample = rest / dst_h;
-        dst[i] = (h < src_h && w < src_w) ? src[((sample * src_h + h) * src_w + w) * channels + c] : 0.0f;
+        const int sh = h - top, sw = w - left;
+        dst[i] = (sh >= 0 && sh < src_h && sw >= 0 && sw < src_w)
+                     ? src[((sample * src_h + sh) * src_w + sw) * channels + c]
+                     : 0.0f;
     }
 }
 
@@ -137,12 +140,12 @@ __global__ void pool_backward_kernel(Pool2dGeometry g, const float* x, const flo
 
 }  // namespace
 
-cudaError_t copy_zero_extended_nhwc(cudaStream_t stream, const float* src, int src_h, int src_w, float* dst,
-                                    int dst_h, int dst_w, int batch, int channels) {
+cudaError_t copy_shifted_nhwc(cudaStream_t stream, const float* src, int src_h, int src_w, float* dst, int dst_h,
+                              int dst_w, int top, int left, int batch, int channels) {
     const size_t n = static_cast<size_t>(batch) * dst_h * dst_w * channels;
     if (n == 0) return cudaSuccess;
-    copy_zero_extended_kernel<<<blocks_for(n), kBlockThreads, 0, stream>>>(src, src_h, src_w, dst, dst_h, dst_w,
-                                                                           channels, n);
+    copy_shifted_kernel<<<blocks_for(n), kBlockThreads, 0, stream>>>(src, src_h, src_w, dst, dst_h, dst_w, top, left,
+                                                                     channels, n);
     return cudaGetLastError();
 }
 
