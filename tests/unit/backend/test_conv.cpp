@@ -177,6 +177,15 @@ TEST_CASE("conv2d sizes its workspace for the batch and runs smaller batches in 
     pointwise.pad_top = pointwise.pad_left = 0;
     REQUIRE(be.conv2d_workspace_bytes(pointwise) == 0);
 
+    SECTION("a large batch gets whole samples' columns, not necessarily the whole batch's") {
+        Conv2dGeometry big = g;
+        big.batch = 64, big.in_h = big.out_h = 28, big.in_w = big.out_w = 28, big.in_c = 32;
+        const size_t per_sample = size_t{28} * 28 * 3 * 3 * 32 * sizeof(float);
+        const size_t bytes = be.conv2d_workspace_bytes(big);
+        REQUIRE(bytes >= per_sample);
+        REQUIRE(bytes % per_sample == 0);
+        REQUIRE(bytes <= 64 * per_sample);
+    }
     SECTION("a batch of 2 in a workspace sized for 3") {
         std::mt19937 rng(3);
         const auto x = random_vector(x_size(g), rng);
