@@ -135,6 +135,7 @@ size_t CpuBackend::conv2d_workspace_bytes(const Conv2dGeometry& g) {
 void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, float* y, void* workspace,
                                 size_t workspace_bytes) {
     const int k = patch_size(g);
+    if (g.batch == 0) return;
     if (is_pointwise(g)) {
         gemm(false, true, g.batch * g.in_h * g.in_w, g.out_c, k, 1.0f, x, k, w, k, 0.0f, y, g.out_c);
         return;
@@ -153,6 +154,7 @@ void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const float* x, const f
 void CpuBackend::conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
                                       void* workspace, size_t workspace_bytes) {
     const int k = patch_size(g);
+    if (g.batch == 0) return;
     if (is_pointwise(g)) {
         gemm(false, false, g.batch * g.in_h * g.in_w, k, g.out_c, 1.0f, dy, g.out_c, w, k, 0.0f, dx, k);
         return;

@@ -76,13 +76,15 @@ void bench(const char* name, const Conv2dGeometry& g, int repetitions) {
         be.gemm(true, false, n, k, m, 1.0f, dy.data(), n, cols.data(), k, 0.0f, dw.data(), k);
     });
 
-    // The backend chunks im2col by the workspace it is given: sized here for
-    // `chunk` samples, so each pass is batch / chunk GEMMs.
-    for (const int chunk : {g.batch, 8, 4, 2, 1}) {
-        Conv2dGeometry sizing = g;
-        sizing.batch = chunk;
-        std::vector<unsigned char> ws(be.conv2d_workspace_bytes(sizing));
-        const std::string variant = "im2col " + std::to_string(chunk) + (chunk == 1 ? " sample" : " samples");
+    // The backend chunks im2col by the workspace it is given: `chunk` samples'
+    // columns per GEMM, and 0 stands for what conv2d_workspace_bytes asks for.
+    Conv2dGeometry one = g;
+    one.batch = 1;
+    const size_t per_sample = be.conv2d_workspace_bytes(one);
+    for (const int chunk : {0, g.batch, 8, 4, 2, 1}) {
+        std::vector<unsigned char> ws(chunk == 0 ? be.conv2d_workspace_bytes(g) : chunk * per_sample);
+        const std::string variant = (chunk == 0 ? "default: " : "im2col ") + std::to_string(ws.size() / per_sample) +
+                                    " sample(s)";
         report("forward", variant.c_str(), flops, best_seconds(repetitions, [&] {
                    be.conv2d_forward(g, x.data(), w.data(), y.data(), ws.data(), ws.size());
                }), gemm_fwd);

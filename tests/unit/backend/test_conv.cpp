@@ -199,6 +199,15 @@ TEST_CASE("conv2d sizes its workspace for the batch and runs smaller batches in 
         be.conv2d_forward(two, x.data(), w.data(), y_two.data(), ws.data(), ws.bytes());
         for (size_t i = 0; i < y_two.size(); ++i) REQUIRE(y_two[i] == y_full[i]);
     }
+    SECTION("an empty batch needs no workspace and zeroes dw") {
+        Conv2dGeometry empty = g;
+        empty.batch = 0;
+        std::vector<float> w(w_size(g), 1.0f), dw(w_size(g), 1.0f);
+        be.conv2d_forward(empty, nullptr, w.data(), nullptr, nullptr, 0);
+        be.conv2d_backward_data(empty, nullptr, w.data(), nullptr, nullptr, 0);
+        be.conv2d_backward_filter(empty, nullptr, nullptr, dw.data(), nullptr, 0);
+        REQUIRE(dw == std::vector<float>(w_size(g), 0.0f));
+    }
     SECTION("a workspace smaller than one sample is refused with the sizes") {
         std::vector<float> x(x_size(g)), w(w_size(g)), y(y_size(g));
         std::vector<unsigned char> ws(100);
