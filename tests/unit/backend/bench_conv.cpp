@@ -1,4 +1,4 @@
-// bench_conv: times CpuBackend's conv2d calls on the shapes of
+// bench_conv: times CpuBackend's conv2d calls (and pooling, batch norm) on the shapes of
 // configs/fashion_mnist_cnn.yaml (batch 32) next to a bare OpenBLAS GEMM of the
 // same M, N, K, so the im2col/col2im overhead is visible. Not a test: run it by
 // hand (build-dir/tests/unit/backend/bench_conv [blas_threads] [repetitions]).
@@ -97,6 +97,45 @@ void bench(const char* name, const Conv2dGeometry& g, int repetitions) {
     }
 }
 
+// Pooling and batch norm are memory-bound: reported as GB/s of x and y moved.
+void bench_pool_and_batch_norm(const char* name, int batch, int size, int channels, int repetitions) {
+    CpuBackend be;
+    gputrain::Pool2dGeometry g;
+    g.batch = batch;
+    g.in_h = g.in_w = size;
+    g.channels = channels;
+    g.out_h = g.out_w = size / 2;
+    g.pool_h = g.pool_w = g.stride_h = g.stride_w = 2;
+    std::mt19937 rng(2);
+    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+    const size_t in = static_cast<size_t>(batch) * size * size * channels, out = in / 4;
+    std::vector<float> x(in), dx(in), y(out), dy(out);
+    for (float& v : x) v = d(rng);
+    for (float& v : dy) v = d(rng);
+    const double bytes = (in + out) * sizeof(float);
+    const double fwd = best_seconds(repetitions, [&] { be.pool2d_forward(g, x.data(), y.data()); });
+    const double bwd = best_seconds(repetitions, [&] { be.pool2d_backward(g, x.data(), y.data(), dy.data(), dx.data()); });
+    std::printf("%s: max pool 2x2 on %dx%dx%dx%d   forward %.3f ms (%.1f GB/s)   backward %.3f ms (%.1f GB/s)\n", name,
+                batch, size, size, channels, fwd * 1e3, bytes / fwd * 1e-9, bwd * 1e3, 2 * bytes / bwd * 1e-9);
+
+    const int rows = batch * size * size;
+    std::vector<float> sums(2 * channels), mean_invstd(2 * channels), gamma(channels, 1.0f), beta(channels, 0.0f);
+    std::vector<float> z(in);
+    const double bn_fwd = best_seconds(repetitions, [&] {
+        be.batch_norm_sums(x.data(), rows, channels, sums.data());
+        be.batch_norm_finalize(sums.data(), static_cast<float>(rows), channels, 1e-3f, 0.99f, mean_invstd.data(),
+                               nullptr, nullptr);
+        be.batch_norm_apply(x.data(), mean_invstd.data(), gamma.data(), beta.data(), z.data(), rows, channels);
+    });
+    const double bn_bwd = best_seconds(repetitions, [&] {
+        be.batch_norm_backward_sums(x.data(), z.data(), mean_invstd.data(), rows, channels, sums.data());
+        be.batch_norm_backward_data(x.data(), z.data(), mean_invstd.data(), gamma.data(), sums.data(),
+                                    static_cast<float>(rows), dx.data(), rows, channels);
+    });
+    std::printf("%s: batch norm on %d x %d   forward %.3f ms   backward %.3f ms\n", name, rows, channels, bn_fwd * 1e3,
+                bn_bwd * 1e3);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,5 +145,7 @@ int main(int argc, char** argv) {
     std::printf("OpenBLAS threads: %d, fastest of %d runs\n", blas_threads, repetitions);
     bench("conv1", same_3x3(32, 28, 1, 32), repetitions);
     bench("conv2", same_3x3(32, 14, 32, 64), repetitions);
+    bench_pool_and_batch_norm("after conv1", 32, 28, 32, repetitions);
+    bench_pool_and_batch_norm("after conv2", 32, 14, 64, repetitions);
     return 0;
 }
