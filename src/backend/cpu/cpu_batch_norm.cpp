@@ -2,10 +2,10 @@
 // formulas the CUDA kernels share (math.hpp). Per-channel sums accumulate in
 // double (rows = batch * height * width can be large); channels are taken in
 // blocks so the accumulators live on the stack and rows are read in order.
+#include "backend/cpu/cpu_backend.hpp"
+
 #include <algorithm>
 #include <cmath>
-
-#include "backend/cpu/cpu_backend.hpp"
 
 namespace gputrain {
 

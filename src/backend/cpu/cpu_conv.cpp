@@ -6,23 +6,29 @@
 //   backward data    dcols = dy * w, then col2im adds dcols back into dx
 //   backward filter  dw[out_c, K] = dy^T * cols (summed over chunks)
 // A 1x1, stride-1, unpadded convolution is a plain GEMM on x (no im2col).
+#include "backend/cpu/cpu_backend.hpp"
+
+#include <cblas.h>
+
 #include <algorithm>
 #include <cstring>
 #include <string>
 
-#include "backend/cpu/cpu_backend.hpp"
 #include "core/error.hpp"
 
 namespace gputrain {
 
 namespace {
 
-// im2col runs over chunks of samples whose columns fit in a core's L2 cache
-// (at least one sample per chunk): the GEMM then reads columns im2col just
-// wrote from cache. Measured with bench_conv on the Fashion-MNIST CNN's second
-// conv (M=6272, N=64, K=288, 7.2 MB of columns for batch 32): 3.5 ms forward
-// in 1-4 sample chunks against 9.4 ms as one batch-wide GEMM.
-constexpr size_t kWorkspaceBudgetBytes = size_t{512} << 10;
+// im2col runs over chunks of samples whose columns fit in the L2 caches of the
+// cores the GEMM runs on (at least one sample per chunk): the GEMM then reads
+// columns im2col just wrote from cache. Measured with bench_conv, one BLAS
+// thread, on the Fashion-MNIST CNN's second conv (M=6272, N=64, K=288, 7.2 MB
+// of columns for batch 32): 3.5 ms forward in 1-4 sample chunks against 9.4 ms
+// as one batch-wide GEMM. More BLAS threads get proportionally larger chunks
+// so that each thread still has rows to work on (not measured: this machine
+// has 2 busy cores).
+constexpr size_t kWorkspaceBytesPerBlasThread = size_t{512} << 10;
 
 size_t pixels_per_sample(const Conv2dGeometry& g) { return static_cast<size_t>(g.out_h) * g.out_w; }
 size_t input_floats_per_sample(const Conv2dGeometry& g) { return static_cast<size_t>(g.in_h) * g.in_w * g.in_c; }
@@ -127,8 +133,9 @@ void col2im_add(const Conv2dGeometry& g, const float* cols, int samples, float* 
 size_t CpuBackend::conv2d_workspace_bytes(const Conv2dGeometry& g) {
     if (is_pointwise(g)) return 0;
     const size_t per_sample = cols_bytes_per_sample(g);
-    const size_t samples = std::clamp<size_t>(kWorkspaceBudgetBytes / std::max<size_t>(per_sample, 1), 1,
-                                              static_cast<size_t>(std::max(g.batch, 1)));
+    const size_t budget = kWorkspaceBytesPerBlasThread * static_cast<size_t>(std::max(openblas_get_num_threads(), 1));
+    const size_t samples =
+        std::clamp<size_t>(budget / std::max<size_t>(per_sample, 1), 1, static_cast<size_t>(std::max(g.batch, 1)));
     return samples * per_sample;
 }
 

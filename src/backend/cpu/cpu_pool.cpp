@@ -2,9 +2,9 @@
 // never wins a max and never counts toward an average (Keras' 'same' pooling).
 // Max pooling's backward pass routes each dy to the FIRST maximum in the
 // window's row-major scan, the rule every backend shares (see backend.hpp).
-#include <algorithm>
-
 #include "backend/cpu/cpu_backend.hpp"
+
+#include <algorithm>
 
 namespace gputrain {
 

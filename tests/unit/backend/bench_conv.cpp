@@ -114,7 +114,8 @@ void bench_pool_and_batch_norm(const char* name, int batch, int size, int channe
     for (float& v : dy) v = d(rng);
     const double bytes = (in + out) * sizeof(float);
     const double fwd = best_seconds(repetitions, [&] { be.pool2d_forward(g, x.data(), y.data()); });
-    const double bwd = best_seconds(repetitions, [&] { be.pool2d_backward(g, x.data(), y.data(), dy.data(), dx.data()); });
+    const double bwd =
+        best_seconds(repetitions, [&] { be.pool2d_backward(g, x.data(), y.data(), dy.data(), dx.data()); });
     std::printf("%s: max pool 2x2 on %dx%dx%dx%d   forward %.3f ms (%.1f GB/s)   backward %.3f ms (%.1f GB/s)\n", name,
                 batch, size, size, channels, fwd * 1e3, bytes / fwd * 1e-9, bwd * 1e3, 2 * bytes / bwd * 1e-9);
 
