@@ -43,7 +43,16 @@ size_t cols_bytes_per_sample(const Conv2dGeometry& g) {
     return pixels_per_sample(g) * static_cast<size_t>(patch_size(g)) * sizeof(float);
 }
 
-// How many samples one im2col pass may cover with the workspace the caller gave.
+// Samples per im2col chunk within the cache budget (at least one, at most the batch).
+size_t budget_samples(const Conv2dGeometry& g) {
+    const size_t budget = kWorkspaceBytesPerBlasThread * static_cast<size_t>(std::max(openblas_get_num_threads(), 1));
+    return std::clamp<size_t>(budget / std::max<size_t>(cols_bytes_per_sample(g), 1), 1,
+                              static_cast<size_t>(std::max(g.batch, 1)));
+}
+
+// How many samples one im2col pass covers: the cache budget, or fewer when the
+// caller's workspace is smaller. A larger workspace (a model shares one, sized
+// for its hungriest layer) does not make the chunks larger.
 int samples_per_chunk(const Conv2dGeometry& g, size_t workspace_bytes) {
     const size_t per_sample = cols_bytes_per_sample(g);
     if (per_sample == 0) return std::max(g.batch, 1);
@@ -51,7 +60,7 @@ int samples_per_chunk(const Conv2dGeometry& g, size_t workspace_bytes) {
     if (fit == 0)
         throw Error("conv2d: workspace of " + std::to_string(workspace_bytes) + " bytes is smaller than one sample's " +
                     std::to_string(per_sample) + " (size it with conv2d_workspace_bytes)");
-    return static_cast<int>(std::min<size_t>(fit, static_cast<size_t>(std::max(g.batch, 1))));
+    return static_cast<int>(std::min(fit, budget_samples(g)));
 }
 
 // The outputs [first, last) along one axis whose tap lands inside the input:
@@ -131,12 +140,7 @@ void col2im_add(const Conv2dGeometry& g, const float* cols, int samples, float* 
 }  // namespace
 
 size_t CpuBackend::conv2d_workspace_bytes(const Conv2dGeometry& g) {
-    if (is_pointwise(g)) return 0;
-    const size_t per_sample = cols_bytes_per_sample(g);
-    const size_t budget = kWorkspaceBytesPerBlasThread * static_cast<size_t>(std::max(openblas_get_num_threads(), 1));
-    const size_t samples =
-        std::clamp<size_t>(budget / std::max<size_t>(per_sample, 1), 1, static_cast<size_t>(std::max(g.batch, 1)));
-    return samples * per_sample;
+    return is_pointwise(g) ? 0 : budget_samples(g) * cols_bytes_per_sample(g);
 }
 
 void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, float* y, void* workspace,

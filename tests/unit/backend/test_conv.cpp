@@ -80,13 +80,18 @@ struct Workspace {
     size_t bytes() const { return storage.size(); }
 };
 
-void check_conv(const ConvCase& c, uint32_t seed, bool one_sample_workspace) {
+// The workspace a test passes: what conv2d_workspace_bytes asks for, one
+// sample's worth (one im2col chunk per sample), or more than asked (a model
+// shares one workspace sized for its hungriest layer).
+enum class WorkspaceSize { asked, one_sample, oversized };
+
+void check_conv(const ConvCase& c, uint32_t seed, WorkspaceSize workspace_size) {
     const Conv2dGeometry g = geometry_of(c);
     INFO("batch=" << g.batch << " in=" << g.in_h << "x" << g.in_w << "x" << g.in_c << " out=" << g.out_h << "x"
                   << g.out_w << "x" << g.out_c << " kernel=" << g.kernel_h << "x" << g.kernel_w << " stride="
                   << g.stride_h << "," << g.stride_w << " dilation=" << g.dilation_h << "," << g.dilation_w
                   << " pad top/bottom/left/right=" << g.pad_top << "/" << g.pad_bottom() << "/" << g.pad_left << "/"
-                  << g.pad_right() << " one_sample_workspace=" << one_sample_workspace);
+                  << g.pad_right() << " workspace=" << static_cast<int>(workspace_size));
     // The case states its padding; the geometry must imply the same.
     REQUIRE(g.pad_bottom() == c.pad_bottom);
     REQUIRE(g.pad_right() == c.pad_right);
@@ -105,8 +110,9 @@ void check_conv(const ConvCase& c, uint32_t seed, bool one_sample_workspace) {
 
     CpuBackend be;
     Conv2dGeometry sizing = g;
-    if (one_sample_workspace) sizing.batch = 1;  // forces one im2col chunk per sample
-    Workspace ws(be.conv2d_workspace_bytes(sizing));
+    if (workspace_size == WorkspaceSize::one_sample) sizing.batch = 1;
+    Workspace ws(be.conv2d_workspace_bytes(sizing) * (workspace_size == WorkspaceSize::oversized ? 4 : 1) +
+                 (workspace_size == WorkspaceSize::oversized ? 12 : 0));
 
     const float nan = std::numeric_limits<float>::quiet_NaN();  // outputs must be overwritten, not accumulated
     std::vector<float> y(y_size(g), nan), dx(x_size(g), nan), dw(w_size(g), nan);
@@ -138,9 +144,10 @@ const ConvCase kCases[] = {
 }  // namespace
 
 TEST_CASE("conv2d forward, backward data and backward filter match direct loops") {
-    const bool one_sample_workspace = GENERATE(false, true);
+    const WorkspaceSize workspace_size =
+        GENERATE(WorkspaceSize::asked, WorkspaceSize::one_sample, WorkspaceSize::oversized);
     uint32_t seed = 11;
-    for (const ConvCase& c : kCases) check_conv(c, seed++, one_sample_workspace);
+    for (const ConvCase& c : kCases) check_conv(c, seed++, workspace_size);
 }
 
 TEST_CASE("conv2d backward passes are the adjoints of the forward pass") {
