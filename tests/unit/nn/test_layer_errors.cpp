@@ -37,8 +37,8 @@ TEST_CASE("Image layers fed the wrong shape name the layer, both shapes and the 
     REQUIRE(message_of({784}, {conv()}) ==
             "layer 'conv2d' (conv2d): needs input (height, width, channels), got (784); add a reshape layer with "
             "target_shape [28, 28, 1]");
-    REQUIRE(message_of({28, 28, 1}, {conv(), layer("flatten"), conv()}) ==
-            "layer 'conv2d_1' (conv2d): needs input (height, width, channels), got (21632); add a reshape layer "
+    REQUIRE(message_of({28, 28, 1}, {conv({{"filters", "3"}}), layer("flatten"), conv()}) ==
+            "layer 'conv2d_1' (conv2d): needs input (height, width, channels), got (2028); add a reshape layer "
             "with target_shape [height, width, channels] before it");
     REQUIRE(message_of({28, 28}, {layer("max_pool2d")}) ==
             "layer 'max_pool2d' (max_pool2d): needs input (height, width, channels), got (28, 28); add a reshape "
@@ -86,11 +86,11 @@ TEST_CASE("Image layer parameters are checked key by key") {
     REQUIRE(message_of({8, 8, 1}, {conv({{"activation", "rleu"}})}) ==
             "test.yaml:3:20: model.layers[0] (conv2d): activation: unknown activation 'rleu' (did you mean 'relu'?); "
             "known: linear, relu, sigmoid, tanh, softmax, gelu");
-    REQUIRE(message_of({8, 8, 1}, {conv({{"dilation", "2"}})}) ==
-            "test.yaml:3:18: model.layers[0] (conv2d): dilation: unknown parameter for conv2d (did you mean "
+    REQUIRE(message_of({8, 8, 1}, {conv({{"dilaton_rate", "2"}})}) ==
+            "test.yaml:3:22: model.layers[0] (conv2d): dilaton_rate: unknown parameter for conv2d (did you mean "
             "'dilation_rate'?); it takes: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation");
-    REQUIRE(message_of({8, 8, 1}, {layer("max_pool2d", {{"pool", "2"}})}) ==
-            "test.yaml:3:14: model.layers[0] (max_pool2d): pool: unknown parameter for max_pool2d (did you mean "
+    REQUIRE(message_of({8, 8, 1}, {layer("max_pool2d", {{"pool_sise", "2"}})}) ==
+            "test.yaml:3:19: model.layers[0] (max_pool2d): pool_sise: unknown parameter for max_pool2d (did you mean "
             "'pool_size'?); it takes: pool_size, strides, padding");
     REQUIRE(message_of({4}, {layer("batch_norm", {{"momentum", "1"}})}) ==
             "test.yaml:3:18: model.layers[0] (batch_norm): momentum: must be in [0.0, 1.0), got 1");
