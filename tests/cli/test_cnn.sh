@@ -33,6 +33,7 @@ safetensors header "$run/last.safetensors" dense/kernel 3136,128
 
 step "evaluate --json on 500 test samples"
 run_expect 0 evaluate --json --run-dir "$run" --set data.test_limit=500 "$cfg"
+cat "$TMP/out"
 python3 - "$TMP/out" <<'PY' || fail "evaluate --json output is not as expected"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -42,14 +43,17 @@ PY
 
 step "sync batch norm on 2 replicas: trains, checkpoints the moving statistics, evaluates"
 bn=$TMP/bn
+bn_layers='model.layers=[{type: conv2d, filters: 8, kernel_size: 3, padding: same, use_bias: false},
+  {type: batch_norm, sync: true}, {type: relu}, {type: max_pool2d}, {type: flatten},
+  {type: dense, units: 10, activation: softmax}]'
 run_expect 0 fit "$cfg" --set training.epochs=1 --set data.limit=600 --set data.test_limit=200 \
-    --set 'model.layers[1]={type: batch_norm, sync: true}' --run-dir "$bn" --device cpu --replicas 2 --set logging.progress=none
+    --set "$bn_layers" --run-dir "$bn" --device cpu --replicas 2 --set logging.progress=none
 expect_in "$TMP/out" "batch_norm (batch_norm) sync"
-expect_in "$TMP/out" "Non-trainable params: 64"
-safetensors header "$bn/last.safetensors" batch_norm/moving_mean 32
-safetensors header "$bn/last.safetensors" batch_norm/moving_variance 32
-run_expect 0 evaluate --json --run-dir "$bn" --set data.test_limit=200 \
-    --set 'model.layers[1]={type: batch_norm, sync: true}' "$cfg"
+expect_in "$TMP/out" "Non-trainable params: 16"
+safetensors header "$bn/last.safetensors" batch_norm/moving_mean 8
+safetensors header "$bn/last.safetensors" batch_norm/moving_variance 8
+run_expect 0 evaluate --json --run-dir "$bn" --set data.test_limit=200 --set "$bn_layers" "$cfg"
+cat "$TMP/out"
 python3 - "$TMP/out" <<'PY' || fail "evaluate --json output is not as expected"
 import json, sys
 r = json.load(open(sys.argv[1]))
