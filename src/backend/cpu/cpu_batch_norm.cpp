@@ -101,12 +101,22 @@ void CpuBackend::batch_norm_backward_data(const float* x, const float* dy, const
                                           int channels) {
     const float* mean = mean_invstd;
     const float* invstd = mean_invstd + channels;
-    for (int r = 0; r < rows; ++r) {
-        const size_t at = static_cast<size_t>(r) * channels;
-        for (int c = 0; c < channels; ++c) {
-            const float xhat = (x[at + c] - mean[c]) * invstd[c];
-            dx[at + c] = math::batch_norm_input_grad(dy[at + c], xhat, gamma[c] * invstd[c], sums[c] / count,
-                                                     sums[channels + c] / count);
+    for (int c0 = 0; c0 < channels; c0 += kChannelBlock) {
+        const int width = std::min(kChannelBlock, channels - c0);
+        // Per-channel factors once, not a division per element.
+        float gamma_invstd[kChannelBlock], mean_dy[kChannelBlock], mean_dy_xhat[kChannelBlock];
+        for (int c = 0; c < width; ++c) {
+            gamma_invstd[c] = gamma[c0 + c] * invstd[c0 + c];
+            mean_dy[c] = sums[c0 + c] / count;
+            mean_dy_xhat[c] = sums[channels + c0 + c] / count;
+        }
+        for (int r = 0; r < rows; ++r) {
+            const size_t at = static_cast<size_t>(r) * channels + c0;
+            for (int c = 0; c < width; ++c) {
+                const float xhat = (x[at + c] - mean[c0 + c]) * invstd[c0 + c];
+                dx[at + c] =
+                    math::batch_norm_input_grad(dy[at + c], xhat, gamma_invstd[c], mean_dy[c], mean_dy_xhat[c]);
+            }
         }
     }
 }
