@@ -115,7 +115,8 @@ Model::~Model() {
 }
 
 void Model::allocate_workspace() {
-    for (auto& layer : layers_) workspace_bytes_ = std::max(workspace_bytes_, layer->workspace_bytes(backend_, max_rows_));
+    for (auto& layer : layers_)
+        workspace_bytes_ = std::max(workspace_bytes_, layer->workspace_bytes(backend_, max_rows_));
     if (workspace_bytes_ == 0) return;
     workspace_ = backend_.allocate_bytes(workspace_bytes_);
     for (auto& layer : layers_) layer->set_workspace(workspace_, workspace_bytes_);

@@ -48,7 +48,8 @@ void register_image_layers(LayerRegistry& registry) {
         args.finish({"filters", "kernel_size", "strides", "padding", "dilation_rate", "use_bias", "activation"});
         return std::make_unique<Conv2d>(s);
     });
-    for (const auto& [type, mode] : {std::pair{"max_pool2d", PoolMode::max}, std::pair{"avg_pool2d", PoolMode::average}}) {
+    const std::pair<const char*, PoolMode> pools[] = {{"max_pool2d", PoolMode::max}, {"avg_pool2d", PoolMode::average}};
+    for (const auto& [type, mode] : pools) {
         registry.add(type, [mode = mode](LayerArgs& args) -> std::unique_ptr<Layer> {
             const IntPair pool = args.int_pair("pool_size", IntPair{2, 2});
             const IntPair strides = args.int_pair("strides", pool);
