@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "backend/cuda/conv_padding.hpp"
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/image_kernels.hpp"
 
@@ -17,31 +18,8 @@ constexpr size_t kAlignmentBytes = 256;
 
 size_t align_up(size_t bytes) { return (bytes + kAlignmentBytes - 1) / kAlignmentBytes * kAlignmentBytes; }
 
-// How cuDNN sees one axis of the input. cuDNN pads both ends by `cudnn_pad`
-// and has floor(...) outputs; the geometry pads pad_begin before and pad_end
-// after (pad_end < 0: trailing rows no window reads). When they differ, the
-// input goes through a copy with `before` zero rows in front and `after`
-// behind (negative: that many trailing rows dropped, which no window reads).
-// A brute-force check over all small 1-D geometries (input <= 8, kernel <= 4,
-// dilation <= 2, stride <= 3, pad_begin <= 4) confirmed that every output
-// reads the same taps this way; tests/gpu/test_cuda_conv.cpp covers each case.
-struct AxisLayout {
-    int cudnn_pad, before, after;
-    int extent(int in) const { return before + in + after; }
-    bool copies() const { return before != 0 || after != 0; }
-};
-
-AxisLayout axis_layout(int pad_begin, int pad_end, int stride) {
-    const int surplus = pad_begin - pad_end;
-    // cuDNN's padding at the end may be up to stride - 1 rows more than the
-    // geometry's: the floor division drops the window that would need them.
-    if (surplus >= 0 && surplus < stride) return {pad_begin, 0, 0};
-    if (surplus < 0) return {pad_begin, 0, -surplus};  // more padding at the end: zero rows in the copy
-    // Much more padding in front: cuDNN pads by the end's amount (at least 0)
-    // and the copy carries the rest in front.
-    const int pad = std::max(pad_end, 0);
-    return {pad, pad_begin - pad, pad_end - pad};
-}
+using cuda_conv::axis_layout;
+using cuda_conv::AxisLayout;
 
 struct InputLayout {
     AxisLayout h, w;
