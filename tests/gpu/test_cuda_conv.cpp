@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 
+#include "backend/cuda/cuda_check.hpp"
 #include "core/error.hpp"
 #include "parity.hpp"
 
@@ -220,4 +221,10 @@ TEST_CASE("conv2d backward filter with no samples writes a zero gradient") {
     const float* any = buf.zeros<float>(1);
     gpu.conv2d_backward_filter(g, any, any, dw, nullptr, 0);
     REQUIRE(buf.download(dw, filter_size(g)) == std::vector<float>(filter_size(g), 0.0f));
+}
+
+TEST_CASE("CUDNN_CHECK throws an Error naming the device, the call and cuDNN's status") {
+    const auto failing_cudnn_call = [] { CUDNN_CHECK(1, cudnnCreateTensorDescriptor(nullptr)); };
+    REQUIRE_THROWS_AS(failing_cudnn_call(), gputrain::Error);
+    REQUIRE_THROWS_WITH(failing_cudnn_call(), Contains("cuda:1: cudnnCreateTensorDescriptor(...) failed: CUDNN_STATUS_"));
 }
