@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backend/activation.hpp"
+#include "backend/conv_geometry.hpp"
 #include "backend/math.hpp"
 
 namespace gputrain {
@@ -73,6 +74,53 @@ public:
     // Mean squared error against the one-hot label, averaged over cols.
     virtual void mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float grad_scale,
                                     float* grad, float* stats) = 0;
+
+    // ---- Convolution and pooling (NHWC; see conv_geometry.hpp) ----
+    // Filters are [out_c, kernel_h, kernel_w, in_c] (cuDNN's NHWC filter
+    // layout, "KRSC"). No bias here: the layer adds it with add_bias.
+    // Bytes of scratch the three conv calls need for geometry `g` (g.batch the
+    // most samples a call will see); the caller allocates it once before
+    // training and passes it to every call with a batch <= g.batch.
+    virtual size_t conv2d_workspace_bytes(const Conv2dGeometry& g) = 0;
+    virtual void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, float* y, void* workspace,
+                                size_t workspace_bytes) = 0;
+    // dx = d(loss)/dx (overwritten).
+    virtual void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
+                                      void* workspace, size_t workspace_bytes) = 0;
+    // dw = d(loss)/dw (overwritten).
+    virtual void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
+                                        void* workspace, size_t workspace_bytes) = 0;
+    virtual void pool2d_forward(const Pool2dGeometry& g, const float* x, float* y) = 0;
+    // dx overwritten. Max pooling routes each dy to the first maximum of its window.
+    virtual void pool2d_backward(const Pool2dGeometry& g, const float* x, const float* y, const float* dy,
+                                 float* dx) = 0;
+
+    // ---- Batch normalization over a [rows, channels] matrix (NHWC flattened:
+    // rows = samples * height * width). Statistics arrays hold 2*channels floats.
+    // sums[c] = sum of x[:, c], sums[C + c] = sum of x[:, c]^2 over these rows (overwritten).
+    virtual void batch_norm_sums(const float* x, int rows, int channels, float* sums) = 0;
+    // From `sums` over `count` rows (count may be the global batch after an
+    // all-reduce): mean_invstd[c] = mean, mean_invstd[C + c] = 1/sqrt(var + eps)
+    // (biased variance); when moving_mean is not null, also
+    // moving = momentum * moving + (1 - momentum) * batch value, where the
+    // moving variance takes the unbiased variance (count / (count - 1)).
+    virtual void batch_norm_finalize(const float* sums, float count, int channels, float eps, float momentum,
+                                     float* mean_invstd, float* moving_mean, float* moving_var) = 0;
+    // y = gamma * (x - mean) * invstd + beta.
+    virtual void batch_norm_apply(const float* x, const float* mean_invstd, const float* gamma, const float* beta,
+                                  float* y, int rows, int channels) = 0;
+    // y = gamma * (x - moving_mean) / sqrt(moving_var + eps) + beta (evaluation).
+    virtual void batch_norm_inference(const float* x, const float* moving_mean, const float* moving_var, float eps,
+                                      const float* gamma, const float* beta, float* y, int rows, int channels) = 0;
+    // sums[c] = sum of dy[:, c], sums[C + c] = sum of dy[:, c] * xhat[:, c]
+    // with xhat = (x - mean) * invstd (overwritten). These are also dbeta and dgamma.
+    virtual void batch_norm_backward_sums(const float* x, const float* dy, const float* mean_invstd, int rows,
+                                          int channels, float* sums) = 0;
+    // dx = gamma * invstd * (dy - sums[c] / count - xhat * sums[C + c] / count)
+    // with `sums` and `count` over the same rows the statistics came from.
+    virtual void batch_norm_backward_data(const float* x, const float* dy, const float* mean_invstd,
+                                          const float* gamma, const float* sums, float count, float* dx, int rows,
+                                          int channels) = 0;
 
     // Fused optimizer steps over flat buffers.
     virtual void adam_step(float* params, const float* grads, float* m, float* v, size_t n,

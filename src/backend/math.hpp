@@ -73,4 +73,33 @@ GPUTRAIN_HD void sgd_momentum_update(float& p, float g, float& v, const SgdParam
     p += s.nesterov ? s.momentum * v - s.learning_rate * g : v;
 }
 
+
+// Batch normalization (Backend::batch_norm_*). Statistics come from the sums
+// of x and x^2 over `count` rows, so replicas can all-reduce the sums first
+// (synchronized BN). The variance is the biased one, clamped at 0 (rounding in
+// E[x^2] - E[x]^2 can make it slightly negative), formed in double because
+// that subtraction cancels; the moving variance takes the unbiased one.
+struct BatchNormStatistics {
+    float mean, invstd, unbiased_var;
+};
+GPUTRAIN_HD BatchNormStatistics batch_norm_statistics(float sum, float sum_squares, float count, float eps) {
+    const double mean = static_cast<double>(sum) / count;
+    double var = static_cast<double>(sum_squares) / count - mean * mean;
+    if (var < 0.0) var = 0.0;
+    const double unbiased = count > 1.0f ? var * count / (count - 1.0) : var;
+    return {static_cast<float>(mean), static_cast<float>(1.0 / sqrt(var + eps)), static_cast<float>(unbiased)};
+}
+// Keras' convention: momentum weighs the old value.
+GPUTRAIN_HD float moving_average(float moving, float batch_value, float momentum) {
+    return momentum * moving + (1.0f - momentum) * batch_value;
+}
+GPUTRAIN_HD float batch_norm_output(float x, float mean, float invstd, float gamma, float beta) {
+    return gamma * ((x - mean) * invstd) + beta;
+}
+// dx from dy, xhat = (x - mean) * invstd, gamma * invstd, and the means over
+// the rows of dy and dy * xhat.
+GPUTRAIN_HD float batch_norm_input_grad(float dy, float xhat, float gamma_invstd, float mean_dy, float mean_dy_xhat) {
+    return gamma_invstd * (dy - mean_dy - xhat * mean_dy_xhat);
+}
+
 }  // namespace gputrain::math

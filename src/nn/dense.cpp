@@ -1,6 +1,7 @@
 #include "nn/dense.hpp"
 
 #include "core/error.hpp"
+#include "nn/activation_step.hpp"
 
 namespace gputrain::nn {
 
@@ -49,10 +50,7 @@ void Dense::forward(const RunContext& ctx, const float* x, float* y, int rows) {
     float* z = activation_ == Activation::linear ? y : pre_activation_;
     be.gemm(false, false, m, n, k, 1.0f, x, k, kernel_, n, 0.0f, z, n);
     if (use_bias_) be.add_bias(z, bias_, m, n);
-    if (activation_ == Activation::softmax)
-        be.softmax_forward(z, y, m, n);
-    else if (activation_ != Activation::linear)
-        be.activation_forward(activation_, z, y, static_cast<size_t>(m) * n);
+    if (activation_ != Activation::linear) activation_step_forward(be, activation_, z, y, m, n);
 }
 
 void Dense::backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx, int rows) {
@@ -62,10 +60,7 @@ void Dense::backward(const RunContext& ctx, const float* x, const float* y, cons
     const float* dz = dy;
     if (activation_ != Activation::linear) {
         // dz overwrites z: z is not needed once its derivative is taken.
-        if (activation_ == Activation::softmax)
-            be.softmax_backward(y, dy, pre_activation_, m, n);
-        else
-            be.activation_backward(activation_, pre_activation_, y, dy, pre_activation_, static_cast<size_t>(m) * n);
+        activation_step_backward(be, activation_, pre_activation_, y, dy, pre_activation_, m, n);
         dz = pre_activation_;
     }
     be.gemm(true, false, k, n, m, 1.0f, x, k, dz, n, 0.0f, kernel_grad_, n);

@@ -3,6 +3,7 @@
 // parameters, then is run on batches of `rows` samples living in backend memory.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +20,23 @@ struct ParamSpec {
     std::string name;   // within the layer: "kernel", "bias"
     Shape shape;
     Init init;
+    // Non-trainable tensors (batch norm's moving statistics) live in the
+    // model's separate state buffer: no gradient, never seen by the optimizer
+    // or the gradient all-reduce, but checkpointed like parameters.
+    bool trainable = true;
+    // Glorot fans when the shape alone does not give them (a conv kernel
+    // [out_c, kh, kw, in_c]: fan_in = kh*kw*in_c, fan_out = kh*kw*out_c as in
+    // Keras). 0 = from the shape: fan_out = last axis, fan_in = the rest.
+    int64_t fan_in = 0;
+    int64_t fan_out = 0;
+};
+
+// The replicas' group as a layer sees it (nn/ does not know dist/): an
+// in-place sum over every replica of backend memory. Every replica must make
+// the same calls in the same order, including replicas with no rows this step.
+struct CrossReplica {
+    virtual ~CrossReplica() = default;
+    virtual void allreduce_sum(float* device_data, size_t count) = 0;
 };
 
 // What a forward/backward call may need to know about where it runs.
@@ -29,6 +47,7 @@ struct RunContext {
     int64_t epoch = 0;
     int64_t step = 0;             // step within the epoch
     int64_t row_offset = 0;       // index of this shard's first row within the global batch
+    CrossReplica* cross_replica = nullptr;  // null on a single replica
 };
 
 class Layer {
@@ -45,14 +64,31 @@ public:
     // Throws ConfigError naming the layer on an impossible shape.
     virtual Shape build(const Shape& input_shape) = 0;
     virtual std::vector<ParamSpec> param_specs() const { return {}; }
-    // Views into the model's flat buffers, in param_specs() order.
+    // Views into the model's flat buffers, in param_specs() order; a
+    // non-trainable tensor points into the state buffer and its grad is null.
     virtual void bind(const std::vector<float*>& params, const std::vector<float*>& grads) {
         (void)params;
         (void)grads;
     }
     // Floats of per-sample scratch the layer keeps between forward and backward.
     virtual int64_t scratch_per_sample() const { return 0; }
+    // Floats of scratch that do not grow with the batch (per-channel statistics).
+    // The layer's scratch block is max_rows * scratch_per_sample() + this.
+    virtual int64_t scratch_fixed() const { return 0; }
     virtual void set_scratch(float* scratch) { (void)scratch; }
+    // Bytes of temporary memory one forward or backward call needs for up to
+    // `max_rows` samples. Layers run one at a time, so the model allocates one
+    // workspace of the largest need and hands it to every layer; nothing in it
+    // survives from one call to the next.
+    virtual size_t workspace_bytes(Backend& backend, int64_t max_rows) {
+        (void)backend;
+        (void)max_rows;
+        return 0;
+    }
+    virtual void set_workspace(void* workspace, size_t bytes) {
+        (void)workspace;
+        (void)bytes;
+    }
 
     // If this layer ends in a softmax that the loss can fuse with, drop it so the
     // layer outputs logits; returns whether it did.
@@ -66,6 +102,14 @@ public:
     // Writes parameter gradients (overwriting) and, when dx is not null, the input gradient.
     virtual void backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx,
                           int rows) = 0;
+
+    // A training step in which this replica has no rows (batch smaller than
+    // the replica count): a layer that joins collectives in forward/backward
+    // joins them here with zero contributions, so every replica makes the
+    // same calls. Model runs forward_without_rows over the layers in order,
+    // then backward_without_rows in reverse, as a normal step would.
+    virtual void forward_without_rows(const RunContext& ctx) { (void)ctx; }
+    virtual void backward_without_rows(const RunContext& ctx) { (void)ctx; }
 
 protected:
     std::string name_;

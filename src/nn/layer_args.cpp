@@ -60,6 +60,76 @@ std::string LayerArgs::word(const std::string& key, const std::string& fallback)
     return text ? *text : fallback;
 }
 
+std::string LayerArgs::choice(const std::string& key, const std::string& fallback,
+                              const std::vector<std::string>& choices) {
+    const std::string* text = find(key);
+    if (!text) return fallback;
+    for (const auto& c : choices)
+        if (*text == c) return c;
+    fail(key, "expected " + join_names(choices, " or ") + ", got '" + *text + "'" + did_you_mean(*text, choices));
+}
+
+Activation LayerArgs::activation(const std::string& key, Activation fallback) {
+    const std::string* text = find(key);
+    if (!text) return fallback;
+    Activation act;
+    if (!parse_activation(*text, act))
+        fail(key, "unknown activation '" + *text + "'" + did_you_mean(*text, activation_names()) +
+                      "; known: " + join_names(activation_names()));
+    return act;
+}
+
+namespace {
+
+// Splits "3,5" (how config/ keeps a list) into its items.
+std::vector<std::string> list_items(const std::string& text) {
+    std::vector<std::string> items;
+    size_t start = 0;
+    for (;;) {
+        const size_t comma = text.find(',', start);
+        items.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (comma == std::string::npos) return items;
+        start = comma + 1;
+    }
+}
+
+bool parse_int(const std::string& text, long long& out) {
+    char* end = nullptr;
+    out = std::strtoll(text.c_str(), &end, 10);
+    return !text.empty() && *end == '\0';
+}
+
+}  // namespace
+
+IntPair LayerArgs::int_pair(const std::string& key, std::optional<IntPair> fallback) {
+    const std::string* text = find(key);
+    if (!text) {
+        if (!fallback) fail(key, "missing; this layer needs it (e.g. " + key + ": 3 or " + key + ": [3, 3])");
+        return *fallback;
+    }
+    const std::vector<std::string> items = list_items(*text);
+    const std::string expected = "expected a positive integer or a list of two (e.g. [3, 3]), got ";
+    if (items.size() > 2) fail(key, expected + "[" + *text + "]");
+    long long v[2] = {0, 0};
+    for (size_t i = 0; i < items.size(); ++i)
+        if (!parse_int(items[i], v[i]) || v[i] <= 0)
+            fail(key, expected + (items.size() == 1 ? "'" + *text + "'" : "[" + *text + "]"));
+    if (items.size() == 1) v[1] = v[0];
+    return {v[0], v[1]};
+}
+
+std::vector<int64_t> LayerArgs::int_list(const std::string& key) {
+    const std::string* text = find(key);
+    if (!text) fail(key, "missing; this layer needs it (e.g. " + key + ": [28, 28, 1])");
+    std::vector<int64_t> out;
+    for (const auto& item : list_items(*text)) {
+        long long v;
+        if (!parse_int(item, v)) fail(key, "expected a list of integers, got [" + *text + "]");
+        out.push_back(v);
+    }
+    return out;
+}
+
 void LayerArgs::finish(const std::vector<std::string>& known_keys) const {
     for (const auto& [key, value] : spec_.params) {
         if (used_.count(key)) continue;

@@ -3,13 +3,20 @@
 // Errors read "FILE:LINE:COL: model.layers[I] (TYPE): KEY: problem".
 #pragma once
 
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "backend/activation.hpp"
 #include "config/run_config.hpp"
 
 namespace gputrain::nn {
+
+// (height, width) of a kernel, stride, pool or dilation.
+struct IntPair {
+    int64_t h = 1, w = 1;
+};
 
 class LayerArgs {
 public:
@@ -19,6 +26,14 @@ public:
     double number(const std::string& key, double fallback, double lo, double hi);  // lo <= x < hi
     bool flag(const std::string& key, bool fallback);
     std::string word(const std::string& key, const std::string& fallback);
+    // One of `choices` (e.g. padding: same | valid).
+    std::string choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& choices);
+    // activation: relu | sigmoid | tanh | gelu | softmax | linear.
+    Activation activation(const std::string& key, Activation fallback);
+    // A positive int `3` (both axes) or a pair `[3, 5]`; required when fallback is empty.
+    IntPair int_pair(const std::string& key, std::optional<IntPair> fallback);
+    // A required list of integers, e.g. target_shape: [28, 28, 1] (any sign; the layer checks them).
+    std::vector<int64_t> int_list(const std::string& key);
     bool has(const std::string& key) const { return spec_.params.count(key) > 0; }
 
     // Throws for every key not read, listing the ones this layer type takes.

@@ -46,25 +46,38 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         loss_.set_from_logits(true);
     }
 
-    // One flat buffer of parameters, one of gradients, with a named view per parameter.
-    std::vector<std::vector<size_t>> layer_views(layers_.size());
+    // One flat buffer of parameters, one of gradients, with a named view per
+    // parameter; non-trainable tensors go to the state buffer instead.
+    struct Slot {
+        bool trainable;
+        size_t view;
+    };
+    std::vector<std::vector<Slot>> layer_slots(layers_.size());
     for (size_t i = 0; i < layers_.size(); ++i) {
         for (const auto& spec : layers_[i]->param_specs()) {
-            ParamView v{layers_[i]->name() + "/" + spec.name, spec.shape, param_count_,
+            auto& views = spec.trainable ? views_ : state_views_;
+            size_t& count = spec.trainable ? param_count_ : state_count_;
+            ParamView v{layers_[i]->name() + "/" + spec.name, spec.shape, count,
                         static_cast<size_t>(shape_elements(spec.shape))};
-            param_count_ += v.count;
-            layer_views[i].push_back(views_.size());
-            views_.push_back(v);
-            specs_.push_back(spec);
+            count += v.count;
+            layer_slots[i].push_back({spec.trainable, views.size()});
+            views.push_back(v);
+            (spec.trainable ? specs_ : state_specs_).push_back(spec);
         }
     }
     params_ = backend_.allocate_floats(param_count_);
     grads_ = backend_.allocate_floats(param_count_);
+    state_ = backend_.allocate_floats(std::max<size_t>(1, state_count_));
     for (size_t i = 0; i < layers_.size(); ++i) {
         std::vector<float*> p, g;
-        for (size_t v : layer_views[i]) {
-            p.push_back(params_ + views_[v].offset);
-            g.push_back(grads_ + views_[v].offset);
+        for (const Slot& slot : layer_slots[i]) {
+            if (slot.trainable) {
+                p.push_back(params_ + views_[slot.view].offset);
+                g.push_back(grads_ + views_[slot.view].offset);
+            } else {
+                p.push_back(state_ + state_views_[slot.view].offset);
+                g.push_back(nullptr);
+            }
         }
         layers_[i]->bind(p, g);
     }
@@ -75,16 +88,17 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         const int64_t n = shape_elements(shapes_[i]);
         widest = std::max(widest, n);
         activations_.push_back(backend_.allocate_floats(static_cast<size_t>(max_rows_ * n)));
-        scratch += layers_[i]->scratch_per_sample();
+        scratch += max_rows_ * layers_[i]->scratch_per_sample() + layers_[i]->scratch_fixed();
     }
-    scratch_ = backend_.allocate_floats(static_cast<size_t>(std::max<int64_t>(1, max_rows_ * scratch)));
+    scratch_ = backend_.allocate_floats(static_cast<size_t>(std::max<int64_t>(1, scratch)));
     float* s = scratch_;
     for (auto& layer : layers_) {
         layer->set_scratch(s);
-        s += max_rows_ * layer->scratch_per_sample();
+        s += max_rows_ * layer->scratch_per_sample() + layer->scratch_fixed();
     }
     grad_a_ = backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest));
     grad_b_ = backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest));
+    allocate_workspace();
 
     initialize(init_seed);
 }
@@ -96,33 +110,56 @@ Model::~Model() {
     backend_.release(grad_b_);
     backend_.release(params_);
     backend_.release(grads_);
+    backend_.release(state_);
+    if (workspace_) backend_.release(workspace_);
 }
 
-void Model::initialize(uint64_t seed) {
-    // Host-side so every backend starts from identical weights for a seed.
-    Rng rng(seed);
-    std::vector<float> host(param_count_);
-    for (size_t v = 0; v < views_.size(); ++v) {
-        float* out = host.data() + views_[v].offset;
-        const size_t n = views_[v].count;
-        switch (specs_[v].init) {
-            case Init::zeros:
-                std::fill(out, out + n, 0.0f);
-                break;
-            case Init::ones:
-                std::fill(out, out + n, 1.0f);
-                break;
-            case Init::glorot_uniform: {
-                const Shape& sh = views_[v].shape;
-                const double fan_out = static_cast<double>(sh.back());
-                const double fan_in = static_cast<double>(shape_elements(sh)) / fan_out;
-                const float limit = static_cast<float>(std::sqrt(6.0 / (fan_in + fan_out)));
-                for (size_t i = 0; i < n; ++i) out[i] = (2.0f * rng.uniform() - 1.0f) * limit;
-                break;
+void Model::allocate_workspace() {
+    for (auto& layer : layers_)
+        workspace_bytes_ = std::max(workspace_bytes_, layer->workspace_bytes(backend_, max_rows_));
+    if (workspace_bytes_ == 0) return;
+    workspace_ = backend_.allocate_bytes(workspace_bytes_);
+    for (auto& layer : layers_) layer->set_workspace(workspace_, workspace_bytes_);
+}
+
+namespace {
+
+void fill_initial(const ParamSpec& spec, float* out, size_t n, Rng& rng) {
+    switch (spec.init) {
+        case Init::zeros:
+            std::fill(out, out + n, 0.0f);
+            break;
+        case Init::ones:
+            std::fill(out, out + n, 1.0f);
+            break;
+        case Init::glorot_uniform: {
+            double fan_in = static_cast<double>(spec.fan_in), fan_out = static_cast<double>(spec.fan_out);
+            if (spec.fan_in <= 0 || spec.fan_out <= 0) {
+                fan_out = static_cast<double>(spec.shape.back());
+                fan_in = static_cast<double>(shape_elements(spec.shape)) / fan_out;
             }
+            const float limit = static_cast<float>(std::sqrt(6.0 / (fan_in + fan_out)));
+            for (size_t i = 0; i < n; ++i) out[i] = (2.0f * rng.uniform() - 1.0f) * limit;
+            break;
         }
     }
+}
+
+}  // namespace
+
+void Model::initialize(uint64_t seed) {
+    // Host-side so every backend starts from identical weights for a seed. The
+    // state draws after the parameters, so adding it changed no weights.
+    Rng rng(seed);
+    std::vector<float> host(param_count_);
+    for (size_t v = 0; v < views_.size(); ++v)
+        fill_initial(specs_[v], host.data() + views_[v].offset, views_[v].count, rng);
     backend_.copy_to_device(params_, host.data(), param_count_ * sizeof(float));
+    if (state_count_ == 0) return;
+    host.assign(state_count_, 0.0f);
+    for (size_t v = 0; v < state_views_.size(); ++v)
+        fill_initial(state_specs_[v], host.data() + state_views_[v].offset, state_views_[v].count, rng);
+    backend_.copy_to_device(state_, host.data(), state_count_ * sizeof(float));
 }
 
 void Model::forward(const RunContext& ctx, const float* inputs, int rows) {
@@ -136,8 +173,12 @@ void Model::forward(const RunContext& ctx, const float* inputs, int rows) {
 void Model::forward_backward(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows,
                              float grad_scale, float* stats) {
     if (rows == 0) {
-        // An empty shard still contributes (zero) gradients to the all-reduce.
+        // An empty shard still contributes (zero) gradients to the all-reduce,
+        // and its layers still join their own collectives (sync batch norm) in
+        // the order a step with rows would make them.
         backend_.fill(grads_, param_count_, 0.0f);
+        for (auto& layer : layers_) layer->forward_without_rows(ctx);
+        for (size_t i = layers_.size(); i-- > 0;) layers_[i]->backward_without_rows(ctx);
         return;
     }
     forward(ctx, inputs, rows);
@@ -166,10 +207,9 @@ std::string Model::summary() const {
     out += rule;
     out += line;
     out += rule;
-    size_t view = 0;
     for (size_t i = 0; i < layers_.size(); ++i) {
         size_t count = 0;
-        for (size_t k = 0; k < layers_[i]->param_specs().size(); ++k) count += views_[view++].count;
+        for (const auto& spec : layers_[i]->param_specs()) count += static_cast<size_t>(shape_elements(spec.shape));
         std::string label = layers_[i]->name() + " (" + layers_[i]->type() + ")";
         const std::string detail = layers_[i]->detail();
         if (!detail.empty()) label += " " + detail;
@@ -179,8 +219,9 @@ std::string Model::summary() const {
         out += line;
     }
     out += rule;
-    std::snprintf(line, sizeof line, "Total params: %zu (%.2f KB)\nTrainable params: %zu\nNon-trainable params: 0\n",
-                  param_count_, param_count_ * 4.0 / 1024.0, param_count_);
+    const size_t total = param_count_ + state_count_;
+    std::snprintf(line, sizeof line, "Total params: %zu (%.2f KB)\nTrainable params: %zu\nNon-trainable params: %zu\n",
+                  total, total * 4.0 / 1024.0, param_count_, state_count_);
     out += line;
     if (fused_softmax_) out += "* softmax fused with the cross-entropy loss\n";
     return out;

@@ -1,6 +1,9 @@
 // Model: the layer stack built from the config, its parameters and gradients
-// in one flat buffer each (named views for checkpoints and the optimizer), and
-// the activation buffers for up to `max_rows` samples, all on one Backend.
+// in one flat buffer each (named views for checkpoints and the optimizer), its
+// non-trainable state (batch norm's moving statistics) in a third flat buffer
+// that the optimizer and the gradient all-reduce never see, the activation
+// buffers for up to `max_rows` samples and one workspace shared by the layers
+// (they run one at a time), all on one Backend.
 #pragma once
 
 #include <memory>
@@ -38,6 +41,11 @@ public:
     size_t param_count() const { return param_count_; }
     float* param_data() { return params_; }
     float* grad_data() { return grads_; }
+    // Non-trainable tensors ("batch_norm/moving_mean"), offsets into state_data().
+    const std::vector<ParamView>& state() const { return state_views_; }
+    size_t state_count() const { return state_count_; }
+    float* state_data() { return state_; }
+    size_t workspace_bytes() const { return workspace_bytes_; }
     const Loss& loss() const { return loss_; }
     bool fused_softmax() const { return fused_softmax_; }
 
@@ -57,6 +65,7 @@ public:
 private:
     void forward(const RunContext& ctx, const float* inputs, int rows);
     void initialize(uint64_t seed);
+    void allocate_workspace();
 
     Backend& backend_;
     Loss loss_;
@@ -65,11 +74,17 @@ private:
     std::vector<Shape> shapes_;          // output shape of each layer
     std::vector<ParamView> views_;
     std::vector<ParamSpec> specs_;       // parallel to views_
+    std::vector<ParamView> state_views_;
+    std::vector<ParamSpec> state_specs_; // parallel to state_views_
     int64_t max_rows_;
     size_t param_count_ = 0;
+    size_t state_count_ = 0;
     bool fused_softmax_ = false;
     float* params_ = nullptr;
     float* grads_ = nullptr;
+    float* state_ = nullptr;
+    void* workspace_ = nullptr;
+    size_t workspace_bytes_ = 0;
     std::vector<float*> activations_;    // per layer output
     float* scratch_ = nullptr;
     float* grad_a_ = nullptr;            // ping-pong buffers for activation gradients

@@ -39,6 +39,9 @@ HostTensors gather(Replica& r) {
     std::vector<float> params(model.param_count());
     r.backend().copy_to_host(params.data(), model.param_data(), params.size() * sizeof(float));
     out.storage.push_back(std::move(params));
+    std::vector<float> state(model.state_count());
+    if (!state.empty()) r.backend().copy_to_host(state.data(), model.state_data(), state.size() * sizeof(float));
+    out.storage.push_back(std::move(state));
     auto slots = r.optimizer().state();
     for (const auto& slot : slots) {
         std::vector<float> host(model.param_count());
@@ -47,10 +50,13 @@ HostTensors gather(Replica& r) {
     }
     for (const auto& view : model.params())
         out.refs.push_back({view.name, view.shape, out.storage[0].data() + view.offset});
+    // Non-trainable tensors are named like parameters ("batch_norm/moving_mean").
+    for (const auto& view : model.state())
+        out.refs.push_back({view.name, view.shape, out.storage[1].data() + view.offset});
     for (size_t s = 0; s < slots.size(); ++s)
         for (const auto& view : model.params())
             out.refs.push_back({"optimizer/" + slots[s].name + "/" + view.name, view.shape,
-                                out.storage[s + 1].data() + view.offset});
+                                out.storage[s + 2].data() + view.offset});
     return out;
 }
 
@@ -232,6 +238,11 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
         const auto& t = checked(view.name, view.shape);
         std::copy(t.data.begin(), t.data.end(), params.begin() + static_cast<std::ptrdiff_t>(view.offset));
     }
+    std::vector<float> state(model.state_count());
+    for (const auto& view : model.state()) {
+        const auto& t = checked(view.name, view.shape);
+        std::copy(t.data.begin(), t.data.end(), state.begin() + static_cast<std::ptrdiff_t>(view.offset));
+    }
     std::vector<std::vector<float>> slots;
     if (with_optimizer) {
         for (const auto& slot : first.optimizer().state()) {
@@ -245,6 +256,8 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     }
     for (auto& r : replicas) {
         r->backend().copy_to_device(r->model().param_data(), params.data(), params.size() * sizeof(float));
+        if (!state.empty())
+            r->backend().copy_to_device(r->model().state_data(), state.data(), state.size() * sizeof(float));
         auto state = r->optimizer().state();
         for (size_t s = 0; s < slots.size(); ++s)
             r->backend().copy_to_device(state[s].data, slots[s].data(), slots[s].size() * sizeof(float));

@@ -1,8 +1,10 @@
-// Checkpointer: the training state of replica 0 (weights, optimizer slots,
-// epoch, step, seed, config digest, metrics) in safetensors files in the run
-// dir: epoch-NNN.safetensors every `every_epochs`, last.safetensors always,
+// Checkpointer: the training state of replica 0 (weights, non-trainable state
+// such as batch norm's moving statistics, optimizer slots, epoch, step, seed,
+// config digest, metrics) in safetensors files in the run dir:
+// epoch-NNN.safetensors every `every_epochs`, last.safetensors always,
 // best.safetensors when the monitored metric improves. Tensors are named
-// "<layer>/<param>" and "optimizer/<slot>/<layer>/<param>".
+// "<layer>/<param>" (state too: "batch_norm/moving_mean") and
+// "optimizer/<slot>/<layer>/<param>".
 #pragma once
 
 #include <map>
@@ -66,7 +68,7 @@ private:
 // Bytes of a checkpoint of this replica (weights and optimizer slots, plus header room).
 size_t checkpoint_bytes(Replica& replica0);
 
-// Loads the weights (and, when `with_optimizer`, the optimizer state) of the
+// Loads the weights and state (and, when `with_optimizer`, the optimizer state) of the
 // file into every replica, checking each tensor's name, dtype and shape; returns
 // the training state from its metadata. DataError names the file and tensor.
 TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Replica>>& replicas,

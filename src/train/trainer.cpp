@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "data/loader.hpp"
 #include "optim/schedule.hpp"
+#include "train/cross_replica_comm.hpp"
 #include "train/evaluator.hpp"
 #include "train/interrupt.hpp"
 #include "train/parallel.hpp"
@@ -37,11 +38,14 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
     const double earlier[3] = {state_.partial_loss_sum, state_.partial_correct, state_.partial_samples};
     r.reset_stats();
     int64_t samples = 0;
+    CrossReplicaComm cross(r.comm());  // for layers that reduce across replicas (sync batch norm)
+    const bool replicated = r.comm().size() > 1;
     for (int64_t step = start_step; step < steps_per_epoch_; ++step) {
         auto batch = loader.get(step);
         const int64_t begin = batch->shard_begin[r.rank()], end = batch->shard_begin[r.rank() + 1];
         r.load_shard(batch->inputs.data(), batch->labels.data(), begin, end);
-        nn::RunContext ctx{r.backend(), true, cfg_.training.seed, epoch, step, begin};
+        nn::RunContext ctx{r.backend(), true, cfg_.training.seed, epoch, step, begin,
+                           replicated ? &cross : nullptr};
         r.model().forward_backward(ctx, r.inputs(), r.labels(), static_cast<int>(end - begin),
                                    1.0f / static_cast<float>(batch->size), r.stats());
         // Every replica joins every all-reduce, even with an empty shard.
@@ -54,6 +58,14 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
         } else {
             r.optimizer().step(r.model().param_data(), r.model().grad_data(), schedule.learning_rate(global_step),
                                global_step + 1);
+        }
+        // Non-trainable state (batch norm's moving statistics) follows each
+        // replica's own batches; average it so every replica holds the same
+        // state, as the checkpoint (replica 0's) and evaluation assume.
+        if (replicated && r.model().state_count() > 0) {
+            r.comm().allreduce_sum(r.model().state_data(), r.model().state_count());
+            r.backend().scale(r.model().state_data(), r.model().state_count(),
+                              1.0f / static_cast<float>(r.comm().size()));
         }
         samples += batch->size;
         if ((step + 1) % report_every_ == 0 || step + 1 == steps_per_epoch_) {

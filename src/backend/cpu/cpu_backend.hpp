@@ -39,6 +39,32 @@ public:
                              float* grad, float* stats) override;
     void mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float grad_scale,
                             float* grad, float* stats) override;
+
+    // Convolution via im2col + GEMM (cpu_conv.cpp), pooling (cpu_pool.cpp),
+    // batch normalization (cpu_batch_norm.cpp).
+    size_t conv2d_workspace_bytes(const Conv2dGeometry& g) override;
+    void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, float* y, void* workspace,
+                        size_t workspace_bytes) override;
+    void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx, void* workspace,
+                              size_t workspace_bytes) override;
+    void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw, void* workspace,
+                                size_t workspace_bytes) override;
+    void pool2d_forward(const Pool2dGeometry& g, const float* x, float* y) override;
+    void pool2d_backward(const Pool2dGeometry& g, const float* x, const float* y, const float* dy,
+                         float* dx) override;
+
+    void batch_norm_sums(const float* x, int rows, int channels, float* sums) override;
+    void batch_norm_finalize(const float* sums, float count, int channels, float eps, float momentum,
+                             float* mean_invstd, float* moving_mean, float* moving_var) override;
+    void batch_norm_apply(const float* x, const float* mean_invstd, const float* gamma, const float* beta, float* y,
+                          int rows, int channels) override;
+    void batch_norm_inference(const float* x, const float* moving_mean, const float* moving_var, float eps,
+                              const float* gamma, const float* beta, float* y, int rows, int channels) override;
+    void batch_norm_backward_sums(const float* x, const float* dy, const float* mean_invstd, int rows, int channels,
+                                  float* sums) override;
+    void batch_norm_backward_data(const float* x, const float* dy, const float* mean_invstd, const float* gamma,
+                                  const float* sums, float count, float* dx, int rows, int channels) override;
+
     void adam_step(float* params, const float* grads, float* m, float* v, size_t n,
                    const math::AdamParams& a) override;
     void sgd_step(float* params, const float* grads, float* velocity, size_t n, const math::SgdParams& s) override;

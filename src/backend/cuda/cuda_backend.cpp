@@ -4,7 +4,10 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include "backend/cuda/batch_norm_kernels.hpp"
 #include "backend/cuda/cuda_check.hpp"
+#include "backend/cuda/cudnn_convolution.hpp"
+#include "backend/cuda/image_kernels.hpp"
 #include "backend/cuda/kernels.hpp"
 
 namespace gputrain {
@@ -14,6 +17,11 @@ namespace {
 // cuBLAS' recommended workspace on Hopper. Given up front so that a GEMM
 // never allocates (cuBLAS would otherwise take it from its own pool).
 constexpr size_t kCublasWorkspaceBytes = 32u << 20;
+
+// Batch-norm reductions split the rows into chunks and keep each chunk's
+// 2 * channels sums here (1 MiB: 512 chunks of 256 channels; wider layers use
+// fewer chunks, which their many columns make up for).
+constexpr size_t kBatchNormScratchFloats = size_t{256} << 10;
 
 std::string format_bytes(size_t bytes) {
     static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -62,6 +70,12 @@ CudaBackend::CudaBackend(int device) : device_(device), pool_(device) {
         CUBLAS_CHECK(device_, cublasSetWorkspace(handle, cublas_workspace_, kCublasWorkspaceBytes));
         // Plain FP32 (no TF32) so that GEMMs agree with the CPU backend to ~1e-6.
         CUBLAS_CHECK(device_, cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
+        convolution_ = std::make_unique<CudnnConvolution>(device_, stream);
+        // Fixed, like the cuBLAS workspace: outside the pool, whose figures
+        // count what the replica itself allocates.
+        void* scratch = nullptr;
+        CUDA_CHECK(device_, cudaMalloc(&scratch, kBatchNormScratchFloats * sizeof(float)));
+        batch_norm_scratch_ = static_cast<float*>(scratch);
         CUDA_CHECK(device_, cudaMalloc(reinterpret_cast<void**>(&nonfinite_count_), sizeof(int)));
     } catch (...) {
         destroy();
@@ -75,7 +89,10 @@ void CudaBackend::destroy() noexcept {
     // Nothing here may throw; a lost context makes every call fail, which is fine.
     (void)cudaSetDevice(device_);
     if (stream_) (void)cudaStreamSynchronize(stream_);
+    convolution_.reset();
     pool_.free_all();
+    if (batch_norm_scratch_) (void)cudaFree(batch_norm_scratch_);
+    batch_norm_scratch_ = nullptr;
     if (cublas_) (void)cublasDestroy(cublas_);
     if (cublas_workspace_) (void)cudaFree(cublas_workspace_);
     if (nonfinite_count_) (void)cudaFree(nonfinite_count_);
@@ -264,6 +281,88 @@ void CudaBackend::mean_squared_error(const float* y, const int32_t* labels, int 
     activate();
     CUDA_CHECK(device_, cuda_kernels::mean_squared_error(stream_, y, labels, rows, cols, grad_scale, grad, stats));
 }
+
+// ---- convolution and pooling ----
+
+size_t CudaBackend::conv2d_workspace_bytes(const Conv2dGeometry& g) {
+    activate();
+    return convolution_->workspace_bytes(g);
+}
+
+void CudaBackend::conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, float* y, void* workspace,
+                                 size_t workspace_bytes) {
+    activate();
+    convolution_->forward(g, x, w, y, workspace, workspace_bytes);
+}
+
+void CudaBackend::conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
+                                       void* workspace, size_t workspace_bytes) {
+    activate();
+    convolution_->backward_data(g, dy, w, dx, workspace, workspace_bytes);
+}
+
+void CudaBackend::conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw,
+                                         void* workspace, size_t workspace_bytes) {
+    activate();
+    convolution_->backward_filter(g, x, dy, dw, workspace, workspace_bytes);
+}
+
+void CudaBackend::pool2d_forward(const Pool2dGeometry& g, const float* x, float* y) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::pool2d_forward(stream_, g, x, y));
+}
+
+void CudaBackend::pool2d_backward(const Pool2dGeometry& g, const float* x, const float* /*y*/, const float* dy,
+                                  float* dx) {
+    activate();
+    // The first maximum is found again from x (as the CPU does), not by comparing with y.
+    CUDA_CHECK(device_, cuda_kernels::pool2d_backward(stream_, g, x, dy, dx));
+}
+
+// ---- batch normalization ----
+
+void CudaBackend::batch_norm_sums(const float* x, int rows, int channels, float* sums) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::batch_norm_sums(stream_, x, rows, channels, sums, batch_norm_scratch_,
+                                                      kBatchNormScratchFloats));
+}
+
+void CudaBackend::batch_norm_finalize(const float* sums, float count, int channels, float eps, float momentum,
+                                      float* mean_invstd, float* moving_mean, float* moving_var) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::batch_norm_finalize(stream_, sums, count, channels, eps, momentum, mean_invstd,
+                                                          moving_mean, moving_var));
+}
+
+void CudaBackend::batch_norm_apply(const float* x, const float* mean_invstd, const float* gamma, const float* beta,
+                                   float* y, int rows, int channels) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::batch_norm_apply(stream_, x, mean_invstd, gamma, beta, y, rows, channels));
+}
+
+void CudaBackend::batch_norm_inference(const float* x, const float* moving_mean, const float* moving_var, float eps,
+                                       const float* gamma, const float* beta, float* y, int rows, int channels) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::batch_norm_inference(stream_, x, moving_mean, moving_var, eps, gamma, beta, y,
+                                                           rows, channels));
+}
+
+void CudaBackend::batch_norm_backward_sums(const float* x, const float* dy, const float* mean_invstd, int rows,
+                                           int channels, float* sums) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::batch_norm_backward_sums(stream_, x, dy, mean_invstd, rows, channels, sums,
+                                                               batch_norm_scratch_, kBatchNormScratchFloats));
+}
+
+void CudaBackend::batch_norm_backward_data(const float* x, const float* dy, const float* mean_invstd,
+                                           const float* gamma, const float* sums, float count, float* dx, int rows,
+                                           int channels) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::batch_norm_backward_data(stream_, x, dy, mean_invstd, gamma, sums, count, dx,
+                                                               rows, channels));
+}
+
+// ---- optimizers ----
 
 void CudaBackend::adam_step(float* params, const float* grads, float* m, float* v, size_t n,
                             const math::AdamParams& a) {

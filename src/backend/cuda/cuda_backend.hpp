@@ -1,6 +1,7 @@
 // CudaBackend: the Backend on one GPU. It owns a non-blocking stream, a cuBLAS
-// handle bound to it and a caching allocator; every copy, GEMM and kernel runs
-// on that stream, in call order. Host code can include this header without the
+// handle and a cuDNN handle (convolutions) bound to it and a caching
+// allocator; every copy, GEMM, convolution and kernel runs on that stream, in
+// call order. Host code can include this header without the
 // CUDA headers.
 //
 // Threads: a backend may be built on one thread and used on another (each call
@@ -21,10 +22,13 @@ struct cublasContext;
 
 namespace gputrain {
 
+class CudnnConvolution;  // cudnn_convolution.hpp
+
 class CudaBackend : public Backend {
 public:
     // Makes `device` current, creates the stream, the cuBLAS handle and its
-    // workspace. Throws Error when there is no such GPU.
+    // workspace, the cuDNN handle and the batch-norm scratch. Throws Error
+    // when there is no such GPU.
     explicit CudaBackend(int device);
     ~CudaBackend() override;
     CudaBackend(const CudaBackend&) = delete;
@@ -70,6 +74,32 @@ public:
                              float* grad, float* stats) override;
     void mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float grad_scale,
                             float* grad, float* stats) override;
+
+    // Convolutions through cuDNN (cudnn_convolution.hpp); pooling and batch
+    // norm are our own kernels (image_kernels.cu, batch_norm_kernels.cu).
+    size_t conv2d_workspace_bytes(const Conv2dGeometry& g) override;
+    void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, float* y, void* workspace,
+                        size_t workspace_bytes) override;
+    void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx, void* workspace,
+                              size_t workspace_bytes) override;
+    void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw, void* workspace,
+                                size_t workspace_bytes) override;
+    void pool2d_forward(const Pool2dGeometry& g, const float* x, float* y) override;
+    void pool2d_backward(const Pool2dGeometry& g, const float* x, const float* y, const float* dy,
+                         float* dx) override;
+
+    void batch_norm_sums(const float* x, int rows, int channels, float* sums) override;
+    void batch_norm_finalize(const float* sums, float count, int channels, float eps, float momentum,
+                             float* mean_invstd, float* moving_mean, float* moving_var) override;
+    void batch_norm_apply(const float* x, const float* mean_invstd, const float* gamma, const float* beta, float* y,
+                          int rows, int channels) override;
+    void batch_norm_inference(const float* x, const float* moving_mean, const float* moving_var, float eps,
+                              const float* gamma, const float* beta, float* y, int rows, int channels) override;
+    void batch_norm_backward_sums(const float* x, const float* dy, const float* mean_invstd, int rows, int channels,
+                                  float* sums) override;
+    void batch_norm_backward_data(const float* x, const float* dy, const float* mean_invstd, const float* gamma,
+                                  const float* sums, float count, float* dx, int rows, int channels) override;
+
     void adam_step(float* params, const float* grads, float* m, float* v, size_t n,
                    const math::AdamParams& a) override;
     void sgd_step(float* params, const float* grads, float* velocity, size_t n, const math::SgdParams& s) override;
@@ -85,6 +115,9 @@ private:
     void* cublas_workspace_ = nullptr;
     int* nonfinite_count_ = nullptr;  // device counter for all_finite, allocated with the backend
     DevicePool pool_;
+    std::unique_ptr<CudnnConvolution> convolution_;
+    // Per-chunk column sums of the batch-norm reductions (see batch_norm_kernels.hpp).
+    float* batch_norm_scratch_ = nullptr;
 };
 
 std::unique_ptr<Backend> make_cuda_backend(int device);

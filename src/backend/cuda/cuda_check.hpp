@@ -1,4 +1,4 @@
-// Checks for CUDA runtime and cuBLAS calls: a failure throws gputrain::Error
+// Checks for CUDA runtime, cuBLAS and cuDNN calls: a failure throws gputrain::Error
 // naming the GPU, the call and the library's own text, e.g.
 //   cuda:0: cudaMemcpyAsync(...) failed: an illegal memory access was encountered
 // Only host code of backend/cuda (and its tests) includes this header.
@@ -6,6 +6,7 @@
 
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
+#include <cudnn.h>
 
 #include <string>
 #include <string_view>
@@ -40,6 +41,11 @@ inline std::string call_name(std::string_view call_text) {
                 " failed: " + cublasGetStatusString(status));
 }
 
+[[noreturn]] inline void throw_cudnn_error(int device, std::string_view call_text, cudnnStatus_t status) {
+    throw Error("cuda:" + std::to_string(device) + ": " + call_name(call_text) +
+                " failed: " + cudnnGetErrorString(status));
+}
+
 }  // namespace gputrain::cuda_detail
 
 // CUDA_CHECK(device, call): `device` is the GPU ordinal the message names.
@@ -55,4 +61,11 @@ inline std::string call_name(std::string_view call_text) {
         const cublasStatus_t gputrain_cublas_status_ = (call);                                    \
         if (gputrain_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                     \
             ::gputrain::cuda_detail::throw_cublas_error((device), #call, gputrain_cublas_status_); \
+    } while (0)
+
+#define CUDNN_CHECK(device, call)                                                                 \
+    do {                                                                                          \
+        const cudnnStatus_t gputrain_cudnn_status_ = (call);                                      \
+        if (gputrain_cudnn_status_ != CUDNN_STATUS_SUCCESS)                                       \
+            ::gputrain::cuda_detail::throw_cudnn_error((device), #call, gputrain_cudnn_status_);  \
     } while (0)

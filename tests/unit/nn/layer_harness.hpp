@@ -1,5 +1,5 @@
-// A layer on the CPU backend with its own parameter, gradient and scratch
-// buffers, and a central finite-difference check of its backward pass against
+// A layer on the CPU backend with its own parameter, gradient, scratch and
+// workspace buffers, and a central finite-difference check of its backward pass against
 // the scalar objective L = sum(y * w) for fixed random weights w.
 #pragma once
 
@@ -23,6 +23,7 @@ struct LayerUnderTest {
     int rows;
     std::vector<std::vector<float>> params, grads;
     std::vector<float> scratch;
+    std::vector<unsigned char> workspace;
     CpuBackend backend;
 
     LayerUnderTest(std::unique_ptr<nn::Layer> l, Shape in, int rows_, uint64_t seed = 1)
@@ -41,8 +42,12 @@ struct LayerUnderTest {
             g.push_back(grads[i].data());
         }
         layer->bind(p, g);
-        scratch.assign(static_cast<size_t>(std::max<int64_t>(1, layer->scratch_per_sample() * rows)), 0.0f);
+        scratch.assign(static_cast<size_t>(std::max<int64_t>(
+                           1, layer->scratch_per_sample() * rows + layer->scratch_fixed())),
+                       0.0f);
         layer->set_scratch(scratch.data());
+        workspace.assign(std::max<size_t>(1, layer->workspace_bytes(backend, rows)), 0);
+        layer->set_workspace(workspace.data(), workspace.size());
     }
 
     size_t in_size() const { return static_cast<size_t>(rows * shape_elements(in_shape)); }

@@ -66,6 +66,19 @@ TEST_CASE("Model gradients through each loss match finite differences") {
     SECTION("linear outputs + mean squared error") {
         check_model_gradients(specs::mlp({6}, 4, 3, "relu", "linear"), "mean_squared_error");
     }
+    SECTION("a small CNN: reshape, conv2d (same, strided valid), pooling, dense") {
+        config::ModelConfig mc;
+        mc.input_shape = {30};
+        mc.layers = {specs::layer("reshape", {{"target_shape", "5,-1,1"}}),
+                     specs::layer("conv2d", {{"filters", "3"}, {"kernel_size", "3"}, {"padding", "same"},
+                                             {"activation", "tanh"}}),
+                     specs::layer("avg_pool2d", {{"pool_size", "2"}, {"strides", "1"}}),
+                     specs::layer("conv2d", {{"filters", "2"}, {"kernel_size", "2,3"}, {"strides", "2"}}),
+                     specs::layer("max_pool2d", {{"pool_size", "1,2"}, {"padding", "same"}}),
+                     specs::layer("flatten"),
+                     specs::layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
+        check_model_gradients(mc, "sparse_categorical_crossentropy");
+    }
 }
 
 TEST_CASE("The fused softmax gives the same loss as softmax then cross-entropy") {
@@ -140,7 +153,8 @@ TEST_CASE("Model configuration errors name the layer and what to do") {
     mc.layers = {specs::layer("dense", {{"units", "3"}}), specs::layer("desne", {{"units", "3"}})};
     REQUIRE(message_of(mc) ==
             "test.yaml:3:7: model.layers[1] (desne): type: unknown layer type 'desne' (did you mean 'dense'?); known "
-            "types: dense, dropout, flatten, gelu, relu, sigmoid, softmax, tanh");
+            "types: avg_pool2d, batch_norm, conv2d, dense, dropout, flatten, gelu, global_avg_pool2d, max_pool2d, "
+            "relu, reshape, sigmoid, softmax, tanh");
     mc.layers = {specs::layer("dense", {{"units", "-2"}})};
     REQUIRE(message_of(mc) == "test.yaml:3:15: model.layers[0] (dense): units: expected a positive integer, got '-2'");
     mc.layers = {specs::layer("dense", {{"units", "3"}, {"activaton", "relu"}})};

@@ -1,0 +1,34 @@
+// Shared by the image layers (conv2d, pooling): Keras' padding rules for one
+// spatial axis, and the check that a layer's input is an NHWC image.
+#pragma once
+
+#include <string>
+
+#include "core/shape.hpp"
+
+namespace gputrain::nn {
+
+enum class Padding { same, valid };
+
+// Output size and leading padding of one spatial axis.
+struct WindowAxis {
+    int64_t out = 0;
+    int64_t pad_before = 0;
+};
+
+// Keras semantics. same: out = ceil(in / stride), total padding
+// max((out - 1) * stride + dilation * (window - 1) + 1 - in, 0), the smaller
+// half before (the odd pixel goes after). valid: no padding,
+// out = (in - span) / stride + 1. Returns false when the window's span does not
+// fit in the (padded) input.
+bool window_axis(int64_t in, int64_t window, int64_t stride, int64_t dilation, Padding padding, WindowAxis& out);
+
+const char* padding_name(Padding padding);
+
+// Throws ConfigError unless `input` is (height, width, channels), with a hint
+// for the common case of flat or 2-D image data:
+// "layer 'conv2d' (conv2d): needs input (height, width, channels), got (784);
+//  add a reshape layer with target_shape [28, 28, 1]"
+void require_image_input(const std::string& layer, const std::string& type, const Shape& input);
+
+}  // namespace gputrain::nn

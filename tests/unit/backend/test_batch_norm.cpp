@@ -1,0 +1,191 @@
+// CpuBackend batch normalization: each call against a double reference, and
+// the backward calls against finite differences of a scalar loss through the
+// whole training-mode forward (sums -> finalize -> apply).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.hpp"
+
+using gputrain::CpuBackend;
+
+namespace {
+
+std::vector<float> random_vector(size_t n, std::mt19937& rng, float lo, float hi) {
+    std::uniform_real_distribution<float> d(lo, hi);
+    std::vector<float> v(n);
+    for (float& x : v) x = d(rng);
+    return v;
+}
+
+struct Stats {
+    std::vector<double> mean, var;  // biased variance
+};
+
+Stats reference_stats(const std::vector<float>& x, int rows, int channels) {
+    Stats s{std::vector<double>(channels, 0.0), std::vector<double>(channels, 0.0)};
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < channels; ++c) s.mean[c] += x[static_cast<size_t>(r) * channels + c];
+    for (int c = 0; c < channels; ++c) s.mean[c] /= rows;
+    for (int r = 0; r < rows; ++r)
+        for (int c = 0; c < channels; ++c) {
+            const double d = x[static_cast<size_t>(r) * channels + c] - s.mean[c];
+            s.var[c] += d * d;
+        }
+    for (int c = 0; c < channels; ++c) s.var[c] /= rows;
+    return s;
+}
+
+// The training-mode forward in double, written from the formula (two-pass variance).
+std::vector<double> reference_forward(const std::vector<double>& x, const std::vector<double>& gamma,
+                                      const std::vector<double>& beta, int rows, int channels, double eps) {
+    std::vector<double> y(x.size());
+    for (int c = 0; c < channels; ++c) {
+        double mean = 0.0, var = 0.0;
+        for (int r = 0; r < rows; ++r) mean += x[static_cast<size_t>(r) * channels + c];
+        mean /= rows;
+        for (int r = 0; r < rows; ++r) {
+            const double d = x[static_cast<size_t>(r) * channels + c] - mean;
+            var += d * d;
+        }
+        var /= rows;
+        for (int r = 0; r < rows; ++r) {
+            const size_t at = static_cast<size_t>(r) * channels + c;
+            y[at] = gamma[c] * (x[at] - mean) / std::sqrt(var + eps) + beta[c];
+        }
+    }
+    return y;
+}
+
+}  // namespace
+
+TEST_CASE("batch_norm_sums, finalize, apply and inference match the formulas") {
+    // 300 channels crosses the backend's 256-channel accumulation block.
+    const int channels = GENERATE(1, 5, 300);
+    const int rows = 37;
+    INFO("channels=" << channels);
+    std::mt19937 rng(7 + channels);
+    auto x = random_vector(static_cast<size_t>(rows) * channels, rng, -2.0f, 3.0f);
+    const auto gamma = random_vector(channels, rng, 0.5f, 1.5f);
+    const auto beta = random_vector(channels, rng, -0.5f, 0.5f);
+    const Stats ref = reference_stats(x, rows, channels);
+    const float eps = 1e-3f, momentum = 0.9f;
+    CpuBackend be;
+
+    std::vector<float> sums(2 * channels, -1.0f);
+    be.batch_norm_sums(x.data(), rows, channels, sums.data());
+    for (int c = 0; c < channels; ++c) {
+        double sum = 0.0, sum_sq = 0.0;
+        for (int r = 0; r < rows; ++r) {
+            const double v = x[static_cast<size_t>(r) * channels + c];
+            sum += v;
+            sum_sq += v * v;
+        }
+        REQUIRE(sums[c] == Approx(sum).epsilon(1e-6).margin(1e-5));
+        REQUIRE(sums[channels + c] == Approx(sum_sq).epsilon(1e-6));
+    }
+
+    std::vector<float> mean_invstd(2 * channels), moving_mean(channels), moving_var(channels);
+    for (int c = 0; c < channels; ++c) moving_mean[c] = 0.1f * c, moving_var[c] = 1.0f + 0.01f * c;
+    const auto old_mean = moving_mean, old_var = moving_var;
+    be.batch_norm_finalize(sums.data(), static_cast<float>(rows), channels, eps, momentum, mean_invstd.data(),
+                           moving_mean.data(), moving_var.data());
+    for (int c = 0; c < channels; ++c) {
+        INFO("channel " << c);
+        REQUIRE(mean_invstd[c] == Approx(ref.mean[c]).margin(1e-5));
+        REQUIRE(mean_invstd[channels + c] == Approx(1.0 / std::sqrt(ref.var[c] + eps)).epsilon(1e-5));
+        REQUIRE(moving_mean[c] == Approx(momentum * old_mean[c] + (1 - momentum) * ref.mean[c]).margin(1e-5));
+        const double unbiased = ref.var[c] * rows / (rows - 1);
+        REQUIRE(moving_var[c] == Approx(momentum * old_var[c] + (1 - momentum) * unbiased).epsilon(1e-5));
+    }
+    SECTION("without moving statistics only mean_invstd is written") {
+        std::vector<float> again(2 * channels);
+        be.batch_norm_finalize(sums.data(), static_cast<float>(rows), channels, eps, momentum, again.data(), nullptr,
+                               nullptr);
+        REQUIRE(again == mean_invstd);
+    }
+
+    std::vector<float> y(x.size());
+    be.batch_norm_apply(x.data(), mean_invstd.data(), gamma.data(), beta.data(), y.data(), rows, channels);
+    for (size_t i = 0; i < y.size(); ++i) {
+        const int c = static_cast<int>(i % channels);
+        const double expected = gamma[c] * (x[i] - ref.mean[c]) / std::sqrt(ref.var[c] + eps) + beta[c];
+        REQUIRE(y[i] == Approx(expected).margin(2e-5));
+    }
+
+    be.batch_norm_inference(x.data(), old_mean.data(), old_var.data(), eps, gamma.data(), beta.data(), y.data(), rows,
+                            channels);
+    for (size_t i = 0; i < y.size(); ++i) {
+        const int c = static_cast<int>(i % channels);
+        const double expected = gamma[c] * (x[i] - old_mean[c]) / std::sqrt(old_var[c] + eps) + beta[c];
+        REQUIRE(y[i] == Approx(expected).margin(2e-5));
+    }
+}
+
+TEST_CASE("batch_norm_finalize with a count of one row keeps the biased variance for the moving average") {
+    CpuBackend be;
+    const std::vector<float> sums = {3.0f, 9.0f};  // one row, x = 3: variance 0
+    std::vector<float> mean_invstd(2), moving_mean = {1.0f}, moving_var = {2.0f};
+    be.batch_norm_finalize(sums.data(), 1.0f, 1, 0.25f, 0.5f, mean_invstd.data(), moving_mean.data(),
+                           moving_var.data());
+    REQUIRE(mean_invstd[0] == 3.0f);
+    REQUIRE(mean_invstd[1] == Approx(2.0f));  // 1 / sqrt(0 + 0.25)
+    REQUIRE(moving_mean[0] == Approx(2.0f));
+    REQUIRE(std::isfinite(moving_var[0]));
+    REQUIRE(moving_var[0] == Approx(1.0f));
+}
+
+TEST_CASE("batch_norm backward matches finite differences of a loss through sums, finalize and apply") {
+    const int channels = GENERATE(1, 3);
+    const int rows = 13;
+    INFO("channels=" << channels);
+    std::mt19937 rng(31 + channels);
+    const auto x = random_vector(static_cast<size_t>(rows) * channels, rng, -1.0f, 2.0f);
+    const auto gamma = random_vector(channels, rng, 0.5f, 1.5f);
+    const auto beta = random_vector(channels, rng, -0.5f, 0.5f);
+    const auto r = random_vector(x.size(), rng, -1.0f, 1.0f);  // loss = sum(r * y): dy = r
+    const float eps = 1e-3f;
+    CpuBackend be;
+
+    std::vector<float> sums(2 * channels), mean_invstd(2 * channels), y(x.size());
+    be.batch_norm_sums(x.data(), rows, channels, sums.data());
+    be.batch_norm_finalize(sums.data(), static_cast<float>(rows), channels, eps, 0.0f, mean_invstd.data(), nullptr,
+                           nullptr);
+    be.batch_norm_apply(x.data(), mean_invstd.data(), gamma.data(), beta.data(), y.data(), rows, channels);
+    std::vector<float> grad_sums(2 * channels), dx(x.size());
+    be.batch_norm_backward_sums(x.data(), r.data(), mean_invstd.data(), rows, channels, grad_sums.data());
+    be.batch_norm_backward_data(x.data(), r.data(), mean_invstd.data(), gamma.data(), grad_sums.data(),
+                                static_cast<float>(rows), dx.data(), rows, channels);
+
+    std::vector<double> xd(x.begin(), x.end()), gd(gamma.begin(), gamma.end()), bd(beta.begin(), beta.end());
+    auto loss = [&]() {
+        const auto yd = reference_forward(xd, gd, bd, rows, channels, eps);
+        double l = 0.0;
+        for (size_t i = 0; i < yd.size(); ++i) l += r[i] * yd[i];
+        return l;
+    };
+    // The backend's forward is the same function as the reference.
+    const auto y_ref = reference_forward(xd, gd, bd, rows, channels, eps);
+    for (size_t i = 0; i < y.size(); ++i) REQUIRE(y[i] == Approx(y_ref[i]).margin(2e-5));
+
+    auto central_difference = [&](double& v) {
+        const double h = 1e-5, saved = v;
+        v = saved + h;
+        const double up = loss();
+        v = saved - h;
+        const double down = loss();
+        v = saved;
+        return (up - down) / (2 * h);
+    };
+    for (size_t i = 0; i < xd.size(); ++i) {
+        INFO("dx[" << i << "]");
+        REQUIRE(dx[i] == Approx(central_difference(xd[i])).margin(1e-4));
+    }
+    for (int c = 0; c < channels; ++c) {
+        INFO("channel " << c);
+        REQUIRE(grad_sums[c] == Approx(central_difference(bd[c])).margin(1e-4));             // dbeta
+        REQUIRE(grad_sums[channels + c] == Approx(central_difference(gd[c])).margin(1e-4));  // dgamma
+    }
+}

@@ -1,0 +1,114 @@
+// The exact texts of the image layers' configuration and shape errors.
+#include <catch2/catch.hpp>
+
+#include "backend/cpu/cpu_backend.hpp"
+#include "core/error.hpp"
+#include "model_specs.hpp"
+#include "nn/model.hpp"
+
+using namespace gputrain;
+using specs::layer;
+
+namespace {
+
+std::string message_of(Shape input, std::vector<config::LayerSpec> layers) {
+    CpuBackend be;
+    config::ModelConfig mc;
+    mc.input_shape = std::move(input);
+    mc.layers = std::move(layers);
+    config::LossConfig loss;
+    try {
+        nn::Model m(mc, loss, be, 1, 1);
+    } catch (const ConfigError& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+config::LayerSpec conv(std::map<std::string, std::string> extra = {}) {
+    std::map<std::string, std::string> p{{"filters", "4"}, {"kernel_size", "3"}};
+    for (auto& [k, v] : extra) p[k] = v;
+    return layer("conv2d", p);
+}
+
+}  // namespace
+
+TEST_CASE("Image layers fed the wrong shape name the layer, both shapes and the fix") {
+    REQUIRE(message_of({784}, {conv()}) ==
+            "layer 'conv2d' (conv2d): needs input (height, width, channels), got (784); add a reshape layer with "
+            "target_shape [28, 28, 1]");
+    REQUIRE(message_of({28, 28, 1}, {conv({{"filters", "3"}}), layer("flatten"), conv()}) ==
+            "layer 'conv2d_1' (conv2d): needs input (height, width, channels), got (2028); add a reshape layer "
+            "with target_shape [height, width, channels] before it");
+    REQUIRE(message_of({28, 28}, {layer("max_pool2d")}) ==
+            "layer 'max_pool2d' (max_pool2d): needs input (height, width, channels), got (28, 28); add a reshape "
+            "layer with target_shape [28, 28, 1], or give model.input_shape [28, 28, 1]");
+    REQUIRE(message_of({10}, {layer("global_avg_pool2d")}) ==
+            "layer 'global_avg_pool2d' (global_avg_pool2d): needs input (height, width, channels), got (10); add a "
+            "reshape layer with target_shape [height, width, channels] before it");
+    REQUIRE(message_of({4, 4, 1}, {conv({{"kernel_size", "5"}})}) ==
+            "layer 'conv2d' (conv2d): kernel 5x5 is larger than its input (4, 4, 1) with padding valid; use a "
+            "smaller kernel_size or padding: same");
+    REQUIRE(message_of({5, 5, 1}, {conv({{"dilation_rate", "3"}})}) ==
+            "layer 'conv2d' (conv2d): kernel 3x3 (dilation 3x3) is larger than its input (5, 5, 1) with padding "
+            "valid; use a smaller kernel_size or padding: same");
+    REQUIRE(message_of({4, 4, 1}, {conv({{"kernel_size", "5"}, {"padding", "same"}})}) == "no error");
+    REQUIRE(message_of({9, 9, 1}, {conv({{"strides", "2"}, {"dilation_rate", "2"}})}) ==
+            "layer 'conv2d' (conv2d): strides 2x2 with dilation_rate 2x2; Keras allows a stride above 1 or a "
+            "dilation above 1, not both");
+    REQUIRE(message_of({2, 3, 4}, {layer("avg_pool2d", {{"pool_size", "3"}})}) ==
+            "layer 'avg_pool2d' (avg_pool2d): pool_size 3x3 is larger than its input (2, 3, 4) with padding valid; "
+            "use a smaller pool_size or padding: same");
+    REQUIRE(message_of({784}, {layer("reshape", {{"target_shape", "28,28,2"}})}) ==
+            "layer 'reshape' (reshape): target_shape [28, 28, 2] has 1568 elements but input (784) has 784; the "
+            "sizes must multiply to the same count");
+    REQUIRE(message_of({784}, {layer("reshape", {{"target_shape", "-1,5"}})}) ==
+            "layer 'reshape' (reshape): target_shape [-1, 5] cannot hold the 784 elements of input (784): 784 is not "
+            "a multiple of 5");
+}
+
+TEST_CASE("Image layer parameters are checked key by key") {
+    REQUIRE(message_of({8, 8, 1}, {conv({{"kernel_size", "0"}})}) ==
+            "test.yaml:3:21: model.layers[0] (conv2d): kernel_size: expected a positive integer or a list of two "
+            "(e.g. [3, 3]), got '0'");
+    REQUIRE(message_of({8, 8, 1}, {conv({{"kernel_size", "3,3,3"}})}) ==
+            "test.yaml:3:21: model.layers[0] (conv2d): kernel_size: expected a positive integer or a list of two "
+            "(e.g. [3, 3]), got [3,3,3]");
+    REQUIRE(message_of({8, 8, 1}, {conv({{"strides", "1,-2"}})}) ==
+            "test.yaml:3:17: model.layers[0] (conv2d): strides: expected a positive integer or a list of two (e.g. "
+            "[3, 3]), got [1,-2]");
+    REQUIRE(message_of({8, 8, 1}, {layer("conv2d", {{"filters", "4"}})}) ==
+            "test.yaml:3:7: model.layers[0] (conv2d): kernel_size: missing; this layer needs it (e.g. kernel_size: 3 "
+            "or kernel_size: [3, 3])");
+    REQUIRE(message_of({8, 8, 1}, {conv({{"padding", "sam"}})}) ==
+            "test.yaml:3:17: model.layers[0] (conv2d): padding: expected same or valid, got 'sam' (did you mean "
+            "'same'?)");
+    REQUIRE(message_of({8, 8, 1}, {conv({{"activation", "rleu"}})}) ==
+            "test.yaml:3:20: model.layers[0] (conv2d): activation: unknown activation 'rleu' (did you mean 'relu'?); "
+            "known: linear, relu, sigmoid, tanh, softmax, gelu");
+    REQUIRE(message_of({8, 8, 1}, {conv({{"dilaton_rate", "2"}})}) ==
+            "test.yaml:3:22: model.layers[0] (conv2d): dilaton_rate: unknown parameter for conv2d (did you mean "
+            "'dilation_rate'?); it takes: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation");
+    REQUIRE(message_of({8, 8, 1}, {layer("max_pool2d", {{"pool_sise", "2"}})}) ==
+            "test.yaml:3:19: model.layers[0] (max_pool2d): pool_sise: unknown parameter for max_pool2d (did you mean "
+            "'pool_size'?); it takes: pool_size, strides, padding");
+    REQUIRE(message_of({4}, {layer("batch_norm", {{"momentum", "1"}})}) ==
+            "test.yaml:3:18: model.layers[0] (batch_norm): momentum: must be in [0.0, 1.0), got 1");
+    REQUIRE(message_of({4}, {layer("batch_norm", {{"epsilon", "0"}})}) ==
+            "test.yaml:3:17: model.layers[0] (batch_norm): epsilon: must be positive (e.g. epsilon: 0.001)");
+    REQUIRE(message_of({4}, {layer("batch_norm", {{"sync", "yes"}})}) ==
+            "test.yaml:3:14: model.layers[0] (batch_norm): sync: expected true or false, got 'yes'");
+    REQUIRE(message_of({4}, {layer("batch_norm", {{"synch", "true"}})}) ==
+            "test.yaml:3:15: model.layers[0] (batch_norm): synch: unknown parameter for batch_norm (did you mean "
+            "'sync'?); it takes: momentum, epsilon, center, scale, sync");
+    REQUIRE(message_of({784}, {layer("reshape", {{"target_shape", "-1,-1"}})}) ==
+            "test.yaml:3:22: model.layers[0] (reshape): target_shape: only one size may be -1");
+    REQUIRE(message_of({784}, {layer("reshape", {{"target_shape", "28,0"}})}) ==
+            "test.yaml:3:22: model.layers[0] (reshape): target_shape: sizes must be positive (one may be -1 to infer "
+            "it), got 0");
+    REQUIRE(message_of({784}, {layer("reshape", {{"target_shape", "28,x"}})}) ==
+            "test.yaml:3:22: model.layers[0] (reshape): target_shape: expected a list of integers, got [28,x]");
+    REQUIRE(message_of({784}, {layer("reshape")}) ==
+            "test.yaml:3:7: model.layers[0] (reshape): target_shape: missing; this layer needs it (e.g. target_shape: "
+            "[28, 28, 1])");
+}
