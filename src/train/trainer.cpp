@@ -39,20 +39,27 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, data::Loader& loader, const o
             double reduced[2];
             r.read_stats(reduced[0], reduced[1]);
             r.comm().allreduce_sum_host(reduced, 2);
-            if (r.rank() == 0) {
+            if (&r == replicas_[0].get()) {  // every worker keeps the global sums
                 epoch_sums[0] = reduced[0];
                 epoch_sums[1] = reduced[1];
                 epoch_sums[2] = static_cast<double>(samples);
-                progress_.update(step + 1, {{"loss", reduced[0] / samples}, {"accuracy", reduced[1] / samples}});
             }
+            if (r.rank() == 0)
+                progress_.update(step + 1, {{"loss", reduced[0] / samples}, {"accuracy", reduced[1] / samples}});
         }
     }
 }
 
 FitResult Trainer::fit() {
     FitResult result;
-    const int replicas = static_cast<int>(replicas_.size());
-    data::Loader loader(data_.train, cfg_.training.batch_size, replicas, cfg_.training.shuffle, cfg_.training.seed);
+    // Every worker gathers the same seeded global batches; its replicas take
+    // the shards of their global ranks.
+    const int local_replicas = static_cast<int>(replicas_.size());
+    const int global_replicas = replicas_[0]->comm().size();
+    data::Loader loader(data_.train, cfg_.training.batch_size, global_replicas, cfg_.training.shuffle,
+                        cfg_.training.seed, /*prefetch_depth=*/4, local_replicas);
+    // Only the worker holding global rank 0 writes files and logs.
+    const bool writer = replicas_[0]->rank() == 0;
     steps_per_epoch_ = loader.steps_per_epoch();
     report_every_ = std::max<int64_t>(1, steps_per_epoch_ / 100);
 
@@ -62,11 +69,12 @@ FitResult Trainer::fit() {
     if (!options_.resume_from.empty()) {
         std::string warning;
         state_ = restore(options_.resume_from, replicas_, cfg_, /*with_optimizer=*/true, &warning);
-        if (!warning.empty()) std::fprintf(options_.out, "warning: %s\n", warning.c_str());
-        std::fprintf(options_.out, "Resuming from %s after epoch %lld (step %lld)\n", options_.resume_from.c_str(),
-                     (long long)state_.epochs_done, (long long)state_.global_step);
+        if (writer && !warning.empty()) std::fprintf(options_.out, "warning: %s\n", warning.c_str());
+        if (writer)
+            std::fprintf(options_.out, "Resuming from %s after epoch %lld (step %lld)\n", options_.resume_from.c_str(),
+                         (long long)state_.epochs_done, (long long)state_.global_step);
     }
-    MetricsFile metrics(cfg_.logging.metrics_file.empty()
+    MetricsFile metrics(cfg_.logging.metrics_file.empty() || !writer
                             ? std::string()
                             : (std::filesystem::path(options_.run_dir) / cfg_.logging.metrics_file).string(),
                         /*append=*/!options_.resume_from.empty());
@@ -111,8 +119,10 @@ FitResult Trainer::fit() {
             state_.best_value = value;
         }
         metrics.write(rec);
-        auto written = checkpointer.save_epoch(*replicas_[0], state_, rec, is_best);
-        result.checkpoints.insert(result.checkpoints.end(), written.begin(), written.end());
+        if (writer) {
+            auto written = checkpointer.save_epoch(*replicas_[0], state_, rec, is_best);
+            result.checkpoints.insert(result.checkpoints.end(), written.begin(), written.end());
+        }
         result.history.push_back(rec);
     }
     result.epochs_done = state_.epochs_done;

@@ -4,6 +4,8 @@
 // batch, so the sum is the global-batch mean whatever the split), and every
 // replica applies the identical optimizer step. Between epochs, on the calling
 // thread: validation, the log line, metrics.csv and checkpoints from replica 0.
+// In a multi-worker run every worker runs this loop on its replicas; only the
+// worker holding global rank 0 prints, writes metrics.csv and checkpoints.
 #pragma once
 
 #include <cstdio>
