@@ -109,8 +109,7 @@ private:
             if (now > deadline)
                 throw Error("worker " + std::to_string(rank_) + " got no answer from the other workers for " +
                             std::to_string(static_cast<long long>(timeout_seconds_)) + " s in " + what +
-                            " (strategy.timeout_seconds): a worker died, hangs or cannot be reached; its log "
-                            "says which");
+                            " (strategy.timeout_seconds): another worker died, hangs or cannot be reached");
             // MPI progresses the collective inside MPI_Test: poll tightly at
             // first (a step's all-reduce is short), then back off.
             if (now - start < std::chrono::milliseconds(2))

@@ -107,7 +107,7 @@ TEST_CASE("Workers with different replica counts are refused with a message nami
                          "the same number (same strategy.replicas, same GPU count per worker)");
 }
 
-TEST_CASE("Aborting one replica releases the replicas of its worker and the worker's process collective") {
+TEST_CASE("Aborting one replica releases the replicas of its worker and the process collective") {
     std::vector<std::string> errors(4);
     run_workers(2, 2, [&](int p, int l, dist::Communicator& comm) {
         const int g = p * 2 + l;
@@ -122,10 +122,12 @@ TEST_CASE("Aborting one replica releases the replicas of its worker and the work
             errors[g] = "finished";
         } catch (const Error& e) {
             errors[g] = e.what();
+            comm.abort();  // as train::run_on_replicas does for a failed replica
         }
     });
-    // Worker 1's replica 2 waits in the local sum; worker 0's replicas wait for
-    // worker 1 in the process collective (which the fake shares, as a job abort would end it).
+    // Worker 1's other replica waits in the local sum; worker 0's first replica
+    // waits for worker 1 in the process collective (the fake shares its abort, as
+    // MPI_Abort would end it), and then releases worker 0's second replica.
     REQUIRE(errors[0] == "stopped because another replica failed");
     REQUIRE(errors[1] == "stopped because another replica failed");
     REQUIRE(errors[2] == "stopped because another replica failed");
