@@ -32,12 +32,10 @@ std::string gpu_unavailable_reason(const device::Discovery& found) {
 }  // namespace
 
 std::vector<int> gpus_for_local_process(const std::vector<int>& gpus, int local_rank, int local_size) {
-    if (local_size <= 1) return gpus;
     const int n = static_cast<int>(gpus.size());
-    if (n < local_size)
-        throw ConfigError("strategy.devices: " + std::to_string(local_size) + " workers on this machine share " +
-                          std::to_string(n) + " GPU" + (n == 1 ? "" : "s") +
-                          "; start at most one worker per GPU (mpirun -np / srun --ntasks-per-node)");
+    // Fewer visible GPUs than workers: the launcher gave each worker its own
+    // (srun --gpus-per-task, a per-rank CUDA_VISIBLE_DEVICES), so use them all.
+    if (local_size <= 1 || n < local_size) return gpus;
     const size_t begin = static_cast<size_t>(n) * local_rank / local_size;
     const size_t end = static_cast<size_t>(n) * (local_rank + 1) / local_size;
     return std::vector<int>(gpus.begin() + static_cast<std::ptrdiff_t>(begin), gpus.begin() + static_cast<std::ptrdiff_t>(end));

@@ -24,8 +24,8 @@ struct StrategyChoice {
 
 // The GPUs of `gpus` that the process with local rank `local_rank` of
 // `local_size` processes on this machine drives: an even, contiguous split,
-// so `mpirun -np 8` on an 8-GPU machine gives each process one GPU. Throws
-// ConfigError when there are fewer GPUs than processes.
+// so `mpirun -np 8` on an 8-GPU machine gives each process one GPU. With fewer
+// visible GPUs than processes the launcher has pinned them: all are used.
 std::vector<int> gpus_for_local_process(const std::vector<int>& gpus, int local_rank, int local_size);
 
 class Strategy {
