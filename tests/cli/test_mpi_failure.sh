@@ -12,7 +12,7 @@ require_mpi
 cfg=$TMP/synthetic.yaml
 write_synthetic_config "$cfg"
 timeout_s=4
-long=(--set strategy.type=multi_worker_mirrored --set strategy.timeout_seconds=$timeout_s --device cpu
+long=(--set strategy.type=multi_worker_mirrored --set "strategy.timeout_seconds=$timeout_s" --device cpu
       --replicas 1 --set training.epochs=100000 --set data.synthetic.samples=2000)
 
 # The pid of the gputrain worker with rank $2 whose command line names run dir $1.
@@ -42,7 +42,7 @@ start_long_run() {
         { cat "$TMP/out" "$TMP/err" >&2; kill -9 "$MPI_PID"; fail "no epoch finished within 30 s"; }
     RANK0=$(worker_pid "$1" 0)
     RANK1=$(worker_pid "$1" 1)
-    [ -n "$RANK0" ] && [ -n "$RANK1" ] || { kill -9 "$MPI_PID"; fail "cannot find the workers of mpirun $MPI_PID"; }
+    if [ -z "$RANK0" ] || [ -z "$RANK1" ]; then kill -9 "$MPI_PID"; fail "cannot find the workers of mpirun $MPI_PID"; fi
     echo "workers: rank 0 pid $RANK0, rank 1 pid $RANK1"
 }
 
