@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/run_setup.hpp"
+#include "cli/workers.hpp"
 #include "core/error.hpp"
 #include "data/dataset.hpp"
 #include "device/devices.hpp"
@@ -47,10 +48,12 @@ std::string resume_command(const FitArgs& args) {
     return cmd + " --resume";
 }
 
-int run_fit(FitArgs& args) {
-    const auto start = std::chrono::steady_clock::now();
-    config::RunConfig cfg = load_config(args.common);
-    apply_log_level(cfg, args.quiet);
+// One worker's training (the only one without an MPI launcher). Only the
+// worker holding global rank 0 prints the summary and writes the run dir.
+int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world,
+                 std::chrono::steady_clock::time_point start) {
+    const bool lead = !world || world->rank() == 0;
+    const bool quiet = args.quiet || !lead;
 
     std::string resume_from;
     if (args.resume->count() > 0) {
@@ -62,7 +65,7 @@ int run_fit(FitArgs& args) {
     }
 
     const device::Discovery found = device::discover();
-    const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas});
+    const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas, world});
     if (!strategy.fallback_note().empty()) spdlog::info("{}", strategy.fallback_note());
 
     const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::train);
@@ -73,17 +76,19 @@ int run_fit(FitArgs& args) {
     auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size);
     check_classes("training", data.train.num_classes, replicas[0]->model().classes());
     spdlog::info("{}", strategy.describe(cfg.training.batch_size));
-    if (!args.quiet) std::printf("%s", replicas[0]->model().summary().c_str());
+    if (!quiet) std::printf("%s", replicas[0]->model().summary().c_str());
 
-    std::error_code ec;
-    fs::create_directories(cfg.run_dir, ec);
-    if (ec) throw Error("cannot create run dir '" + cfg.run_dir + "': " + ec.message());
-    write_resolved_config(cfg);
+    if (lead) {
+        std::error_code ec;
+        fs::create_directories(cfg.run_dir, ec);
+        if (ec) throw Error("cannot create run dir '" + cfg.run_dir + "': " + ec.message());
+        write_resolved_config(cfg);
+    }
 
     train::FitOptions options;
     options.run_dir = cfg.checkpoint.dir;
     options.resume_from = resume_from;
-    options.progress = train::progress_mode(cfg.logging.progress, stdout, args.quiet);
+    options.progress = train::progress_mode(cfg.logging.progress, stdout, quiet);
     options.resume_command = resume_command(args);
     train::Trainer trainer(cfg, replicas, data, options);
     train::install_interrupt_handlers();
@@ -96,6 +101,16 @@ int run_fit(FitArgs& args) {
     else
         spdlog::info("Done: {} epoch{} in {:.1f}s; checkpoints in {}", result.epochs_done, result.epochs_done == 1 ? "" : "s", seconds, cfg.checkpoint.dir);
     return 0;
+}
+
+int run_fit(FitArgs& args) {
+    const auto start = std::chrono::steady_clock::now();
+    config::RunConfig cfg = load_config(args.common);
+    apply_log_level(cfg, args.quiet);
+    // MPI_Finalize (the world's destructor) runs only after training returned
+    // normally; a failing worker ends the job in run_as_worker instead.
+    std::unique_ptr<dist::World> world = join_workers(cfg);
+    return run_as_worker(world.get(), [&] { return train_worker(args, cfg, world.get(), start); });
 }
 
 }  // namespace

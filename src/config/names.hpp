@@ -21,7 +21,7 @@ inline const NameSet kMetricNames{"metric", "metrics", {"accuracy", "loss"}};
 inline const NameSet kScheduleTypes{"schedule", "schedules",
     {"constant", "step_decay", "exponential_decay", "cosine"}};
 inline const NameSet kDataFormats{"data format", "data formats", {"idx", "csv", "synthetic"}};
-inline const NameSet kStrategyTypes{"strategy", "strategies", {"one_device", "mirrored"}};
+inline const NameSet kStrategyTypes{"strategy", "strategies", {"one_device", "mirrored", "multi_worker_mirrored"}};
 inline const NameSet kCommunicators{"communicator", "communicators", {"auto", "nccl", "device"}};
 inline const NameSet kMonitorNames{"monitored metric", "monitored metrics",
     {"loss", "accuracy", "val_loss", "val_accuracy"}};

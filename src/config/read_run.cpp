@@ -110,13 +110,15 @@ std::string read_devices(const ValueRef& v) {
 }  // namespace
 
 StrategyConfig read_strategy(const Section& top) {
-    const Section s = top.child("strategy", {"type", "devices", "replicas", "communicator", "replicas_per_gpu"});
+    const Section s = top.child("strategy", {"type", "devices", "replicas", "communicator", "replicas_per_gpu",
+                                                 "timeout_seconds"});
     StrategyConfig out;
     out.type = s.choice("type", out.type, kStrategyTypes);
     if (s.has("devices")) out.devices = read_devices(s.value("devices"));
     out.replicas = s.count("replicas", out.replicas);
     out.communicator = s.choice("communicator", out.communicator, kCommunicators);
     out.replicas_per_gpu = s.positive_int("replicas_per_gpu", out.replicas_per_gpu);
+    out.timeout_seconds = s.positive_int("timeout_seconds", out.timeout_seconds);
     return out;
 }
 

@@ -135,6 +135,7 @@ private:
         key("replicas") << s.replicas;
         key("communicator") << s.communicator;
         key("replicas_per_gpu") << s.replicas_per_gpu;
+        key("timeout_seconds") << s.timeout_seconds;
         out_ << YAML::EndMap;
     }
 

@@ -79,11 +79,12 @@ struct TrainingConfig {
 };
 
 struct StrategyConfig {
-    std::string type = "mirrored";   // one_device | mirrored
+    std::string type = "mirrored";   // one_device | mirrored | multi_worker_mirrored (processes under mpirun/srun)
     std::string devices = "all";     // "all" | "cpu" | comma-separated GPU ids "0,1"
     int64_t replicas = 0;            // CPU replicas (threads); 0 = 1
     std::string communicator = "auto";  // GPU replicas: auto | nccl | device (auto: nccl, or device when replicas share a GPU)
     int64_t replicas_per_gpu = 1;    // GPU replicas placed on each GPU (more than 1 needs the device communicator)
+    int64_t timeout_seconds = 300;   // multi_worker_mirrored: a collective without an answer for this long is an error
 };
 
 struct CheckpointConfig {

@@ -55,10 +55,11 @@ std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t
 }
 
 Loader::Loader(const Dataset& dataset, int64_t global_batch, int replicas, bool shuffle, uint64_t seed,
-               int prefetch_depth)
+               int prefetch_depth, int consumers)
     : dataset_(dataset),
       global_batch_(global_batch),
       replicas_(replicas),
+      consumers_(consumers > 0 ? consumers : replicas),
       shuffle_(shuffle),
       seed_(seed),
       prefetch_depth_(std::max(1, prefetch_depth)) {
@@ -99,22 +100,22 @@ std::shared_ptr<const Batch> Loader::get(int64_t step) {
     }
     if (step < released_below_) {
         throw Error("Loader::get: step " + std::to_string(step) + " was already taken by all " +
-                    std::to_string(replicas_) + " replicas");
+                    std::to_string(consumers_) + " replicas");
     }
     changed_.wait(lock, [&] { return stopping_ || ready_.count(step) > 0; });
     if (stopping_) throw Error("Loader::get: the loader was stopped while waiting for step " + std::to_string(step));
 
     Slot& slot = ready_[step];
-    if (slot.taken >= replicas_) {
+    if (slot.taken >= consumers_) {
         throw Error("Loader::get: step " + std::to_string(step) + " requested more than " +
-                    std::to_string(replicas_) + " times");
+                    std::to_string(consumers_) + " times");
     }
     std::shared_ptr<const Batch> batch = slot.batch;
     ++slot.taken;
     // Release from the front: consumers take steps in order, so a step is fully
     // taken only after every earlier one, but a straggler must not be skipped.
     bool released = false;
-    while (!ready_.empty() && ready_.begin()->first == released_below_ && ready_.begin()->second.taken == replicas_) {
+    while (!ready_.empty() && ready_.begin()->first == released_below_ && ready_.begin()->second.taken == consumers_) {
         ready_.erase(ready_.begin());
         ++released_below_;
         released = true;

@@ -33,8 +33,11 @@ std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t
 class Loader {
 public:
     // `dataset` must outlive the loader. prefetch_depth = batches gathered ahead.
+    // `replicas` is the number of shards of a batch (all replicas of all
+    // workers); `consumers` the replicas of this process that call get() per
+    // step (0 = replicas: a single-process run).
     Loader(const Dataset& dataset, int64_t global_batch, int replicas, bool shuffle, uint64_t seed,
-           int prefetch_depth = 4);
+           int prefetch_depth = 4, int consumers = 0);
     ~Loader();
     Loader(const Loader&) = delete;
     Loader& operator=(const Loader&) = delete;
@@ -46,7 +49,7 @@ public:
     void start_epoch(int64_t epoch, int64_t first_step = 0);
 
     // The batch for `step` of the current epoch; blocks until gathered. Every one of the
-    // `replicas` consumers calls get(step) once per step; a batch is released when all have.
+    // `consumers` calls get(step) once per step; a batch is released when all have.
     // Thread-safe. Throws Error if step is outside the epoch.
     std::shared_ptr<const Batch> get(int64_t step);
 
@@ -57,6 +60,7 @@ private:
     const Dataset& dataset_;
     int64_t global_batch_;
     int replicas_;
+    int consumers_;
     bool shuffle_;
     uint64_t seed_;
     int prefetch_depth_;

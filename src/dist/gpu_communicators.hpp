@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dist/communicator.hpp"
+#include "dist/process_group.hpp"
 
 namespace gputrain::dist {
 
@@ -14,6 +15,13 @@ namespace gputrain::dist {
 // ranks on one GPU). Created together with ncclCommInitAll.
 std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::vector<int>& devices,
                                                                    const std::vector<void*>& streams);
+
+// NCCL across processes: this process's GPUs `devices[i]` become global ranks
+// processes.rank() * devices.size() + i of one communicator over every GPU of
+// every process. Collective over `processes` (every process calls it).
+std::vector<std::unique_ptr<Communicator>> make_nccl_world_communicators(const std::vector<int>& devices,
+                                                                         const std::vector<void*>& streams,
+                                                                         ProcessGroup& processes);
 
 // Without NCCL, any number of ranks per GPU: every rank's buffer is summed in
 // rank order by a kernel reading the others' memory (same GPU, or peers with

@@ -1,10 +1,14 @@
-// NcclCommunicator: one rank of an ncclCommInitAll clique; collectives are
-// enqueued on the replica's stream, so they are ordered after the backward
-// pass that produced the gradients and before the optimizer step.
+// NcclCommunicator: one rank of an NCCL clique (ncclCommInitAll in one
+// process, ncclCommInitRank across processes); collectives are enqueued on the
+// replica's stream, so they are ordered after the backward pass that produced
+// the gradients and before the optimizer step.
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 #include "dist/cuda_status.hpp"
 #include "dist/gpu_communicators.hpp"
+#include "dist/nccl_communicator.hpp"
 
 namespace gputrain::dist {
 
@@ -12,8 +16,8 @@ namespace {
 
 class NcclCommunicator : public Communicator {
 public:
-    NcclCommunicator(ncclComm_t comm, cudaStream_t stream, int rank, int size, int device)
-        : comm_(comm), stream_(stream), rank_(rank), size_(size), device_(device) {
+    NcclCommunicator(ncclComm_t comm, cudaStream_t stream, int rank, int size, int device, double timeout_seconds)
+        : comm_(comm), stream_(stream), rank_(rank), size_(size), device_(device), timeout_seconds_(timeout_seconds) {
         DIST_CUDA_CHECK(cudaSetDevice(device_));
         DIST_CUDA_CHECK(cudaMalloc(&scratch_, kScratchDoubles * sizeof(double)));
     }
@@ -29,6 +33,9 @@ public:
     void allreduce_sum(float* data, size_t count) override {
         // Every rank issues the same collectives in the same order (the trainer's loop guarantees it).
         DIST_NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream_));
+        // Across processes a peer can die mid-collective: wait with a deadline
+        // here instead of letting a later synchronisation hang.
+        if (timeout_seconds_ > 0) wait_for_stream();
     }
 
     void allreduce_sum_host(double* data, size_t count) override {
@@ -37,7 +44,7 @@ public:
             DIST_CUDA_CHECK(cudaMemcpyAsync(scratch_, data + done, n * sizeof(double), cudaMemcpyHostToDevice, stream_));
             DIST_NCCL_CHECK(ncclAllReduce(scratch_, scratch_, n, ncclDouble, ncclSum, comm_, stream_));
             DIST_CUDA_CHECK(cudaMemcpyAsync(data + done, scratch_, n * sizeof(double), cudaMemcpyDeviceToHost, stream_));
-            DIST_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            wait_for_stream();
         }
     }
 
@@ -53,15 +60,52 @@ public:
     }
 
 private:
+    // Waits for the stream. With a timeout (multi-worker runs), polls it
+    // together with NCCL's asynchronous error state, as NCCL's fault-tolerance
+    // guide describes, and aborts the communicator on an error or after the timeout.
+    void wait_for_stream() {
+        if (timeout_seconds_ <= 0) {
+            DIST_CUDA_CHECK(cudaStreamSynchronize(stream_));
+            return;
+        }
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds_);
+        for (;;) {
+            const cudaError_t state = cudaStreamQuery(stream_);
+            if (state == cudaSuccess) return;
+            if (state != cudaErrorNotReady) DIST_CUDA_CHECK(state);
+            ncclResult_t async = ncclSuccess;
+            DIST_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+            if (async != ncclSuccess) {
+                abort();
+                DIST_NCCL_CHECK(async);
+            }
+            if (aborted_.load()) throw Error("stopped because another replica failed");
+            if (std::chrono::steady_clock::now() > deadline) {
+                abort();
+                throw Error("replica " + std::to_string(rank_) + " (cuda:" + std::to_string(device_) +
+                            "): an NCCL all-reduce did not finish within " +
+                            std::to_string(static_cast<long long>(timeout_seconds_)) +
+                            " s (strategy.timeout_seconds): a worker died, hangs or cannot be reached");
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+    }
+
     static constexpr size_t kScratchDoubles = 64;
     ncclComm_t comm_;
     cudaStream_t stream_;
     int rank_, size_, device_;
+    double timeout_seconds_;
     double* scratch_ = nullptr;
     std::atomic<bool> aborted_{false};
 };
 
 }  // namespace
+
+std::unique_ptr<Communicator> make_nccl_communicator(ncclComm_t comm, cudaStream_t stream, int rank, int size,
+                                                     int device, double timeout_seconds) {
+    return std::make_unique<NcclCommunicator>(comm, stream, rank, size, device, timeout_seconds);
+}
 
 std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::vector<int>& devices,
                                                                    const std::vector<void*>& streams) {
@@ -71,9 +115,9 @@ std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::ve
     DIST_NCCL_CHECK(ncclCommInitAll(comms.data(), n, devices.data()));
     std::vector<std::unique_ptr<Communicator>> out;
     for (int r = 0; r < n; ++r)
-        out.push_back(std::make_unique<NcclCommunicator>(comms[static_cast<size_t>(r)],
-                                                         static_cast<cudaStream_t>(streams[static_cast<size_t>(r)]),
-                                                         r, n, devices[static_cast<size_t>(r)]));
+        out.push_back(make_nccl_communicator(comms[static_cast<size_t>(r)],
+                                             static_cast<cudaStream_t>(streams[static_cast<size_t>(r)]), r, n,
+                                             devices[static_cast<size_t>(r)], /*timeout_seconds=*/0));
     return out;
 }
 

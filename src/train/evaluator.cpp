@@ -17,9 +17,9 @@ EvalResult evaluate(std::vector<std::unique_ptr<Replica>>& replicas, const data:
     if (dataset.size() == 0) return result;
 
     const int n = static_cast<int>(replicas.size());
-    data::Loader loader(dataset, global_batch, n, /*shuffle=*/false, 0);
+    data::Loader loader(dataset, global_batch, replicas[0]->comm().size(), /*shuffle=*/false, 0,
+                        /*prefetch_depth=*/4, n);
     loader.start_epoch(0);
-    std::mutex confusion_mutex;
     std::vector<double> sums(2, 0.0);
     run_on_replicas(replicas, [&](Replica& r) {
         r.reset_stats();
@@ -46,13 +46,17 @@ EvalResult evaluate(std::vector<std::unique_ptr<Replica>>& replicas, const data:
         double local[2];
         r.read_stats(local[0], local[1]);
         r.comm().allreduce_sum_host(local, 2);
-        if (r.rank() == 0) {
+        const bool first = &r == replicas[0].get();  // every worker keeps the global sums
+        if (first) {
             sums[0] = local[0];
             sums[1] = local[1];
         }
         if (with_confusion) {
-            std::lock_guard<std::mutex> lock(confusion_mutex);
-            for (size_t i = 0; i < local_confusion.size(); ++i) result.confusion[i] += local_confusion[i];
+            // Summed over every replica of every worker (counts are exact in doubles).
+            std::vector<double> counts(local_confusion.begin(), local_confusion.end());
+            r.comm().allreduce_sum_host(counts.data(), counts.size());
+            if (first)
+                for (size_t i = 0; i < counts.size(); ++i) result.confusion[i] = static_cast<int64_t>(counts[i]);
         }
     });
     result.loss = sums[0] / static_cast<double>(dataset.size());

@@ -9,6 +9,7 @@
 
 #include "backend/backend.hpp"
 #include "dist/communicator.hpp"
+#include "dist/process_group.hpp"
 
 namespace gputrain::train {
 
@@ -20,9 +21,11 @@ std::unique_ptr<Backend> make_gpu_backend(int device);
 
 // Communicators for GPU replicas: `kind` is "nccl" or "device"; `backends`
 // are the replicas' GPU backends (rank i on devices[i]); max_count is the
-// largest all-reduce in floats.
+// largest all-reduce in floats. With `processes` (a multi-worker run, "nccl"
+// only) the communicators span every GPU of every worker.
 std::vector<std::unique_ptr<dist::Communicator>> make_gpu_communicators(const std::vector<int>& devices,
                                                                         const std::vector<Backend*>& backends,
-                                                                        const std::string& kind, size_t max_count);
+                                                                        const std::string& kind, size_t max_count,
+                                                                        dist::ProcessGroup* processes);
 
 }  // namespace gputrain::train

@@ -12,13 +12,15 @@ std::unique_ptr<Backend> make_gpu_backend(int device) { return std::make_unique<
 
 std::vector<std::unique_ptr<dist::Communicator>> make_gpu_communicators(const std::vector<int>& devices,
                                                                         const std::vector<Backend*>& backends,
-                                                                        const std::string& kind, size_t max_count) {
+                                                                        const std::string& kind, size_t max_count,
+                                                                        dist::ProcessGroup* processes) {
     std::vector<void*> streams;
     for (Backend* b : backends) {
         auto* cuda = dynamic_cast<CudaBackend*>(b);
         if (!cuda) throw Error("internal: a GPU communicator was asked for a replica that is not on a GPU");
         streams.push_back(cuda->stream_handle());
     }
+    if (processes) return dist::make_nccl_world_communicators(devices, streams, *processes);
     if (kind == "nccl") return dist::make_nccl_communicators(devices, streams);
     return dist::make_device_communicators(devices, streams, max_count);
 }

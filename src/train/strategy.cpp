@@ -6,6 +6,7 @@
 #include "backend/cpu/cpu_backend.hpp"
 #include "core/error.hpp"
 #include "data/loader.hpp"
+#include "dist/hierarchical_communicator.hpp"
 #include "dist/local_communicator.hpp"
 #include "train/gpu_runtime.hpp"
 
@@ -30,8 +31,19 @@ std::string gpu_unavailable_reason(const device::Discovery& found) {
 
 }  // namespace
 
+std::vector<int> gpus_for_local_process(const std::vector<int>& gpus, int local_rank, int local_size) {
+    const int n = static_cast<int>(gpus.size());
+    // Fewer visible GPUs than workers: the launcher gave each worker its own
+    // (srun --gpus-per-task, a per-rank CUDA_VISIBLE_DEVICES), so use them all.
+    if (local_size <= 1 || n < local_size) return gpus;
+    const size_t begin = static_cast<size_t>(n) * local_rank / local_size;
+    const size_t end = static_cast<size_t>(n) * (local_rank + 1) / local_size;
+    return std::vector<int>(gpus.begin() + static_cast<std::ptrdiff_t>(begin), gpus.begin() + static_cast<std::ptrdiff_t>(end));
+}
+
 Strategy::Strategy(const config::RunConfig& cfg, const device::Discovery& found, const StrategyChoice& choice)
-    : type_(cfg.strategy.type), cpu_cores_(std::max(1, found.cpu.logical_cores)) {
+    : type_(cfg.strategy.type), cpu_cores_(std::max(1, found.cpu.logical_cores)), processes_(choice.processes) {
+    if (processes_ && processes_->size() == 1) processes_ = nullptr;  // one worker: exactly mirrored
     const bool gpu_list = cfg.strategy.devices != "all" && cfg.strategy.devices != "cpu";
     const bool want_cpu = choice.device == "cpu" || (cfg.strategy.devices == "cpu" && choice.device != "gpu");
     const bool need_gpu = choice.device == "gpu" || (gpu_list && choice.device != "cpu");
@@ -69,6 +81,9 @@ void Strategy::place_on_gpus(const config::RunConfig& cfg, const device::Discove
                                   "; CUDA_VISIBLE_DEVICES renumbers them)");
     }
     if (type_ == "one_device") gpus.resize(1);
+    // Several workers on one machine split its GPUs (an explicit list is taken as given).
+    if (processes_ && cfg.strategy.devices == "all")
+        gpus = gpus_for_local_process(gpus, processes_->local_rank(), processes_->local_size());
     const int64_t per_gpu = type_ == "one_device" ? 1 : cfg.strategy.replicas_per_gpu;
     for (int g : gpus)
         for (int64_t k = 0; k < per_gpu; ++k) placement_.push_back(g);
@@ -78,11 +93,14 @@ void Strategy::place_on_gpus(const config::RunConfig& cfg, const device::Discove
     if (communicator_ == "nccl" && per_gpu > 1)
         throw ConfigError("strategy.communicator: nccl cannot run two replicas on one GPU (replicas_per_gpu: " +
                           std::to_string(per_gpu) + "); use communicator: device or auto");
-    if (placement_.size() == 1) communicator_ = "none";
+    if (processes_ && communicator_ != "nccl")
+        throw ConfigError("strategy.communicator: multi_worker_mirrored joins GPUs of several workers with NCCL only; "
+                          "use communicator: nccl (or auto) and replicas_per_gpu: 1");
+    if (placement_.size() == 1 && !processes_) communicator_ = "none";
 }
 
 std::string Strategy::describe(int64_t global_batch) const {
-    const int n = replicas();
+    const int n = global_replicas();
     const auto offsets = data::shard_offsets(global_batch, n);
     std::string where;
     if (on_gpu_) {
@@ -92,8 +110,11 @@ std::string Strategy::describe(int64_t global_batch) const {
     } else {
         where = n == 1 ? "CPU" : "CPU threads";
     }
-    std::string line = type_ + ": " + std::to_string(n) + (n == 1 ? " replica" : " replicas") + " (" + where +
-                       "), global batch " + std::to_string(global_batch);
+    std::string count = std::to_string(n) + (n == 1 ? " replica" : " replicas");
+    if (processes_)
+        count = std::to_string(workers()) + " workers x " + std::to_string(replicas()) +
+                (replicas() == 1 ? " replica = " : " replicas = ") + count;
+    std::string line = type_ + ": " + count + " (" + where + "), global batch " + std::to_string(global_batch);
     if (n == 1) return line + " on one replica";
     const int64_t first = offsets[1] - offsets[0], last = offsets[n] - offsets[n - 1];
     if (first == last) return line + " = " + std::to_string(first) + " per replica";
@@ -105,13 +126,17 @@ std::string Strategy::describe(int64_t global_batch) const {
 std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunConfig& cfg,
                                                               int64_t global_batch) const {
     const int n = replicas();
-    const auto offsets = data::shard_offsets(global_batch, n);
+    const auto offsets = data::shard_offsets(global_batch, global_replicas());
     const int64_t max_rows = offsets[1] - offsets[0];  // the first shard is the largest
     std::vector<std::unique_ptr<Replica>> out;
     if (!on_gpu_) {
-        // Replica threads share the cores; BLAS threads beyond that only contend.
-        set_cpu_blas_threads(std::max(1, cpu_cores_ / n));
+        // Replica threads (of every worker on this machine) share the cores;
+        // BLAS threads beyond that only contend.
+        const int sharing = n * (processes_ ? processes_->local_size() : 1);
+        set_cpu_blas_threads(std::max(1, cpu_cores_ / sharing));
         auto comms = dist::make_local_communicators(n);
+        // Across workers: this process's sum first, then one MPI all-reduce per process.
+        if (processes_) comms = dist::make_hierarchical_communicators(std::move(comms), *processes_);
         for (int r = 0; r < n; ++r)
             out.push_back(std::make_unique<Replica>(cfg, std::make_unique<CpuBackend>(), std::move(comms[r]), max_rows));
         return out;
@@ -126,7 +151,8 @@ std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunC
     } else {
         std::vector<Backend*> backends;
         for (auto& r : out) backends.push_back(&r->backend());
-        comms = make_gpu_communicators(placement_, backends, communicator_, out[0]->model().param_count());
+        comms = make_gpu_communicators(placement_, backends, communicator_, out[0]->model().param_count(),
+                                       processes_);
     }
     for (int r = 0; r < n; ++r) out[static_cast<size_t>(r)]->set_comm(std::move(comms[static_cast<size_t>(r)]));
     return out;

@@ -76,17 +76,20 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
             r.read_stats(reduced[0], reduced[1]);
             reduced[2] = pending_interrupt() != 0 ? 1.0 : 0.0;
             r.comm().allreduce_sum_host(reduced, 3);
-            const bool stop = reduced[2] > 0 && step + 1 < steps_per_epoch_;
-            if (r.rank() == 0) {
+            const bool last = step + 1 == steps_per_epoch_;
+            const bool stop = reduced[2] > 0;
+            if (&r == replicas_[0].get()) {  // every worker keeps the global sums
                 totals.loss_sum = earlier[0] + reduced[0];
                 totals.correct = earlier[1] + reduced[1];
                 totals.samples = earlier[2] + static_cast<double>(samples);
                 totals.steps_done = step + 1;
-                totals.interrupted = stop;
-                progress_.update(step + 1, {{"loss", totals.loss_sum / totals.samples},
-                                            {"accuracy", totals.correct / totals.samples}});
+                totals.interrupted = stop && !last;
+                totals.stop_after_epoch = stop && last;
             }
-            if (stop) return;
+            if (r.rank() == 0)
+                progress_.update(step + 1, {{"loss", (earlier[0] + reduced[0]) / (earlier[2] + samples)},
+                                            {"accuracy", (earlier[1] + reduced[1]) / (earlier[2] + samples)}});
+            if (stop && !last) return;
         }
     }
 }
@@ -107,7 +110,9 @@ void Trainer::stop_interrupted(int64_t epoch, const EpochTotals& totals, Checkpo
     partial.epoch = epoch + 1;
     partial.loss = totals.loss_sum / totals.samples;
     partial.accuracy = totals.correct / totals.samples;
-    const std::string path = checkpointer.save_interrupted(*replicas_[0], st, partial, signal_name(signal));
+    const std::string path = replicas_[0]->rank() == 0
+                                 ? checkpointer.save_interrupted(*replicas_[0], st, partial, signal_name(signal))
+                                 : checkpointer.last_path();
     throw Interrupted("interrupted by " + signal_name(signal) + " at epoch " + std::to_string(epoch + 1) + ", step " +
                           std::to_string(totals.steps_done) + "/" + std::to_string(steps_per_epoch_) +
                           "; checkpoint written to " + path + "; continue with: " + resume_command(),
@@ -116,28 +121,35 @@ void Trainer::stop_interrupted(int64_t epoch, const EpochTotals& totals, Checkpo
 
 FitResult Trainer::fit() {
     FitResult result;
-    const int replicas = static_cast<int>(replicas_.size());
-    data::Loader loader(data_.train, cfg_.training.batch_size, replicas, cfg_.training.shuffle, cfg_.training.seed);
+    // Every worker gathers the same seeded global batches; its replicas take
+    // the shards of their global ranks.
+    const int local_replicas = static_cast<int>(replicas_.size());
+    const int global_replicas = replicas_[0]->comm().size();
+    data::Loader loader(data_.train, cfg_.training.batch_size, global_replicas, cfg_.training.shuffle,
+                        cfg_.training.seed, /*prefetch_depth=*/4, local_replicas);
+    // Only the worker holding global rank 0 writes files and logs.
+    const bool writer = replicas_[0]->rank() == 0;
     steps_per_epoch_ = loader.steps_per_epoch();
     report_every_ = std::max<int64_t>(1, steps_per_epoch_ / 100);
 
     Checkpointer checkpointer(cfg_, options_.run_dir);
-    checkpointer.prepare(checkpoint_bytes(*replicas_[0]));
+    if (writer) checkpointer.prepare(checkpoint_bytes(*replicas_[0]));
     const bool has_validation = data_.validation.size() > 0;
     const std::string monitor = checkpointer.monitor(has_validation);
     if (!options_.resume_from.empty()) {
         std::string warning;
         state_ = restore(options_.resume_from, replicas_, cfg_, /*with_optimizer=*/true, &warning);
-        if (!warning.empty()) std::fprintf(options_.out, "warning: %s\n", warning.c_str());
-        std::fprintf(options_.out, "Resuming from %s after epoch %lld (step %lld)\n", options_.resume_from.c_str(),
-                     (long long)state_.epochs_done, (long long)state_.global_step);
+        if (writer && !warning.empty()) std::fprintf(options_.out, "warning: %s\n", warning.c_str());
+        if (writer)
+            std::fprintf(options_.out, "Resuming from %s after epoch %lld (step %lld)\n", options_.resume_from.c_str(),
+                         (long long)state_.epochs_done, (long long)state_.global_step);
         last_good_checkpoint_ = options_.resume_from;
         if (state_.step_in_epoch >= steps_per_epoch_)
             throw ConfigError(options_.resume_from + ": stopped at step " + std::to_string(state_.step_in_epoch) +
                               " of an epoch that now has " + std::to_string(steps_per_epoch_) +
                               " steps; resume with the training.batch_size and data it was written with");
     }
-    MetricsFile metrics(cfg_.logging.metrics_file.empty()
+    MetricsFile metrics(cfg_.logging.metrics_file.empty() || !writer
                             ? std::string()
                             : (std::filesystem::path(options_.run_dir) / cfg_.logging.metrics_file).string(),
                         /*append=*/!options_.resume_from.empty(), state_.epochs_done);
@@ -149,7 +161,7 @@ FitResult Trainer::fit() {
         progress_.begin_epoch(epoch, cfg_.training.epochs, steps_per_epoch_);
         const int64_t start_step = state_.step_in_epoch;
         loader.start_epoch(epoch, start_step);
-        if (start_step > 0)
+        if (start_step > 0 && writer)
             std::fprintf(options_.out, "Continuing epoch %lld at step %lld\n", (long long)epoch + 1,
                          (long long)start_step);
         EpochTotals totals;
@@ -171,7 +183,7 @@ FitResult Trainer::fit() {
         state_.epochs_done = epoch + 1;
         state_.step_in_epoch = 0;
         state_.partial_loss_sum = state_.partial_correct = state_.partial_samples = 0;
-        if (totals.skipped_steps > 0)
+        if (totals.skipped_steps > 0 && writer)
             std::fprintf(options_.out, "warning: epoch %lld skipped %lld step%s with NaN or Inf gradients (training.on_nan: skip_step)\n",
                          (long long)epoch + 1, (long long)totals.skipped_steps, totals.skipped_steps == 1 ? "" : "s");
         const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -204,13 +216,17 @@ FitResult Trainer::fit() {
             state_.best_value = value;
         }
         metrics.write(rec);
-        auto written = checkpointer.save_epoch(*replicas_[0], state_, rec, is_best);
-        result.checkpoints.insert(result.checkpoints.end(), written.begin(), written.end());
+        if (writer) {
+            auto written = checkpointer.save_epoch(*replicas_[0], state_, rec, is_best);
+            result.checkpoints.insert(result.checkpoints.end(), written.begin(), written.end());
+        }
         result.history.push_back(rec);
         last_good_checkpoint_ = checkpointer.last_path();
-        // A signal during validation or the checkpoint write: the epoch is saved, stop here.
-        if (pending_interrupt() != 0 && epoch + 1 < cfg_.training.epochs) {
-            const int signal = pending_interrupt();
+        // A signal seen at the epoch's last step: the epoch is saved, stop here.
+        // (One that arrives during validation or the checkpoint write is seen
+        // at the next epoch's first progress update.)
+        if (totals.stop_after_epoch && epoch + 1 < cfg_.training.epochs) {
+            const int signal = pending_interrupt() != 0 ? pending_interrupt() : SIGTERM;
             throw Interrupted("interrupted by " + signal_name(signal) + " after epoch " + std::to_string(epoch + 1) +
                                   "; checkpoint written to " + checkpointer.last_path() +
                                   "; continue with: " + resume_command(),

@@ -4,6 +4,8 @@
 // batch, so the sum is the global-batch mean whatever the split), and every
 // replica applies the identical optimizer step. Between epochs, on the calling
 // thread: validation, the log line, metrics.csv and checkpoints from replica 0.
+// In a multi-worker run every worker runs this loop on its replicas; only the
+// worker holding global rank 0 prints, writes metrics.csv and checkpoints.
 #pragma once
 
 #include <cstdio>
@@ -49,6 +51,7 @@ private:
         double loss_sum = 0, correct = 0, samples = 0;  // including a resumed epoch's earlier part
         int64_t steps_done = 0;        // within the epoch, when it stops
         bool interrupted = false;      // stopped early by a signal
+        bool stop_after_epoch = false; // a signal seen at the epoch's last step
         int64_t skipped_steps = 0;     // non-finite gradients under on_nan: skip_step
     };
     void run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loader& loader,

@@ -67,3 +67,30 @@ checkpoint: {monitor: loss}
 logging: {progress: none}
 YAML
 }
+
+# mpi_run ARGS...: mpirun, with the flags Open MPI needs here (running as root,
+# more processes than cores). Skips the test when no MPI launcher is installed
+# or this gputrain was built without MPI.
+mpi_run() {
+    local extra=()
+    if mpirun --version 2>&1 | grep -q "Open MPI"; then
+        extra=(--oversubscribe)
+        [ "$(id -u)" -ne 0 ] || extra+=(--allow-run-as-root)
+    fi
+    echo "+ mpirun ${extra[*]} $*"
+    mpirun "${extra[@]}" "$@"
+}
+
+require_mpi() {
+    command -v mpirun >/dev/null 2>&1 || skip "mpirun is not installed (apt-get install openmpi-bin libopenmpi-dev)"
+    "$GPUTRAIN" --version >/dev/null
+    # A build without MPI says so when a launcher starts multi_worker_mirrored.
+    local probe=$TMP/mpi-probe.yaml
+    write_synthetic_config "$probe"
+    if ! mpi_run -np 1 "$GPUTRAIN" fit "$probe" --set strategy.type=multi_worker_mirrored --set training.epochs=1 \
+            --set data.limit=32 --run-dir "$TMP/mpi-probe" --device cpu --quiet >"$TMP/probe.out" 2>&1; then
+        grep -q "built without MPI" "$TMP/probe.out" && skip "this gputrain was built without MPI (meson -Dmpi=enabled)"
+        cat "$TMP/probe.out" >&2
+        fail "mpirun -np 1 could not run gputrain"
+    fi
+}

@@ -127,7 +127,7 @@ TEST_CASE("unknown names list the known ones, with did-you-mean") {
             "known schedules: constant, step_decay, exponential_decay, cosine");
     REQUIRE(error_of(kMinimal + "strategy: {type: mirror}\n") ==
             "cfg.yaml:3:18: strategy.type: unknown strategy 'mirror' (did you mean 'mirrored'?); "
-            "known strategies: one_device, mirrored");
+            "known strategies: one_device, mirrored, multi_worker_mirrored");
     REQUIRE(error_of(kMinimal + "logging: {progress: bars}\n") ==
             "cfg.yaml:3:21: logging.progress: unknown progress style 'bars' (did you mean 'bar'?); "
             "known progress styles: auto, bar, lines, none");
@@ -158,4 +158,11 @@ TEST_CASE("strategy.devices must be all, cpu or GPU ids") {
             "cfg.yaml:3:25: strategy.devices[1]: GPU 1 is listed twice; remove one");
     REQUIRE(error_of(kMinimal + "strategy: {devices: []}\n") ==
             "cfg.yaml:3:21: strategy.devices: is empty; use all, cpu or a list of GPU ids like [0, 1]");
+}
+
+TEST_CASE("strategy.timeout_seconds must be a positive number of seconds") {
+    REQUIRE(error_of(kMinimal + "strategy: {type: multi_worker_mirrored, timeout_seconds: 0}\n") ==
+            "cfg.yaml:3:58: strategy.timeout_seconds: expected a positive integer, got '0'");
+    REQUIRE(error_of(kMinimal + "strategy: {timeout_second: 5}\n") ==
+            "cfg.yaml:3:12: strategy.timeout_second: unknown key (did you mean 'timeout_seconds'?)");
 }

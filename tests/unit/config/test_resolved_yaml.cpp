@@ -35,8 +35,8 @@ void require_same(const RunConfig& a, const RunConfig& b) {
                    e.synthetic_samples, e.synthetic_classes, e.synthetic_seed));
     CHECK(std::tie(a.training.epochs, a.training.batch_size, a.training.shuffle, a.training.seed) ==
           std::tie(b.training.epochs, b.training.batch_size, b.training.shuffle, b.training.seed));
-    CHECK(std::tie(a.strategy.type, a.strategy.devices, a.strategy.replicas) ==
-          std::tie(b.strategy.type, b.strategy.devices, b.strategy.replicas));
+    CHECK(std::tie(a.strategy.type, a.strategy.devices, a.strategy.replicas, a.strategy.timeout_seconds) ==
+          std::tie(b.strategy.type, b.strategy.devices, b.strategy.replicas, b.strategy.timeout_seconds));
     const CheckpointConfig &c = a.checkpoint, &k = b.checkpoint;
     CHECK(std::tie(c.dir, c.every_epochs, c.keep_last, c.save_best, c.monitor, c.mode) ==
           std::tie(k.dir, k.every_epochs, k.keep_last, k.save_best, k.monitor, k.mode));
@@ -84,6 +84,8 @@ TEST_CASE("resolved_yaml round trip with every section set") {
                                           "strategy: {type: one_device, devices: 2}\n"
                                           "optimizer: {type: sgd, momentum: 0.5, nesterov: true,\n"
                                           "  schedule: {type: exponential_decay, decay_rate: 0.5, decay_steps: 7, staircase: true}}\n"));
+    require_round_trip(load_text(kModel + "data: {format: synthetic}\n"
+                                          "strategy: {type: multi_worker_mirrored, devices: cpu, timeout_seconds: 7}\n"));
     require_round_trip(load_text(kModel + "data: {format: synthetic}\nstrategy: {devices: cpu, replicas: 3}\n"
                                           "optimizer: {schedule: {type: step_decay, decay_epochs: 4}}\n"));
 }

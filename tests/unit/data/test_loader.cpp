@@ -150,3 +150,29 @@ TEST_CASE("Loader stops without hanging when batches are never taken") {
     }
     REQUIRE(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
 }
+
+TEST_CASE("Loaders of two workers: the same global batches, 4 shards, each released after its own 2 replicas") {
+    // A worker with 2 of 4 global replicas: shard_begin covers all 4, but a
+    // batch is taken by (and released after) this worker's 2 replicas only.
+    const Dataset d = numbered_dataset(23);
+    Loader worker0(d, 8, 4, true, 11, /*prefetch_depth=*/1, /*consumers=*/2);
+    Loader worker1(d, 8, 4, true, 11, /*prefetch_depth=*/1, /*consumers=*/2);
+    worker0.start_epoch(2);
+    worker1.start_epoch(2);
+    std::vector<int64_t> seen;
+    for (int64_t step = 0; step < worker0.steps_per_epoch(); ++step) {
+        const auto a = worker0.get(step), b = worker1.get(step);
+        REQUIRE(worker0.get(step) == a);  // the second consumer
+        REQUIRE(worker1.get(step) == b);
+        REQUIRE_THROWS_WITH(worker0.get(step), "Loader::get: step " + std::to_string(step) +
+                                                   " was already taken by all 2 replicas");
+        REQUIRE(a->labels == b->labels);
+        REQUIRE(a->inputs == b->inputs);
+        REQUIRE(a->shard_begin == shard_offsets(a->size, 4));
+        // Worker 0 owns global replicas 0-1, worker 1 owns 2-3: together every row once.
+        for (int64_t row = a->shard_begin[0]; row < a->shard_begin[2]; ++row) seen.push_back(sample_of(*a, row));
+        for (int64_t row = b->shard_begin[2]; row < b->shard_begin[4]; ++row) seen.push_back(sample_of(*b, row));
+    }
+    std::sort(seen.begin(), seen.end());
+    REQUIRE(seen == epoch_order(23, false, 0, 0));
+}

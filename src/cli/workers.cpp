@@ -1,0 +1,58 @@
+#include "cli/workers.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "core/error.hpp"
+#include "dist/launch_env.hpp"
+
+namespace gputrain::cli {
+
+namespace {
+
+[[noreturn]] void end_job(dist::World& world, const char* message, int exit_code) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "[rank %d] gputrain: error: %s\n", world.rank(), message);
+    std::fflush(stderr);
+    world.abort_job(exit_code);
+    std::_Exit(exit_code);  // abort_job does not return; the compiler cannot see that through the virtual call
+}
+
+}  // namespace
+
+std::unique_ptr<dist::World> join_workers(const config::RunConfig& cfg) {
+    if (cfg.strategy.type != "multi_worker_mirrored") {
+        const int launched = dist::launcher_world_size();
+        if (launched > 1 && dist::launched_by_mpi())
+            spdlog::warn("{} processes were launched, but strategy.type is {}: each trains alone and they share "
+                         "the run dir; use strategy.type: multi_worker_mirrored",
+                         launched, cfg.strategy.type);
+        return nullptr;
+    }
+    if (!dist::launched_by_mpi()) return nullptr;
+    auto world = dist::join_mpi_world(static_cast<double>(cfg.strategy.timeout_seconds));
+    if (world->rank() != 0) {
+        spdlog::default_logger()->set_pattern("[rank " + std::to_string(world->rank()) + "] %v");
+        if (spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);
+    }
+    return world;
+}
+
+int run_as_worker(dist::World* world, const std::function<int()>& body) {
+    if (!world || world->size() == 1) return body();
+    try {
+        return body();
+    } catch (const Error& e) {
+        end_job(*world, e.what(), e.exit_code());
+    } catch (const std::bad_alloc&) {
+        end_job(*world, "out of memory; reduce training.batch_size or the model size", 1);
+    } catch (const std::exception& e) {
+        end_job(*world, e.what(), 1);
+    }
+}
+
+}  // namespace gputrain::cli

@@ -1,0 +1,41 @@
+#include "dist/launch_env.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
+namespace gputrain::dist {
+
+namespace {
+
+const char* system_env(const char* name) { return std::getenv(name); }
+
+bool set(const EnvLookup& env, const char* name) {
+    const char* value = env(name);
+    return value && *value;
+}
+
+}  // namespace
+
+bool launched_by_mpi(const EnvLookup& env) {
+    return set(env, "OMPI_COMM_WORLD_SIZE") || set(env, "PMI_SIZE") || set(env, "PMIX_RANK");
+}
+
+bool launched_by_mpi() { return launched_by_mpi(system_env); }
+
+int launcher_world_size(const EnvLookup& env) {
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
+        const char* value = env(name);
+        if (!value || !*value) continue;
+        try {
+            return std::max(1, std::stoi(value));
+        } catch (const std::exception&) {
+            continue;  // not a number: ask the next variable
+        }
+    }
+    return 1;
+}
+
+int launcher_world_size() { return launcher_world_size(system_env); }
+
+}  // namespace gputrain::dist

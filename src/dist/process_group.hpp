@@ -1,0 +1,34 @@
+// ProcessGroup: the processes of a multi-worker run (one per host or per GPU),
+// as seen by ONE thread of each process: the thread of its first replica.
+// Every process calls the collectives in the same order. A collective that
+// gets no answer within timeout_seconds() throws instead of waiting forever,
+// and cancel() (from any thread) makes a waiting or later collective throw:
+// a dead or hung worker must never leave the others hanging.
+#pragma once
+
+#include <cstddef>
+
+namespace gputrain::dist {
+
+class ProcessGroup {
+public:
+    virtual ~ProcessGroup() = default;
+    virtual int rank() const = 0;        // 0..size()-1
+    virtual int size() const = 0;
+    virtual int local_rank() const = 0;  // among the processes on this machine
+    virtual int local_size() const = 0;
+    virtual double timeout_seconds() const = 0;
+    // In place on host memory: every process ends with the sum over processes.
+    virtual void allreduce_sum(float* data, size_t count) = 0;
+    virtual void allreduce_sum(double* data, size_t count) = 0;
+    // `bytes` at `data` of process `root` are copied to every process.
+    virtual void broadcast(void* data, size_t bytes, int root) = 0;
+    virtual void cancel() = 0;
+};
+
+// Global replica ranks are process rank * local replicas + local rank, so every
+// process must run the same number of replicas. A collective: throws
+// ConfigError in the processes whose count differs from the others'.
+void require_same_replica_count(ProcessGroup& processes, int local_replicas);
+
+}  // namespace gputrain::dist

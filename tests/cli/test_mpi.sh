@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# multi_worker_mirrored under mpirun (CPU workers): 2 processes x 1 replica
+# train the weights of 1 process x 2 replicas and of 1 replica on the same
+# global batch; only rank 0 prints and writes; a checkpoint written by one
+# process resumes on 2; without a launcher the strategy is plain mirrored.
+set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh" "$@"
+require_mpi
+
+cfg=$TMP/synthetic.yaml
+write_synthetic_config "$cfg"
+multi=(--set strategy.type=multi_worker_mirrored --device cpu)
+
+step "references: one process, 1 and 2 replicas"
+run_expect 0 fit "$cfg" --run-dir "$TMP/one" --replicas 1 --quiet
+run_expect 0 fit "$cfg" --run-dir "$TMP/two-threads" --replicas 2 --device cpu --quiet
+
+step "mpirun -np 2, 1 replica each"
+mpi_run -np 2 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/mpi" >"$TMP/out" 2>"$TMP/err" ||
+    { cat "$TMP/out" "$TMP/err" >&2; fail "mpirun -np 2 failed"; }
+cat "$TMP/out"
+expect_in "$TMP/out" "multi_worker_mirrored: 2 workers x 1 replica = 2 replicas (CPU threads), global batch 32 = 16 per replica"
+[ "$(grep -c "^Done: 2 epochs" "$TMP/out")" -eq 1 ] || fail "expected one 'Done:' line (rank 0 only)"
+[ "$(grep -c "^Total params" "$TMP/out")" -eq 1 ] || fail "expected one model summary (rank 0 only)"
+[ "$(wc -l <"$TMP/mpi/metrics.csv")" -eq 3 ] || fail "metrics.csv should have a header and 2 rows"
+safetensors close "$TMP/mpi/last.safetensors" "$TMP/two-threads/last.safetensors" 1e-5
+safetensors close "$TMP/mpi/last.safetensors" "$TMP/one/last.safetensors" 1e-5
+
+step "mpirun -np 2 x 2 replicas == one process x 4 replicas"
+run_expect 0 fit "$cfg" --run-dir "$TMP/four-threads" --replicas 4 --device cpu --quiet
+mpi_run -np 2 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 2 --run-dir "$TMP/mpi4" --quiet >"$TMP/out" 2>&1 ||
+    { cat "$TMP/out" >&2; fail "mpirun -np 2 --replicas 2 failed"; }
+safetensors close "$TMP/mpi4/last.safetensors" "$TMP/four-threads/last.safetensors" 1e-5
+safetensors close "$TMP/mpi4/last.safetensors" "$TMP/one/last.safetensors" 1e-5
+
+step "a checkpoint of one process resumes under mpirun -np 2"
+run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/resumed" --quiet
+mpi_run -np 2 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/resumed" --resume >"$TMP/out" 2>&1 ||
+    { cat "$TMP/out" >&2; fail "mpirun -np 2 --resume failed"; }
+[ "$(grep -c "^Resuming from" "$TMP/out")" -eq 1 ] || { cat "$TMP/out"; fail "expected one 'Resuming from' line"; }
+[ "$(wc -l <"$TMP/resumed/metrics.csv")" -eq 3 ] || fail "the resumed metrics.csv should have 2 rows"
+safetensors close "$TMP/resumed/last.safetensors" "$TMP/one/last.safetensors" 1e-5
+
+step "without a launcher, multi_worker_mirrored is mirrored"
+run_expect 0 fit "$cfg" "${multi[@]}" --replicas 2 --run-dir "$TMP/alone" --quiet
+safetensors identical "$TMP/alone/last.safetensors" "$TMP/two-threads/last.safetensors"
+
+step "mpirun with a single-process strategy warns"
+mpi_run -np 2 "$GPUTRAIN" fit "$cfg" --set training.epochs=1 --device cpu --run-dir "$TMP/alone-each" \
+    >"$TMP/out" 2>&1 || { cat "$TMP/out" >&2; fail "mpirun with strategy mirrored failed"; }
+expect_in "$TMP/out" "2 processes were launched, but strategy.type is mirrored: each trains alone"
+echo "ok"

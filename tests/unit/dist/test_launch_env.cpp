@@ -1,0 +1,37 @@
+// Whether an MPI launcher started the process, from its environment alone.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <string>
+
+#include "dist/launch_env.hpp"
+
+using namespace gputrain;
+
+namespace {
+
+dist::EnvLookup env_of(std::map<std::string, std::string> vars) {
+    return [vars = std::move(vars)](const char* name) -> const char* {
+        auto it = vars.find(name);
+        return it == vars.end() ? nullptr : it->second.c_str();
+    };
+}
+
+}  // namespace
+
+TEST_CASE("An MPI launch is recognized from Open MPI, PMI and PMIx variables only") {
+    REQUIRE_FALSE(dist::launched_by_mpi(env_of({})));
+    REQUIRE_FALSE(dist::launched_by_mpi(env_of({{"SLURM_NTASKS", "4"}, {"SLURM_PROCID", "1"}})));
+    REQUIRE_FALSE(dist::launched_by_mpi(env_of({{"OMPI_COMM_WORLD_SIZE", ""}})));
+    REQUIRE(dist::launched_by_mpi(env_of({{"OMPI_COMM_WORLD_SIZE", "2"}})));
+    REQUIRE(dist::launched_by_mpi(env_of({{"PMI_SIZE", "2"}})));
+    REQUIRE(dist::launched_by_mpi(env_of({{"PMIX_RANK", "0"}})));
+}
+
+TEST_CASE("The launcher's process count, 1 when unknown") {
+    REQUIRE(dist::launcher_world_size(env_of({})) == 1);
+    REQUIRE(dist::launcher_world_size(env_of({{"OMPI_COMM_WORLD_SIZE", "4"}})) == 4);
+    REQUIRE(dist::launcher_world_size(env_of({{"PMI_SIZE", "3"}})) == 3);
+    REQUIRE(dist::launcher_world_size(env_of({{"SLURM_NTASKS", "8"}})) == 8);
+    REQUIRE(dist::launcher_world_size(env_of({{"OMPI_COMM_WORLD_SIZE", "x"}, {"SLURM_NTASKS", "2"}})) == 2);
+}
