@@ -48,6 +48,9 @@ public:
     // Forward and loss only (inference mode).
     void evaluate(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows, float* stats);
 
+    // Forward only (inference mode, no labels): for `gputrain predict`.
+    void predict(const RunContext& ctx, const float* inputs, int rows) { forward(ctx, inputs, rows); }
+
     // The last layer's output of the latest forward pass (rows x classes), logits when fused.
     const float* outputs() const { return activations_.back(); }
 
