@@ -25,6 +25,7 @@ int main_entry(int argc, char** argv) {
     const Action evaluate = add_evaluate_command(app);
     const Action devices = add_devices_command(app);
     const Action predict = add_predict_command(app);
+    const Action summary = add_summary_command(app);
 
     try {
         app.parse(argc, argv);
@@ -44,6 +45,7 @@ int main_entry(int argc, char** argv) {
         if (app.got_subcommand("fit")) return fit();
         if (app.got_subcommand("evaluate")) return evaluate();
         if (app.got_subcommand("predict")) return predict();
+        if (app.got_subcommand("summary")) return summary();
         return devices();
     } catch (const Error& e) {
         std::fflush(stdout);

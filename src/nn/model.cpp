@@ -75,9 +75,11 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         const int64_t n = shape_elements(shapes_[i]);
         widest = std::max(widest, n);
         activations_.push_back(backend_.allocate_floats(static_cast<size_t>(max_rows_ * n)));
+        activation_floats_ += static_cast<size_t>(max_rows_ * n);
         scratch += layers_[i]->scratch_per_sample();
     }
-    scratch_ = backend_.allocate_floats(static_cast<size_t>(std::max<int64_t>(1, max_rows_ * scratch)));
+    scratch_floats_ = static_cast<size_t>(std::max<int64_t>(1, max_rows_ * scratch));
+    scratch_ = backend_.allocate_floats(scratch_floats_);
     float* s = scratch_;
     for (auto& layer : layers_) {
         layer->set_scratch(s);
@@ -85,6 +87,7 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
     }
     grad_a_ = backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest));
     grad_b_ = backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest));
+    activation_floats_ += 2 * static_cast<size_t>(max_rows_ * widest);
 
     initialize(init_seed);
 }
