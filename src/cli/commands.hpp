@@ -12,5 +12,7 @@ using Action = std::function<int()>;
 Action add_fit_command(CLI::App& app);
 Action add_evaluate_command(CLI::App& app);
 Action add_devices_command(CLI::App& app);
+Action add_predict_command(CLI::App& app);
+Action add_summary_command(CLI::App& app);
 
 }  // namespace gputrain::cli

@@ -24,6 +24,8 @@ int main_entry(int argc, char** argv) {
     const Action fit = add_fit_command(app);
     const Action evaluate = add_evaluate_command(app);
     const Action devices = add_devices_command(app);
+    const Action predict = add_predict_command(app);
+    const Action summary = add_summary_command(app);
 
     try {
         app.parse(argc, argv);
@@ -42,6 +44,8 @@ int main_entry(int argc, char** argv) {
     try {
         if (app.got_subcommand("fit")) return fit();
         if (app.got_subcommand("evaluate")) return evaluate();
+        if (app.got_subcommand("predict")) return predict();
+        if (app.got_subcommand("summary")) return summary();
         return devices();
     } catch (const Error& e) {
         std::fflush(stdout);

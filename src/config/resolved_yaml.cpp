@@ -44,6 +44,7 @@ public:
         key("level") << c.logging.level;
         key("progress") << c.logging.progress;
         key("metrics_file") << c.logging.metrics_file;
+        key("tensorboard") << c.logging.tensorboard;
         out_ << YAML::EndMap;
         out_ << YAML::EndMap;
         return std::string(out_.c_str()) + "\n";

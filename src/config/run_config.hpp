@@ -100,6 +100,7 @@ struct LoggingConfig {
     std::string level = "info";      // trace | debug | info | warn | error
     std::string progress = "auto";   // auto (bar on a terminal) | bar | lines | none
     std::string metrics_file = "metrics.csv";  // relative to the run dir; "" = none
+    bool tensorboard = false;        // TensorBoard event files in RUN_DIR/tensorboard/
 };
 
 struct RunConfig {

@@ -38,13 +38,14 @@ std::vector<std::string_view> split_fields(std::string_view line) {
 
 }  // namespace
 
-CsvTable read_csv(const std::string& path) {
+CsvTable read_csv(const std::string& path, int64_t unlabeled_features) {
     std::ifstream in(path);
     if (!in) throw DataError(path + ": cannot open");
 
     CsvTable table;
     int64_t columns = -1;    // fields per line, fixed by the first line
     bool first_line = true;
+    bool labeled = true;
     std::string line;
     for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
         if (trim(line).empty()) continue;
@@ -54,20 +55,25 @@ CsvTable read_csv(const std::string& path) {
         if (first_line) {
             first_line = false;
             columns = static_cast<int64_t>(fields.size());
-            if (columns < 2) throw DataError(where + "expected a label and at least one feature, found 1 field");
-            table.feature_columns = columns - 1;
+            labeled = columns != unlabeled_features;
+            if (labeled && columns < 2)
+                throw DataError(where + "expected a label and at least one feature, found 1 field");
+            table.feature_columns = labeled ? columns - 1 : columns;
             if (!parse_number(fields[0], value)) continue;  // a header line
         }
         if (static_cast<int64_t>(fields.size()) != columns) {
             throw DataError(where + "expected " + std::to_string(columns) + " fields like the first line, found " +
                             std::to_string(fields.size()));
         }
-        if (!parse_number(fields[0], value) || value < 0 || value != std::floor(value) || value > 2147483647.0) {
-            throw DataError(where + "label '" + std::string(trim(fields[0])) +
-                            "' is not a class index (a non-negative integer)");
+        if (labeled) {
+            if (!parse_number(fields[0], value) || value < 0 || value != std::floor(value) || value > 2147483647.0) {
+                throw DataError(where + "label '" + std::string(trim(fields[0])) +
+                                "' is not a class index (a non-negative integer)");
+            }
+            table.labels.push_back(static_cast<int32_t>(value));
         }
-        table.labels.push_back(static_cast<int32_t>(value));
-        for (size_t i = 1; i < fields.size(); ++i) {
+        ++table.rows;
+        for (size_t i = labeled ? 1 : 0; i < fields.size(); ++i) {
             if (!parse_number(fields[i], value)) {
                 throw DataError(where + "field " + std::to_string(i + 1) + " '" + std::string(trim(fields[i])) +
                                 "' is not a number");
@@ -76,7 +82,7 @@ CsvTable read_csv(const std::string& path) {
         }
     }
     if (in.bad()) throw DataError(path + ": read error");
-    if (table.labels.empty()) throw DataError(path + ": no data rows");
+    if (table.rows == 0) throw DataError(path + ": no data rows");
     return table;
 }
 

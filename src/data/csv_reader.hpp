@@ -1,7 +1,7 @@
 // CsvReader: a numeric CSV table, one sample a line, the class label in the
 // first column and the features after it (the layout of the Kaggle MNIST and
 // Fashion-MNIST CSVs). An optional header line is recognised by a first field
-// that is not a number.
+// that is not a number. For prediction the label column may be left out.
 #pragma once
 
 #include <cstdint>
@@ -13,11 +13,14 @@ namespace gputrain::data {
 struct CsvTable {
     int64_t feature_columns = 0;   // columns after the label
     std::vector<float> features;   // rows * feature_columns, as written (not scaled)
-    std::vector<int32_t> labels;   // one per row, non-negative integers
+    std::vector<int32_t> labels;   // one per row, non-negative integers; empty when the file has no labels
+    int64_t rows = 0;
 };
 
 // Throws DataError "PATH: problem" (missing file, no rows) or "PATH:LINE: problem"
 // (wrong field count, a field that is not a number, a label that is not a class index).
-CsvTable read_csv(const std::string& path);
+// `unlabeled_features` > 0: a file whose lines have exactly that many fields has
+// no label column (every field is a feature); lines with one more field have one.
+CsvTable read_csv(const std::string& path, int64_t unlabeled_features = 0);
 
 }  // namespace gputrain::data

@@ -88,9 +88,11 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         const int64_t n = shape_elements(shapes_[i]);
         widest = std::max(widest, n);
         activations_.push_back(backend_.allocate_floats(static_cast<size_t>(max_rows_ * n)));
+        activation_floats_ += static_cast<size_t>(max_rows_ * n);
         scratch += max_rows_ * layers_[i]->scratch_per_sample() + layers_[i]->scratch_fixed();
     }
-    scratch_ = backend_.allocate_floats(static_cast<size_t>(std::max<int64_t>(1, scratch)));
+    scratch_floats_ = static_cast<size_t>(std::max<int64_t>(1, scratch));
+    scratch_ = backend_.allocate_floats(scratch_floats_);
     float* s = scratch_;
     for (auto& layer : layers_) {
         layer->set_scratch(s);
@@ -98,6 +100,7 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
     }
     grad_a_ = backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest));
     grad_b_ = backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest));
+    activation_floats_ += 2 * static_cast<size_t>(max_rows_ * widest);
     allocate_workspace();
 
     initialize(init_seed);

@@ -56,8 +56,16 @@ public:
     // Forward and loss only (inference mode).
     void evaluate(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows, float* stats);
 
+    // Forward only (inference mode, no labels): for `gputrain predict`.
+    void predict(const RunContext& ctx, const float* inputs, int rows) { forward(ctx, inputs, rows); }
+
     // The last layer's output of the latest forward pass (rows x classes), logits when fused.
     const float* outputs() const { return activations_.back(); }
+
+    // Floats allocated for `max_rows` samples: the layer outputs plus the two
+    // activation-gradient buffers, and the layers' scratch (for memory estimates).
+    size_t activation_floats() const { return activation_floats_; }
+    size_t scratch_floats() const { return scratch_floats_; }
 
     // A Keras-like table: layer (type), output shape, parameters; then totals.
     std::string summary() const;
@@ -79,6 +87,8 @@ private:
     int64_t max_rows_;
     size_t param_count_ = 0;
     size_t state_count_ = 0;
+    size_t activation_floats_ = 0;
+    size_t scratch_floats_ = 0;
     bool fused_softmax_ = false;
     float* params_ = nullptr;
     float* grads_ = nullptr;

@@ -11,6 +11,7 @@
 #include "train/evaluator.hpp"
 #include "train/interrupt.hpp"
 #include "train/parallel.hpp"
+#include "train/tensorboard_writer.hpp"
 
 namespace gputrain::train {
 
@@ -153,6 +154,9 @@ FitResult Trainer::fit() {
                             ? std::string()
                             : (std::filesystem::path(options_.run_dir) / cfg_.logging.metrics_file).string(),
                         /*append=*/!options_.resume_from.empty(), state_.epochs_done);
+    TensorBoardWriter tensorboard(cfg_.logging.tensorboard && writer
+                                      ? (std::filesystem::path(options_.run_dir) / "tensorboard").string()
+                                      : std::string());
     const optim::Schedule schedule(cfg_.optimizer, steps_per_epoch_, cfg_.training.epochs);
 
     for (int64_t epoch = state_.epochs_done; epoch < cfg_.training.epochs; ++epoch) {
@@ -216,6 +220,7 @@ FitResult Trainer::fit() {
             state_.best_value = value;
         }
         metrics.write(rec);
+        tensorboard.write(rec);
         if (writer) {
             auto written = checkpointer.save_epoch(*replicas_[0], state_, rec, is_best);
             result.checkpoints.insert(result.checkpoints.end(), written.begin(), written.end());

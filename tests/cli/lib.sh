@@ -94,3 +94,16 @@ require_mpi() {
         fail "mpirun -np 1 could not run gputrain"
     fi
 }
+
+# The Python for tests that need packages beyond the standard library (NumPy,
+# safetensors, tensorboard): $GPUTRAIN_TEST_PYTHON, else the venv that
+# scripts/install-deps makes (.venv-tests, with the system site packages), else /usr/bin/python3.
+test_python() {
+    if [ -n "${GPUTRAIN_TEST_PYTHON:-}" ]; then
+        echo "$GPUTRAIN_TEST_PYTHON"
+    elif [ -x .venv-tests/bin/python ]; then
+        echo "$PWD/.venv-tests/bin/python"
+    else
+        echo /usr/bin/python3
+    fi
+}

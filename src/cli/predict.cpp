@@ -1,0 +1,102 @@
+// gputrain predict CONFIG --checkpoint PATH --input FILE [--output FILE]:
+// class probabilities for every sample of an IDX, CSV or NPY file.
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+
+#include "cli/commands.hpp"
+#include "cli/run_setup.hpp"
+#include "core/error.hpp"
+#include "data/npy.hpp"
+#include "data/predict_inputs.hpp"
+#include "device/devices.hpp"
+#include "train/checkpointer.hpp"
+#include "train/predictor.hpp"
+
+namespace fs = std::filesystem;
+
+namespace gputrain::cli {
+
+namespace {
+
+struct PredictArgs {
+    CommonOptions common;
+    std::string checkpoint;
+    std::string input;
+    std::string output;  // empty: CSV on stdout
+};
+
+bool is_npy(const std::string& path) { return fs::path(path).extension() == ".npy"; }
+
+// Header class_0..class_K-1, then one row per sample; %.9g round-trips a float.
+void write_csv(std::FILE* f, const std::vector<float>& probabilities, int64_t classes) {
+    for (int64_t j = 0; j < classes; ++j) std::fprintf(f, "%sclass_%lld", j ? "," : "", (long long)j);
+    std::fputc('\n', f);
+    for (size_t i = 0; i < probabilities.size(); i += static_cast<size_t>(classes)) {
+        for (int64_t j = 0; j < classes; ++j) std::fprintf(f, "%s%.9g", j ? "," : "", probabilities[i + j]);
+        std::fputc('\n', f);
+    }
+}
+
+void write_output(const std::string& path, const std::vector<float>& probabilities, int64_t rows, int64_t classes) {
+    if (path.empty()) {
+        write_csv(stdout, probabilities, classes);
+        std::fflush(stdout);
+        return;
+    }
+    if (is_npy(path)) {
+        data::write_npy_float32(path, {rows, classes}, probabilities);
+        return;
+    }
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "w"), &std::fclose);
+    if (!f) throw Error("--output: cannot write '" + path + "': " + std::strerror(errno));
+    write_csv(f.get(), probabilities, classes);
+    if (std::ferror(f.get()) || std::fclose(f.release()) != 0)
+        throw Error("--output: cannot write '" + path + "': " + std::strerror(errno));
+}
+
+int run_predict(PredictArgs& args) {
+    config::RunConfig cfg = load_config(args.common);
+    // Probabilities may go to stdout, which the log shares: info lines would corrupt them.
+    apply_log_level(cfg, /*quiet=*/true);
+    if (!fs::exists(args.checkpoint)) throw ConfigError("--checkpoint: '" + args.checkpoint + "' does not exist");
+
+    const data::PredictInputs inputs = data::read_predict_inputs(args.input, cfg.model.input_shape, cfg.data.scale);
+    // One replica: inference needs no gradient exchange, and one copy of the model is enough.
+    const device::Discovery found = device::discover();
+    const train::Strategy strategy(cfg, found, {args.common.device, 1});
+    auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size);
+    train::restore(args.checkpoint, replicas, cfg, /*with_optimizer=*/false);
+
+    const std::vector<float> probabilities = train::predict_probabilities(*replicas[0], inputs.values, inputs.rows);
+    write_output(args.output, probabilities, inputs.rows, replicas[0]->model().classes());
+    return 0;
+}
+
+}  // namespace
+
+Action add_predict_command(CLI::App& app) {
+    auto args = std::make_shared<PredictArgs>();
+    CLI::App* cmd = app.add_subcommand(
+        "predict", "Class probabilities of a checkpoint's model for the samples of an IDX, CSV or NPY file");
+    cmd->add_option("config", args->common.config_path, "YAML config file the model was trained with")->required();
+    cmd->add_option("--checkpoint", args->checkpoint, "Checkpoint file (.safetensors) whose weights are used")
+        ->required();
+    cmd->add_option("--input", args->input,
+                    "Samples to score, the format by name: *.npy (float32, float64 or uint8, shape (N, ...)), "
+                    "*.csv (the training layout, label column optional), else an IDX images file (plain or .gz). "
+                    "data.scale is applied to the values, as in training")
+        ->required();
+    cmd->add_option("--output", args->output,
+                    "Where to write the probabilities: *.npy (float32, N x classes), else CSV with the header "
+                    "class_0,...; default: CSV on stdout");
+    cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set data.scale=1");
+    cmd->add_option("--device", args->common.device, "auto, cpu or gpu")->check(CLI::IsMember({"auto", "cpu", "gpu"}));
+    return [args] { return run_predict(*args); };
+}
+
+}  // namespace gputrain::cli

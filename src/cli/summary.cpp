@@ -1,0 +1,66 @@
+// gputrain summary CONFIG: the model table, then the memory one replica needs
+// at the configured batch, without reading data or training.
+#include <cstdio>
+
+#include "backend/cpu/cpu_backend.hpp"
+#include "cli/commands.hpp"
+#include "cli/run_setup.hpp"
+#include "data/loader.hpp"
+#include "device/devices.hpp"
+#include "nn/model.hpp"
+#include "train/memory_estimate.hpp"
+
+namespace gputrain::cli {
+
+namespace {
+
+struct SummaryArgs {
+    CommonOptions common;
+};
+
+void print_line(const char* what, size_t bytes) {
+    std::printf("  %-36s %12zu bytes  %10s\n", what, bytes, train::human_bytes(bytes).c_str());
+}
+
+int run_summary(SummaryArgs& args) {
+    config::RunConfig cfg = load_config(args.common);
+    apply_log_level(cfg, /*quiet=*/true);
+    const device::Discovery found = device::discover();
+    const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas});
+    const auto offsets = data::shard_offsets(cfg.training.batch_size, strategy.replicas());
+    const train::MemoryEstimate m = train::estimate_memory(cfg, offsets[1] - offsets[0]);
+
+    CpuBackend backend;
+    std::printf("%s", nn::Model(cfg.model, cfg.loss, backend, 1, cfg.training.seed).summary().c_str());
+    std::printf("\nStrategy: %s\n", strategy.describe(cfg.training.batch_size).c_str());
+    std::printf("Memory per replica (%lld samples, float32):\n", (long long)m.rows_per_replica);
+    char label[64];
+    print_line("weights", m.weight_bytes);
+    print_line("gradients", m.gradient_bytes);
+    std::snprintf(label, sizeof label, "optimizer state (%s, %zu x weights)", cfg.optimizer.type.c_str(),
+                  m.optimizer_slots);
+    print_line(label, m.optimizer_bytes);
+    print_line("activations (outputs + gradients)", m.activation_bytes);
+    print_line("layer scratch", m.scratch_bytes);
+    print_line("input shard (inputs + labels)", m.input_bytes);
+    print_line("total", m.total_bytes());
+    if (strategy.on_gpu()) std::printf("(on a GPU, cuBLAS and NCCL workspaces come on top)\n");
+    return 0;
+}
+
+}  // namespace
+
+Action add_summary_command(CLI::App& app) {
+    auto args = std::make_shared<SummaryArgs>();
+    CLI::App* cmd = app.add_subcommand(
+        "summary", "Print the model's layers and parameters and the memory per replica at the configured batch "
+                   "(weights, gradients, optimizer state, activations), without training");
+    cmd->add_option("config", args->common.config_path, "YAML config file")->required();
+    cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set training.batch_size=256");
+    cmd->add_option("--device", args->common.device, "auto, cpu or gpu: decides the replicas, as for fit")
+        ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
+    cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(CLI::PositiveNumber);
+    return [args] { return run_summary(*args); };
+}
+
+}  // namespace gputrain::cli

@@ -1,0 +1,71 @@
+#include "data/predict_inputs.hpp"
+
+#include <filesystem>
+
+#include "core/error.hpp"
+#include "data/csv_reader.hpp"
+#include "data/idx_reader.hpp"
+#include "data/npy.hpp"
+
+namespace gputrain::data {
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// (N, d1, d2, ...) must hold N samples of the model's element count.
+void check_sample_shape(const std::string& path, const std::vector<int64_t>& dims, const Shape& model_shape,
+                        const std::string& what) {
+    int64_t elements = 1;
+    for (size_t i = 1; i < dims.size(); ++i) elements *= dims[i];
+    if (dims.size() < 2 || elements != shape_elements(model_shape)) {
+        throw ConfigError(path + ": " + what + " shape " + shape_text(dims) + " does not hold samples of " +
+                          "model.input_shape " + shape_text(model_shape) + "; expected [N, " +
+                          std::to_string(shape_elements(model_shape)) + "] or [N] + model.input_shape");
+    }
+}
+
+}  // namespace
+
+PredictInputs read_predict_inputs(const std::string& path, const Shape& model_input_shape, double scale) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec)) throw DataError(path + ": no such file");
+    const int64_t elements = shape_elements(model_input_shape);
+    PredictInputs out;
+    if (ends_with(path, ".npy")) {
+        NpyArray array = read_npy(path);
+        check_sample_shape(path, array.shape, model_input_shape, "the array's");
+        out.format = "npy";
+        out.rows = array.shape[0];
+        out.values = std::move(array.values);
+    } else if (ends_with(path, ".csv")) {
+        CsvTable table = read_csv(path, elements);
+        if (table.feature_columns != elements) {
+            throw ConfigError(path + ": " + std::to_string(table.feature_columns) + " feature columns after the "
+                              "label, but model.input_shape " + shape_text(model_input_shape) + " needs " +
+                              std::to_string(elements));
+        }
+        out.format = "csv";
+        out.rows = table.rows;
+        out.values = std::move(table.features);
+        out.labels = std::move(table.labels);
+    } else {
+        IdxArray array = read_idx(path);
+        check_sample_shape(path, array.dims, model_input_shape, "the IDX file's");
+        out.format = "idx";
+        out.rows = array.dims[0];
+        out.values.assign(array.bytes.begin(), array.bytes.end());
+    }
+    if (out.rows == 0) throw DataError(path + ": holds no samples");
+    for (float& v : out.values) v = static_cast<float>(v * scale);
+    return out;
+}
+
+}  // namespace gputrain::data

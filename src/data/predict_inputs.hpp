@@ -1,0 +1,27 @@
+// PredictInputs: the samples `gputrain predict` scores, read from one file:
+// an IDX images file (plain or .gz), a CSV in the training layout (label column
+// optional) or an NPY array of shape (N, ...). The format is chosen by the file
+// name: *.npy, *.csv, anything else IDX.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/shape.hpp"
+
+namespace gputrain::data {
+
+struct PredictInputs {
+    int64_t rows = 0;
+    std::vector<float> values;    // rows * shape_elements(model input), scaled by data.scale
+    std::vector<int32_t> labels;  // from a labeled CSV, else empty
+    std::string format;           // "idx", "csv" or "npy"
+};
+
+// Each sample must hold as many elements as `model_input_shape` (ConfigError
+// naming the file, its sample shape and the model's otherwise). Values are
+// multiplied by `scale` (data.scale), as the training data were.
+PredictInputs read_predict_inputs(const std::string& path, const Shape& model_input_shape, double scale);
+
+}  // namespace gputrain::data

@@ -1,0 +1,34 @@
+// MemoryEstimate: what one replica allocates at the configured batch, for
+// `gputrain summary`: weights, gradients, optimizer state, activations (layer
+// outputs and the activation-gradient buffers), layer scratch and the input
+// shard. Counted from the buffers a Model and Optimizer really allocate (built
+// on the CPU); a GPU adds its library workspaces (cuBLAS, NCCL) on top.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "config/run_config.hpp"
+
+namespace gputrain::train {
+
+struct MemoryEstimate {
+    int64_t rows_per_replica = 0;
+    size_t params = 0;
+    size_t optimizer_slots = 0;  // buffers of the parameters' size: Adam 2, SGD with momentum 1
+    size_t weight_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;
+    size_t activation_bytes = 0, scratch_bytes = 0, input_bytes = 0;
+
+    size_t total_bytes() const {
+        return weight_bytes + gradient_bytes + optimizer_bytes + activation_bytes + scratch_bytes + input_bytes;
+    }
+};
+
+// `rows_per_replica`: the largest shard of the global batch.
+MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_replica);
+
+// "397.5 KiB", "1.20 GiB", "512 B".
+std::string human_bytes(size_t bytes);
+
+}  // namespace gputrain::train

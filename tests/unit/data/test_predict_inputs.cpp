@@ -1,0 +1,74 @@
+#include <catch2/catch.hpp>
+
+#include "core/error.hpp"
+#include "data/npy.hpp"
+#include "data/predict_inputs.hpp"
+#include "data_test_files.hpp"
+
+using namespace gputrain;
+using namespace gputrain::data;
+using namespace data_test;
+
+namespace {
+
+std::string error_of(const std::string& path, const Shape& shape) {
+    try {
+        read_predict_inputs(path, shape, 1.0);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("read_predict_inputs reads IDX, NPY and CSV with and without labels, scaled") {
+    TempDir dir;
+    write_idx(dir / "images-idx3-ubyte.gz", {2, 2, 2}, {0, 10, 20, 30, 40, 50, 60, 70});
+    PredictInputs in = read_predict_inputs(dir / "images-idx3-ubyte.gz", {4}, 0.5);
+    REQUIRE(in.format == "idx");
+    REQUIRE(in.rows == 2);
+    REQUIRE(in.values == std::vector<float>{0, 5, 10, 15, 20, 25, 30, 35});
+    REQUIRE(in.labels.empty());
+
+    write_npy_float32(dir / "x.npy", {3, 2, 1}, {1, 2, 3, 4, 5, 6});
+    in = read_predict_inputs(dir / "x.npy", {2}, 2.0);
+    REQUIRE(in.format == "npy");
+    REQUIRE(in.rows == 3);
+    REQUIRE(in.values == std::vector<float>{2, 4, 6, 8, 10, 12});
+
+    write_text(dir / "labeled.csv", "label,a,b\n3,1,2\n0,4,8\n");
+    in = read_predict_inputs(dir / "labeled.csv", {2}, 0.25);
+    REQUIRE(in.format == "csv");
+    REQUIRE(in.rows == 2);
+    REQUIRE(in.labels == std::vector<int32_t>{3, 0});
+    REQUIRE(in.values == std::vector<float>{0.25f, 0.5f, 1, 2});
+
+    write_text(dir / "unlabeled.csv", "a,b\n1.5,2\n4,8\n-1,0\n");
+    in = read_predict_inputs(dir / "unlabeled.csv", {2}, 1.0);
+    REQUIRE(in.rows == 3);
+    REQUIRE(in.labels.empty());
+    REQUIRE(in.values == std::vector<float>{1.5f, 2, 4, 8, -1, 0});
+}
+
+TEST_CASE("read_predict_inputs rejects samples that do not fit the model") {
+    TempDir dir;
+    write_npy_float32(dir / "x.npy", {3, 5}, std::vector<float>(15, 1.0f));
+    REQUIRE(error_of(dir / "x.npy", {2, 2}) ==
+            dir / "x.npy" + ": the array's shape [3, 5] does not hold samples of model.input_shape [2, 2]; "
+                            "expected [N, 4] or [N] + model.input_shape");
+    write_npy_float32(dir / "flat.npy", {4}, std::vector<float>(4, 1.0f));
+    REQUIRE(error_of(dir / "flat.npy", {4}) ==
+            dir / "flat.npy" + ": the array's shape [4] does not hold samples of model.input_shape [4]; "
+                               "expected [N, 4] or [N] + model.input_shape");
+    write_npy_float32(dir / "none.npy", {0, 4}, {});
+    REQUIRE(error_of(dir / "none.npy", {4}) == dir / "none.npy" + ": holds no samples");
+    write_idx(dir / "images-idx3-ubyte", {1, 3, 3}, std::vector<uint8_t>(9, 0));
+    REQUIRE(error_of(dir / "images-idx3-ubyte", {8}) ==
+            dir / "images-idx3-ubyte" + ": the IDX file's shape [1, 3, 3] does not hold samples of "
+                                        "model.input_shape [8]; expected [N, 8] or [N] + model.input_shape");
+    write_text(dir / "wide.csv", "1,2,3,4\n");
+    REQUIRE(error_of(dir / "wide.csv", {2}) ==
+            dir / "wide.csv" + ": 3 feature columns after the label, but model.input_shape [2] needs 2");
+    REQUIRE(error_of(dir / "nothing.csv", {2}) == dir / "nothing.csv" + ": no such file");
+}
