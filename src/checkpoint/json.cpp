@@ -136,7 +136,7 @@ private:
             expect(':', "after an object key");
             skip_whitespace();
             Value member = parse_value(depth);
-            value.object.emplace_back(std::move(key), std::move(member));
+            value.object.push_back(Member{std::move(key), std::move(member)});
             skip_whitespace();
             if (at('}')) {
                 ++pos_;

@@ -13,6 +13,8 @@
 
 namespace gputrain::checkpoint::json {
 
+struct Member;
+
 struct Value {
     enum class Kind { String, Integer, Array, Object };
 
@@ -21,9 +23,16 @@ struct Value {
     std::string string;
     int64_t integer = 0;
     std::vector<Value> array;
-    std::vector<std::pair<std::string, Value>> object;   // in document order, keys unique
+    // A named struct, not std::pair: a pair of an incomplete Value is rejected by
+    // clang (the fuzz build), a vector of an incomplete type is not.
+    std::vector<Member> object;   // in document order, keys unique
 
     const Value* find(std::string_view key) const;
+};
+
+struct Member {
+    std::string key;
+    Value value;
 };
 
 // "a string", "an integer", ... for messages.

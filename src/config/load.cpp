@@ -33,7 +33,66 @@ std::string read_file(const std::string& path) {
     return text;
 }
 
+// yaml-cpp 0.7 loops forever on a ',' outside any [ ] or { } that follows a
+// complete top-level node (",x", "'a' ,", "[1]\n,": found by fuzzing), so such a
+// comma is rejected before parsing: at the start of a line, right after a
+// quoted scalar or a closing bracket, or inside a tag, anchor or alias ("!#,x"),
+// outside brackets, quotes and comments.
+void reject_stray_commas(const std::string& yaml, const ConfigSource& source) {
+    int depth = 0, line = 0, column = 0;
+    bool line_start = true, after_node = false, in_property = false;
+    char quote = 0, prev = '\n';
+    for (size_t i = 0; i < yaml.size(); ++i, ++column) {
+        const char c = yaml[i];
+        if (c == '\n') {
+            ++line;
+            column = -1;
+            line_start = true;
+            after_node = false;
+            in_property = false;
+            quote = quote == '"' || quote == '\'' ? quote : 0;
+            prev = '\n';
+            continue;
+        }
+        if (quote == '"') {
+            if (c == '\\') ++i, ++column;
+            else if (c == '"') quote = 0, after_node = depth == 0;
+            continue;
+        }
+        if (quote == '\'') {
+            if (c == '\'' && i + 1 < yaml.size() && yaml[i + 1] == '\'') ++i, ++column;
+            else if (c == '\'') quote = 0, after_node = depth == 0;
+            continue;
+        }
+        if (c == '#' && (prev == ' ' || prev == '\t' || prev == '\n')) {
+            while (i + 1 < yaml.size() && yaml[i + 1] != '\n') ++i;
+            continue;
+        }
+        if (c == ' ' || c == '\t') {
+            in_property = false;
+            prev = c;
+            continue;
+        }
+        if (c == ',' && depth == 0 && (line_start || after_node || in_property)) {
+            YAML::Mark mark;
+            mark.line = line;
+            mark.column = column;
+            throw ConfigError(config_message(source.file_place(mark), "",
+                                             "YAML syntax error: ',' outside [ ] or { }; remove it or quote the value"));
+        }
+        const bool token_start = std::string(" \t\n[{,:-").find(prev) != std::string::npos;
+        if ((c == '!' || c == '&' || c == '*') && token_start) in_property = true;
+        if ((c == '"' || c == '\'') && token_start) quote = c;
+        else if (c == '[' || c == '{') ++depth;
+        else if ((c == ']' || c == '}') && depth > 0) --depth;
+        after_node = (c == ']' || c == '}') && depth == 0;
+        line_start = false;
+        prev = c;
+    }
+}
+
 YAML::Node parse_document(const std::string& yaml, const ConfigSource& source) {
+    reject_stray_commas(yaml, source);
     std::vector<YAML::Node> documents;
     try {
         documents = YAML::LoadAll(yaml);

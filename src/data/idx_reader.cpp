@@ -123,8 +123,10 @@ IdxArray read_idx(const std::string& path) {
         const uint8_t* p = header.data() + 4 * d;
         const int64_t dim = (int64_t{p[0]} << 24) | (int64_t{p[1]} << 16) | (int64_t{p[2]} << 8) | p[3];
         array.dims.push_back(dim);
+        // Checked before multiplying: two large dimensions must not overflow (found by fuzzing).
+        if (dim > 0 && expected > kMaxBytes / dim)
+            throw DataError(path + ": the header's dimensions claim more than 64 GiB");
         expected *= dim;
-        if (expected > kMaxBytes) throw DataError(path + ": the header's dimensions claim more than 64 GiB");
     }
 
     // Grow as data arrives so that a truncated file claiming a huge size fails

@@ -26,8 +26,8 @@ TEST_CASE("json::parse reads objects, arrays, strings and integers in document o
     const json::Value v = json::parse(" {\"b\": [1, -2, 0], \"a\": {\"s\": \"x\"}, \"e\": [], \"o\": {}}\n  ");
     REQUIRE(v.kind == Kind::Object);
     REQUIRE(v.object.size() == 4);
-    REQUIRE(v.object[0].first == "b");
-    REQUIRE(v.object[1].first == "a");
+    REQUIRE(v.object[0].key == "b");
+    REQUIRE(v.object[1].key == "a");
     const json::Value* b = v.find("b");
     REQUIRE(b->kind == Kind::Array);
     REQUIRE(b->array.size() == 3);

@@ -22,6 +22,19 @@ TEST_CASE("a missing file names the file and the system's reason") {
     }
 }
 
+TEST_CASE("a comma outside brackets after a top-level node is an error, not a hang in yaml-cpp") {
+    // Each of these made yaml-cpp 0.7 loop forever (found by libFuzzer).
+    const std::string message = "YAML syntax error: ',' outside [ ] or { }; remove it or quote the value";
+    REQUIRE(error_of(",b\n") == "cfg.yaml:1:1: " + message);
+    REQUIRE(error_of("# comment\n  a: 1\n,\n") == "cfg.yaml:3:1: " + message);
+    REQUIRE(error_of("'x' ,\n") == "cfg.yaml:1:5: " + message);
+    REQUIRE(error_of("{a: 1}\n,\n") == "cfg.yaml:2:1: " + message);
+    REQUIRE(error_of("!#,o#o") == "cfg.yaml:1:3: " + message);
+    // Commas inside brackets, quotes, comments and plain values stay legal.
+    REQUIRE(error_of("training: {epochs: 3,\n  batch_size: 4}\nlogging: {level: 'a,b'}  # x, y\nrun_dir: a, b\n")
+                .find("outside [ ]") == std::string::npos);
+}
+
 TEST_CASE("YAML syntax errors carry yaml-cpp's line and column") {
     REQUIRE(error_of("training: {epochs: 3\nmodel: x\n") == "cfg.yaml:2:6: YAML syntax error: end of map flow not found");
     REQUIRE(error_of("training:\n  epochs: 3\n   batch_size: 4\n") == "cfg.yaml:3:14: YAML syntax error: illegal map value");

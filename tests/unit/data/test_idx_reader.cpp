@@ -109,3 +109,15 @@ TEST_CASE("find_idx_file prefers the plain file, then .gz, else empty") {
     write_idx(dir / "x-idx1-ubyte", {1}, {1});
     REQUIRE(find_idx_file(dir.path().string(), "x-idx1-ubyte") == dir / "x-idx1-ubyte");
 }
+
+TEST_CASE("read_idx rejects dimensions whose product is too large, without overflowing") {
+    TempDir dir;
+    // 2^31 x (2^32 - 1) overflowed int64 in the product before the bound was checked (libFuzzer + UBSan found it).
+    write_bytes(dir / "huge", idx_bytes({0x80000000u, 0xFFFFFFFFu}, {1, 2, 3}));
+    REQUIRE(error_of(dir / "huge") == dir / "huge" + ": the header's dimensions claim more than 64 GiB");
+    write_bytes(dir / "big", idx_bytes({0x10000u, 0x10000u, 0x11u}, {1, 2, 3}));
+    REQUIRE(error_of(dir / "big") == dir / "big" + ": the header's dimensions claim more than 64 GiB");
+    // A zero dimension makes an empty array, whatever follows.
+    write_bytes(dir / "zero", idx_bytes({0u, 0xFFFFFFFFu, 0xFFFFFFFFu}, {}));
+    REQUIRE(read_idx(dir / "zero").bytes.empty());
+}
