@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """The reference job (configs/fashion_mnist_mlp.yaml) in PyTorch, for scripts/bench.
 
-Flatten(28x28) -> Linear(784,128) + ReLU -> Linear(128,10), softmax cross-entropy
+--model mlp (default): Flatten(28x28) -> Linear(784,128) + ReLU -> Linear(128,10).
+--model cnn (configs/fashion_mnist_cnn.yaml): Conv(32,3x3,same)+ReLU -> MaxPool(2)
+-> Conv(64,3x3,same)+ReLU -> MaxPool(2) -> Flatten -> Linear(3136,128)+ReLU ->
+Dropout(0.3) -> Linear(128,10). Both: softmax cross-entropy
 on logits, Adam (lr 1e-3, betas 0.9/0.999, eps 1e-7), batch 32, reshuffled every
 epoch, Keras initialisation (Glorot-uniform kernels, zero biases), inputs x/255.
 Reads the IDX .gz files with gzip + numpy. Times the training loop of each epoch
 (not the data loading, not the test evaluation).
 
-  python3 scripts/pytorch_mlp.py [--epochs 5] [--threads N] [--device cpu|cuda] [--json] [--data DIR]
+  python3 scripts/pytorch_mlp.py [--model mlp|cnn] [--epochs 5] [--threads N] [--device cpu|cuda] [--json] [--data DIR]
 
 With --device cuda (scripts/gpu-check) the model and the whole data set live on
 the GPU and each epoch's time includes a final synchronize.
@@ -52,10 +55,16 @@ def load(data_dir, split):
     return x, y
 
 
-def make_model():
-    model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+def make_model(kind):
+    if kind == "cnn":
+        model = nn.Sequential(nn.Unflatten(1, (1, 28)), nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                              nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                              nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Dropout(0.3), nn.Linear(128, 10))
+    else:
+        model = nn.Sequential(nn.Flatten(), nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
     for layer in model:
-        if isinstance(layer, nn.Linear):
+        # Keras' Glorot-uniform (xavier_uniform_ takes the same fans for convolutions).
+        if isinstance(layer, (nn.Linear, nn.Conv2d)):
             nn.init.xavier_uniform_(layer.weight)
             nn.init.zeros_(layer.bias)
     return model
@@ -87,6 +96,7 @@ def evaluate(model, x, y):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="mlp", choices=["mlp", "cnn"], help="which twin (default mlp)")
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1,
                         help="torch.set_num_threads (default 1); the BLAS always gets 1")
@@ -111,7 +121,7 @@ def main():
         if not torch.cuda.is_available():
             sys.exit("pytorch_mlp: --device cuda but PyTorch sees no GPU")
         x_train, y_train, x_test, y_test = (t.cuda() for t in (x_train, y_train, x_test, y_test))
-    model = make_model().to(args.device)
+    model = make_model(args.model).to(args.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-7)
     loss_fn = nn.CrossEntropyLoss()
     log = sys.stderr if args.json else sys.stdout
