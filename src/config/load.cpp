@@ -13,6 +13,7 @@
 #include "config/read_sections.hpp"
 #include "config/resolved_yaml.hpp"
 #include "config/validate.hpp"
+#include "config/yaml_guard.hpp"
 #include "core/error.hpp"
 #include "core/suggest.hpp"
 
@@ -93,6 +94,7 @@ void reject_stray_commas(const std::string& yaml, const ConfigSource& source) {
 
 YAML::Node parse_document(const std::string& yaml, const ConfigSource& source) {
     reject_stray_commas(yaml, source);
+    check_yaml_terminates(yaml, source.name());
     std::vector<YAML::Node> documents;
     try {
         documents = YAML::LoadAll(yaml);

@@ -52,4 +52,8 @@ expect_in "$TMP/err" "--no-such-option"
 
 step "no command -> 2"
 run_expect 2
+step "a config that makes yaml-cpp loop forever -> a clear error within the time limit, exit 2"
+run_expect 2 fit tests/fuzz/corpus/config/regression-yaml-cpp-hang
+expect_in "$TMP/err" "gputrain: error: tests/fuzz/corpus/config/regression-yaml-cpp-hang: the YAML parser (yaml-cpp) did not finish within 5 s"
+
 echo "ok"
