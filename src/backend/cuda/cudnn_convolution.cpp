@@ -66,6 +66,23 @@ bool choose(const std::vector<Perf>& ranking, int returned, size_t cap, Workspac
     return false;
 }
 
+// One direction's algorithm: cuDNN's ranking (count_of() entries, filled by
+// rank_into), the entry `choose` takes, its workspace folded into max_bytes.
+// Throws no_algorithm() when none fits.
+template <class Perf, class CountOf, class RankInto, class WorkspaceOf, class NoAlgorithm>
+auto pick(CountOf count_of, RankInto rank_into, WorkspaceOf workspace_of, size_t cap, size_t& max_bytes,
+          NoAlgorithm no_algorithm) {
+    const int count = count_of();
+    int returned = 0;
+    std::vector<Perf> ranking(static_cast<size_t>(std::max(count, 1)));
+    rank_into(count, &returned, ranking.data());
+    Perf chosen{};
+    size_t bytes = 0;
+    if (!choose(ranking, returned, cap, workspace_of, chosen, bytes)) throw no_algorithm();
+    max_bytes = std::max(max_bytes, bytes);
+    return chosen.algo;
+}
+
 }  // namespace
 
 struct CudnnConvolution::Plan {
@@ -160,56 +177,53 @@ const CudnnConvolution::Plan& CudnnConvolution::plan_for(const Conv2dGeometry& g
         return Error(fmt::format("cuda:{}: {}: cuDNN offers no FP32 {} algorithm within a {} byte workspace", device_,
                                  describe(g), direction, algorithm_cap));
     };
-    {
-        int count = 0, returned = 0;
-        CUDNN_CHECK(device_, cudnnGetConvolutionForwardAlgorithmMaxCount(handle_, &count));
-        std::vector<cudnnConvolutionFwdAlgoPerf_t> ranking(static_cast<size_t>(std::max(count, 1)));
-        CUDNN_CHECK(device_, cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.filter, p.conv, p.y, count,
-                                                                    &returned, ranking.data()));
-        cudnnConvolutionFwdAlgoPerf_t chosen{};
-        size_t bytes = 0;
-        const auto workspace_of = [&](cudnnConvolutionFwdAlgo_t algo, size_t& out) {
-            return cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.filter, p.conv, p.y, algo, &out) ==
+    // Each direction: how many algorithms cuDNN ranks, the ranking, and the
+    // workspace one of them needs; pick() does the rest.
+    p.forward_algo = pick<cudnnConvolutionFwdAlgoPerf_t>(
+        [&] {
+            int count = 0;
+            CUDNN_CHECK(device_, cudnnGetConvolutionForwardAlgorithmMaxCount(handle_, &count));
+            return count;
+        },
+        [&](int count, int* returned, cudnnConvolutionFwdAlgoPerf_t* ranking) {
+            CUDNN_CHECK(device_, cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.filter, p.conv, p.y, count,
+                                                                        returned, ranking));
+        },
+        [&](cudnnConvolutionFwdAlgo_t algo, size_t& bytes) {
+            return cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.filter, p.conv, p.y, algo, &bytes) ==
                    CUDNN_STATUS_SUCCESS;
-        };
-        if (!choose(ranking, returned, algorithm_cap, workspace_of, chosen, bytes)) throw no_algorithm("forward");
-        p.forward_algo = chosen.algo;
-        p.algorithm_bytes = std::max(p.algorithm_bytes, bytes);
-    }
-    {
-        int count = 0, returned = 0;
-        CUDNN_CHECK(device_, cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle_, &count));
-        std::vector<cudnnConvolutionBwdDataAlgoPerf_t> ranking(static_cast<size_t>(std::max(count, 1)));
-        CUDNN_CHECK(device_, cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.filter, p.y, p.conv, p.x, count,
-                                                                         &returned, ranking.data()));
-        cudnnConvolutionBwdDataAlgoPerf_t chosen{};
-        size_t bytes = 0;
-        const auto workspace_of = [&](cudnnConvolutionBwdDataAlgo_t algo, size_t& out) {
-            return cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, p.filter, p.y, p.conv, p.x, algo, &out) ==
+        },
+        algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("forward"); });
+    p.backward_data_algo = pick<cudnnConvolutionBwdDataAlgoPerf_t>(
+        [&] {
+            int count = 0;
+            CUDNN_CHECK(device_, cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle_, &count));
+            return count;
+        },
+        [&](int count, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* ranking) {
+            CUDNN_CHECK(device_, cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.filter, p.y, p.conv, p.x,
+                                                                             count, returned, ranking));
+        },
+        [&](cudnnConvolutionBwdDataAlgo_t algo, size_t& bytes) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, p.filter, p.y, p.conv, p.x, algo, &bytes) ==
                    CUDNN_STATUS_SUCCESS;
-        };
-        if (!choose(ranking, returned, algorithm_cap, workspace_of, chosen, bytes))
-            throw no_algorithm("backward-data");
-        p.backward_data_algo = chosen.algo;
-        p.algorithm_bytes = std::max(p.algorithm_bytes, bytes);
-    }
-    {
-        int count = 0, returned = 0;
-        CUDNN_CHECK(device_, cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle_, &count));
-        std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> ranking(static_cast<size_t>(std::max(count, 1)));
-        CUDNN_CHECK(device_, cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.x, p.y, p.conv, p.filter, count,
-                                                                           &returned, ranking.data()));
-        cudnnConvolutionBwdFilterAlgoPerf_t chosen{};
-        size_t bytes = 0;
-        const auto workspace_of = [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t& out) {
-            return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, p.x, p.y, p.conv, p.filter, algo, &out) ==
-                   CUDNN_STATUS_SUCCESS;
-        };
-        if (!choose(ranking, returned, algorithm_cap, workspace_of, chosen, bytes))
-            throw no_algorithm("backward-filter");
-        p.backward_filter_algo = chosen.algo;
-        p.algorithm_bytes = std::max(p.algorithm_bytes, bytes);
-    }
+        },
+        algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("backward-data"); });
+    p.backward_filter_algo = pick<cudnnConvolutionBwdFilterAlgoPerf_t>(
+        [&] {
+            int count = 0;
+            CUDNN_CHECK(device_, cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle_, &count));
+            return count;
+        },
+        [&](int count, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* ranking) {
+            CUDNN_CHECK(device_, cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.x, p.y, p.conv, p.filter,
+                                                                               count, returned, ranking));
+        },
+        [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t& bytes) {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, p.x, p.y, p.conv, p.filter, algo,
+                                                                  &bytes) == CUDNN_STATUS_SUCCESS;
+        },
+        algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("backward-filter"); });
     p.algorithm_bytes = align_up(p.algorithm_bytes);
     return *plans_.emplace(key, std::move(plan)).first->second;
 }
