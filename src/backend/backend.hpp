@@ -11,6 +11,7 @@
 #include "backend/activation.hpp"
 #include "backend/conv_geometry.hpp"
 #include "backend/math.hpp"
+#include "backend/precision.hpp"
 
 namespace gputrain {
 
@@ -21,6 +22,9 @@ public:
     // Called first on each thread that will use this backend (a GPU backend
     // makes its device current: CUDA's current device is per thread).
     virtual void bind_thread() {}
+    // What gemm() computes in (training.precision). The CPU backend always
+    // computes in fp32 and ignores it; docs/config.md says so.
+    virtual void set_precision(Precision) {}
 
     // Memory (bytes). Allocation happens before training starts (see
     // docs/architecture.md: no allocation while collectives run).

@@ -67,6 +67,11 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     const device::Discovery found = device::discover();
     const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas, world});
     if (!strategy.fallback_note().empty()) spdlog::info("{}", strategy.fallback_note());
+    if (!strategy.on_gpu() && cfg.training.precision != "fp32")
+        spdlog::info("training.precision: {} changes GPU matrix products only; the CPU computes in fp32{}",
+                     cfg.training.precision,
+                     cfg.training.precision == "fp16" ? " (with the fp16 loss scaling, which changes no result here)"
+                                                      : "");
 
     const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::train);
     if (data.train.size() == 0) throw ConfigError("data: the training set is empty (check data.limit)");

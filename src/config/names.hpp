@@ -29,5 +29,6 @@ inline const NameSet kMonitorModes{"mode", "modes", {"min", "max", "auto"}};
 inline const NameSet kLogLevels{"log level", "log levels", {"trace", "debug", "info", "warn", "error"}};
 inline const NameSet kProgressStyles{"progress style", "progress styles", {"auto", "bar", "lines", "none"}};
 inline const NameSet kOnNanActions{"on_nan action", "on_nan actions", {"stop", "skip_step"}};
+inline const NameSet kPrecisions{"precision", "precisions", {"fp32", "tf32", "bf16", "fp16"}};
 
 }  // namespace gputrain::config

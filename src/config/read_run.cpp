@@ -47,13 +47,14 @@ std::vector<std::string> read_metrics(const Section& top) {
 }
 
 TrainingConfig read_training(const Section& top) {
-    const Section s = top.child("training", {"epochs", "batch_size", "shuffle", "seed", "on_nan"});
+    const Section s = top.child("training", {"epochs", "batch_size", "shuffle", "seed", "on_nan", "precision"});
     TrainingConfig t;
     t.epochs = s.positive_int("epochs", t.epochs);
     t.batch_size = s.positive_int("batch_size", t.batch_size);
     t.shuffle = s.boolean("shuffle", t.shuffle);
     t.seed = s.seed("seed", t.seed);
     t.on_nan = s.choice("on_nan", t.on_nan, kOnNanActions);
+    t.precision = s.choice("precision", t.precision, kPrecisions);
     return t;
 }
 

@@ -30,6 +30,7 @@ public:
         key("shuffle") << c.training.shuffle;
         key("seed") << c.training.seed;
         key("on_nan") << c.training.on_nan;
+        key("precision") << c.training.precision;
         out_ << YAML::EndMap;
         emit_strategy(c.strategy);
         key("checkpoint") << YAML::BeginMap;

@@ -76,6 +76,7 @@ struct TrainingConfig {
     bool shuffle = true;
     uint64_t seed = 42;
     std::string on_nan = "stop";     // stop | skip_step: what a non-finite gradient does
+    std::string precision = "fp32";  // fp32 | tf32 | bf16 | fp16: what GPU matrix products compute in
 };
 
 struct StrategyConfig {

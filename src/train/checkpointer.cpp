@@ -76,6 +76,17 @@ int64_t meta_int(const checkpoint::Contents& c, const std::string& path, const s
     }
 }
 
+// An optional real-valued metadata entry (`fallback` when absent).
+double meta_real(const checkpoint::Contents& c, const std::string& path, const std::string& key, double fallback) {
+    auto it = c.metadata.find(key);
+    if (it == c.metadata.end()) return fallback;
+    try {
+        return std::stod(it->second);
+    } catch (const std::exception&) {
+        throw DataError(path + ": metadata '" + key + "' is not a number: '" + it->second + "'");
+    }
+}
+
 }  // namespace
 
 Checkpointer::Checkpointer(const config::RunConfig& cfg, const std::string& dir) : cfg_(cfg), dir_(dir) {}
@@ -135,6 +146,10 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
         meta["partial_loss_sum"] = number(state.partial_loss_sum);
         meta["partial_correct"] = number(state.partial_correct);
         meta["partial_samples"] = number(state.partial_samples);
+    }
+    if (state.loss_scale > 0) {
+        meta["loss_scale"] = number(state.loss_scale);
+        meta["loss_scale_good_steps"] = std::to_string(state.loss_scale_good_steps);
     }
     if (!interrupted.empty()) meta["interrupted_by"] = interrupted;
     checkpoint::save(path, tensors.refs, meta);
@@ -268,17 +283,17 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     st.global_step = meta_int(contents, path, "global_step");
     if (contents.metadata.count("step_in_epoch")) {
         st.step_in_epoch = meta_int(contents, path, "step_in_epoch");
-        auto real = [&](const char* key) {
-            auto it = contents.metadata.find(key);
-            return it == contents.metadata.end() ? 0.0 : std::stod(it->second);
-        };
-        st.partial_loss_sum = real("partial_loss_sum");
-        st.partial_correct = real("partial_correct");
-        st.partial_samples = real("partial_samples");
+        st.partial_loss_sum = meta_real(contents, path, "partial_loss_sum", 0.0);
+        st.partial_correct = meta_real(contents, path, "partial_correct", 0.0);
+        st.partial_samples = meta_real(contents, path, "partial_samples", 0.0);
     }
-    if (auto it = contents.metadata.find("best_value"); it != contents.metadata.end()) {
+    if (contents.metadata.count("best_value")) {
         st.has_best = true;
-        st.best_value = std::stod(it->second);
+        st.best_value = meta_real(contents, path, "best_value", 0.0);
+    }
+    if (contents.metadata.count("loss_scale")) {
+        st.loss_scale = meta_real(contents, path, "loss_scale", 0.0);
+        st.loss_scale_good_steps = meta_int(contents, path, "loss_scale_good_steps");
     }
     if (warning) {
         auto it = contents.metadata.find("config_digest");

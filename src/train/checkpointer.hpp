@@ -28,6 +28,9 @@ struct TrainingState {
     // averages as an uninterrupted one). All 0 at an epoch boundary.
     int64_t step_in_epoch = 0;
     double partial_loss_sum = 0, partial_correct = 0, partial_samples = 0;
+    // training.precision: fp16's dynamic loss scale (0 = not scaling).
+    double loss_scale = 0;
+    int64_t loss_scale_good_steps = 0;
 };
 
 class Checkpointer {

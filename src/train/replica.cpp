@@ -5,6 +5,7 @@ namespace gputrain::train {
 Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
                  std::unique_ptr<dist::Communicator> comm, int64_t max_shard_rows)
     : backend_(std::move(backend)), comm_(std::move(comm)) {
+    backend_->set_precision(precision_from_name(cfg.training.precision));
     const int64_t rows = std::max<int64_t>(1, max_shard_rows);
     model_ = std::make_unique<nn::Model>(cfg.model, cfg.loss, *backend_, rows, cfg.training.seed);
     optimizer_ = optim::make_optimizer(cfg.optimizer, *backend_, model_->param_count());

@@ -17,7 +17,20 @@ namespace gputrain::train {
 
 Trainer::Trainer(const config::RunConfig& cfg, std::vector<std::unique_ptr<Replica>>& replicas,
                  const data::DataSplits& data, FitOptions options)
-    : cfg_(cfg), replicas_(replicas), data_(data), options_(std::move(options)), progress_(options_.progress, options_.out) {}
+    : cfg_(cfg), replicas_(replicas), data_(data), options_(std::move(options)), progress_(options_.progress, options_.out),
+      scalers_(replicas.size(), LossScaler(cfg.training.precision == "fp16")) {}
+
+LossScaler& Trainer::scaler_of(const Replica& r) {
+    for (size_t i = 0; i < replicas_.size(); ++i)
+        if (replicas_[i].get() == &r) return scalers_[i];
+    throw Error("internal: a replica the trainer does not own");
+}
+
+void Trainer::record_loss_scale() {
+    if (!scalers_[0].enabled()) return;
+    state_.loss_scale = scalers_[0].scale();
+    state_.loss_scale_good_steps = scalers_[0].good_steps();
+}
 
 namespace {
 
@@ -41,22 +54,31 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
     int64_t samples = 0;
     CrossReplicaComm cross(r.comm());  // for layers that reduce across replicas (sync batch norm)
     const bool replicated = r.comm().size() > 1;
+    LossScaler& scaler = scaler_of(r);
     for (int64_t step = start_step; step < steps_per_epoch_; ++step) {
         auto batch = loader.get(step);
         const int64_t begin = batch->shard_begin[r.rank()], end = batch->shard_begin[r.rank() + 1];
         r.load_shard(batch->inputs.data(), batch->labels.data(), begin, end);
         nn::RunContext ctx{r.backend(), true, cfg_.training.seed, epoch, step, begin,
                            replicated ? &cross : nullptr};
+        // The loss scale (1 unless fp16) is a power of two: exact to apply and to undo.
+        const float loss_scale = scaler.scale();
         r.model().forward_backward(ctx, r.inputs(), r.labels(), static_cast<int>(end - begin),
-                                   1.0f / static_cast<float>(batch->size), r.stats());
+                                   loss_scale / static_cast<float>(batch->size), r.stats());
         // Every replica joins every all-reduce, even with an empty shard.
         r.comm().allreduce_sum(r.model().grad_data(), n);
         const int64_t global_step = epoch_first_step + step;
         // Identical on every replica after the all-reduce, so all take the same branch.
         if (!r.backend().all_finite(r.model().grad_data(), n)) {
-            if (!skip_nonfinite) throw NonFiniteGradients(epoch, step);
-            if (r.rank() == 0) ++totals.skipped_steps;
+            if (scaler.absorb_overflow()) {  // fp16: a smaller scale next step
+                if (r.rank() == 0) ++totals.overflow_steps;
+            } else {
+                if (!skip_nonfinite) throw NonFiniteGradients(epoch, step);
+                if (r.rank() == 0) ++totals.skipped_steps;
+            }
         } else {
+            if (loss_scale != 1.0f) r.backend().scale(r.model().grad_data(), n, 1.0f / loss_scale);
+            scaler.step_applied();
             r.optimizer().step(r.model().param_data(), r.model().grad_data(), schedule.learning_rate(global_step),
                                global_step + 1);
         }
@@ -141,6 +163,8 @@ FitResult Trainer::fit() {
         std::string warning;
         state_ = restore(options_.resume_from, replicas_, cfg_, /*with_optimizer=*/true, &warning);
         if (writer && !warning.empty()) std::fprintf(options_.out, "warning: %s\n", warning.c_str());
+        if (state_.loss_scale > 0)
+            for (auto& s : scalers_) s.restore(state_.loss_scale, state_.loss_scale_good_steps);
         if (writer)
             std::fprintf(options_.out, "Resuming from %s after epoch %lld (step %lld)\n", options_.resume_from.c_str(),
                          (long long)state_.epochs_done, (long long)state_.global_step);
@@ -181,10 +205,12 @@ FitResult Trainer::fit() {
         }
         if (totals.interrupted) {
             state_.global_step += totals.steps_done - start_step;
+            record_loss_scale();
             stop_interrupted(epoch, totals, checkpointer);
         }
         state_.global_step += steps_per_epoch_ - start_step;
         state_.epochs_done = epoch + 1;
+        record_loss_scale();
         state_.step_in_epoch = 0;
         state_.partial_loss_sum = state_.partial_correct = state_.partial_samples = 0;
         if (totals.skipped_steps > 0 && writer)

@@ -18,6 +18,7 @@
 #include "data/loader.hpp"
 #include "optim/schedule.hpp"
 #include "train/checkpointer.hpp"
+#include "train/loss_scaler.hpp"
 #include "train/metrics_file.hpp"
 #include "train/progress.hpp"
 #include "train/replica.hpp"
@@ -53,10 +54,14 @@ private:
         bool interrupted = false;      // stopped early by a signal
         bool stop_after_epoch = false; // a signal seen at the epoch's last step
         int64_t skipped_steps = 0;     // non-finite gradients under on_nan: skip_step
+        int64_t overflow_steps = 0;    // fp16 steps skipped by the loss scaler
     };
     void run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loader& loader,
                    const optim::Schedule& schedule, EpochTotals& totals);
     std::string resume_command() const;
+    LossScaler& scaler_of(const Replica& r);
+    // Copies replica 0's loss scale into state_ (for checkpoints).
+    void record_loss_scale();
     [[noreturn]] void stop_interrupted(int64_t epoch, const EpochTotals& totals, Checkpointer& checkpointer);
 
     const config::RunConfig& cfg_;
@@ -67,6 +72,7 @@ private:
     Progress progress_;
     int64_t steps_per_epoch_ = 0;
     int64_t report_every_ = 1;
+    std::vector<LossScaler> scalers_;   // one per local replica (training.precision: fp16), identical
     std::string last_good_checkpoint_;  // the newest checkpoint written or resumed from
 };
 

@@ -30,6 +30,16 @@ step "--set training.epochs=0 -> 2"
 run_expect 2 fit "$cfg" --set training.epochs=0 --run-dir "$TMP/run-epochs"
 expect_in "$TMP/err" "training.epochs"
 
+step "--set training.precision=fp8 -> 2, lists the precisions"
+run_expect 2 fit "$cfg" --set training.precision=fp8 --run-dir "$TMP/run-precision"
+expect_in "$TMP/err" "training.precision"
+expect_in "$TMP/err" "bf16"
+
+step "training.precision: bf16 on the CPU trains in fp32 and says so"
+run_expect 0 fit "$cfg" --set training.precision=bf16 --set training.epochs=1 --run-dir "$TMP/run-bf16" --set logging.progress=none
+cat "$TMP/out" "$TMP/err" >"$TMP/both"
+expect_in "$TMP/both" "training.precision: bf16 changes GPU matrix products only; the CPU computes in fp32"
+
 step "data.path to an empty folder -> 1, names the folder"
 mkdir "$TMP/empty-data"
 sed -e 's/dataset: synthetic/path: EMPTY/' -e '/synthetic:/d' -e "s|EMPTY|$TMP/empty-data|" "$cfg" >"$TMP/empty.yaml"

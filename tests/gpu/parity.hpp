@@ -19,6 +19,7 @@ namespace gpu_test {
 using gputrain::Backend;
 using gputrain::CpuBackend;
 using gputrain::CudaBackend;
+using gputrain::Precision;
 
 // Backend memory that is released when the scope ends.
 class Buffers {

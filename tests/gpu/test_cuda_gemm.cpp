@@ -1,4 +1,6 @@
 // cuBLAS GEMM through the row-major/column-major swap against OpenBLAS.
+#include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "parity.hpp"
@@ -84,14 +86,33 @@ TEST_CASE("gemm with k == 0 scales C by beta (exactly 0 for beta == 0); m or n =
     check_gemm({trans_a, false, 3, 0, 5, 0, 0, 2, 1.0f, beta}, 0.0, 0.0);
 }
 
-TEST_CASE("TF32 GEMMs are opt-in: off by default, within TF32 accuracy when on") {
+namespace {
+double max_abs_difference(const std::vector<float>& a, const std::vector<float>& b) {
+    double worst = 0;
+    for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
+    return worst;
+}
+}  // namespace
+
+TEST_CASE("training.precision: fp32 by default; tf32/bf16/fp16 GEMMs within their accuracy, and really reduced") {
     CpuBackend cpu;
     CudaBackend gpu(0);
     const GemmCase g{false, false, 32, 128, 784, 0, 0, 0, 1.0f, 0.0f};
     const auto reference = run_gemm(cpu, g, 7);
     require_close(run_gemm(gpu, g, 7), reference, 1e-4, 1e-4);
-    gpu.set_allow_tf32(true);
-    require_close(run_gemm(gpu, g, 7), reference, 2e-2, 5e-2);
-    gpu.set_allow_tf32(false);
+    const double fp32_error = max_abs_difference(run_gemm(gpu, g, 7), reference);
+    struct Mode {
+        Precision precision;
+        double tolerance;
+    };
+    // Mantissa bits: tf32 10, fp16 10, bf16 7; inputs in [-1, 1], 784 products per output.
+    for (const Mode m : {Mode{Precision::tf32, 5e-2}, Mode{Precision::fp16, 5e-2}, Mode{Precision::bf16, 2e-1}}) {
+        gpu.set_precision(m.precision);
+        const auto reduced = run_gemm(gpu, g, 7);
+        require_close(reduced, reference, m.tolerance, m.tolerance);
+        // The mode is really used: rounded inputs move the result well past fp32's own error.
+        CHECK(max_abs_difference(reduced, reference) > 10 * fp32_error);
+    }
+    gpu.set_precision(Precision::fp32);
     require_close(run_gemm(gpu, g, 7), reference, 1e-4, 1e-4);
 }

@@ -114,9 +114,6 @@ std::string CudaBackend::name() const { return "cuda:" + std::to_string(device_)
 
 void* CudaBackend::stream_handle() const { return static_cast<void*>(stream_); }
 
-void CudaBackend::set_allow_tf32(bool allow) {
-    CUBLAS_CHECK(device_, cublasSetMathMode(cublas_, allow ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
-}
 
 // ---- memory ----
 
@@ -201,7 +198,17 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float al
     // C^T = op(B)^T op(A)^T: swap the operands (and m with n), keep the flags.
     const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    CUBLAS_CHECK(device_, cublasSgemm(cublas_, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+    if (precision_ == Precision::fp32) {
+        CUBLAS_CHECK(device_, cublasSgemm(cublas_, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+        return;
+    }
+    // fp32 in and out; the compute type lets cuBLAS round the inputs to
+    // TF32/bf16/fp16 for the tensor cores and accumulate in fp32.
+    const cublasComputeType_t compute = precision_ == Precision::tf32   ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                        : precision_ == Precision::bf16 ? CUBLAS_COMPUTE_32F_FAST_16BF
+                                                                        : CUBLAS_COMPUTE_32F_FAST_16F;
+    CUBLAS_CHECK(device_, cublasGemmEx(cublas_, op_b, op_a, n, m, k, &alpha, b, CUDA_R_32F, ldb, a, CUDA_R_32F, lda,
+                                       &beta, c, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
 }
 
 void CudaBackend::add_bias(float* y, const float* bias, int rows, int cols) {

@@ -40,8 +40,9 @@ public:
     // The cudaStream_t all work is queued on, for a communicator (NCCL) that
     // must order its collectives with this backend's kernels.
     void* stream_handle() const;
-    // TF32 tensor-core GEMMs: faster, ~1e-3 relative error. Off by default.
-    void set_allow_tf32(bool allow);
+    // GEMMs in TF32/bf16/fp16 tensor-core math on fp32 data (fp32 by default).
+    // Convolutions stay fp32 whatever the precision (docs/config.md).
+    void set_precision(Precision precision) override { precision_ = precision; }
     DevicePoolStats pool_stats() const { return pool_.stats(); }
 
     // Memory is zeroed like CpuBackend's. copy_to_device returns once the
@@ -110,6 +111,7 @@ private:
     void destroy() noexcept;
 
     int device_;
+    Precision precision_ = Precision::fp32;
     CUstream_st* stream_ = nullptr;
     cublasContext* cublas_ = nullptr;
     void* cublas_workspace_ = nullptr;

@@ -1,0 +1,24 @@
+// Precision: what the matrix products of a training step compute in
+// (`training.precision`). Parameters, gradients, optimizer state and every
+// element-wise pass stay fp32 ("fp32 master weights"); only the GEMMs change:
+//   fp32  plain IEEE fp32 (the default; what the CPU always does)
+//   tf32  fp32 data through TF32 tensor cores (10-bit mantissa products)
+//   bf16  fp32 data rounded to bfloat16 inside the GEMM, fp32 accumulation
+//   fp16  the same with IEEE half, plus dynamic loss scaling (train/loss_scaler)
+#pragma once
+
+#include <string>
+
+namespace gputrain {
+
+enum class Precision { fp32, tf32, bf16, fp16 };
+
+// The config spelling ("fp32", ...); config/ has already checked it.
+inline Precision precision_from_name(const std::string& name) {
+    if (name == "tf32") return Precision::tf32;
+    if (name == "bf16") return Precision::bf16;
+    if (name == "fp16") return Precision::fp16;
+    return Precision::fp32;
+}
+
+}  // namespace gputrain

@@ -1,0 +1,116 @@
+// training.precision: fp16's dynamic loss scaling (train/loss_scaler), on the
+// CPU backend, which computes in fp32 whatever the precision: scaling by powers
+// of two is exact there, so fp16 runs must equal fp32 runs.
+#include <cmath>
+#include <limits>
+
+#include "checkpoint/safetensors.hpp"
+#include "train/loss_scaler.hpp"
+#include "train_fixture.hpp"
+
+using namespace gputrain;
+
+TEST_CASE("LossScaler: halves on overflow down to 1, then reports divergence; doubles after 2000 good steps") {
+    train::LossScaler s(true);
+    REQUIRE(s.scale() == 65536.0f);
+    REQUIRE(s.absorb_overflow());
+    REQUIRE(s.scale() == 32768.0f);
+    for (int i = 0; i < 1999; ++i) s.step_applied();
+    REQUIRE(s.scale() == 32768.0f);
+    s.step_applied();
+    REQUIRE(s.scale() == 65536.0f);
+    REQUIRE(s.good_steps() == 0);
+    // An overflow resets the run of good steps.
+    for (int i = 0; i < 1500; ++i) s.step_applied();
+    REQUIRE(s.absorb_overflow());
+    for (int i = 0; i < 1999; ++i) s.step_applied();
+    REQUIRE(s.scale() == 32768.0f);
+    int halvings = 0;
+    while (s.absorb_overflow()) ++halvings;
+    REQUIRE(halvings == 15);  // 2^15 -> 2^0
+    REQUIRE(s.scale() == 1.0f);
+    REQUIRE_FALSE(s.absorb_overflow());
+}
+
+TEST_CASE("LossScaler: disabled (fp32/tf32/bf16) never scales and never absorbs; restore clamps") {
+    train::LossScaler off(false);
+    REQUIRE(off.scale() == 1.0f);
+    REQUIRE_FALSE(off.absorb_overflow());
+    off.step_applied();
+    REQUIRE(off.scale() == 1.0f);
+    train::LossScaler on(true);
+    on.restore(0.25, -3);
+    REQUIRE(on.scale() == 1.0f);
+    REQUIRE(on.good_steps() == 0);
+    on.restore(1e30, 17);
+    REQUIRE(on.scale() == 16777216.0f);
+    REQUIRE(on.good_steps() == 17);
+}
+
+TEST_CASE("precision fp16 on the CPU trains exactly like fp32 (the scale is a power of two)") {
+    data::DataSplits data;
+    data.train = fixture::blobs(40, 7);
+    auto fp32 = fixture::small_job(2, 8);
+    auto fp16 = fp32;
+    fp16.training.precision = "fp16";
+    fixture::TempDir d1, d2;
+    const int replicas = GENERATE(1, 2);
+    auto a = fixture::replicas(fp32, replicas);
+    auto b = fixture::replicas(fp16, replicas);
+    const auto ra = fixture::fit(fp32, a, data, d1.path.string());
+    const auto rb = fixture::fit(fp16, b, data, d2.path.string());
+    REQUIRE(fixture::params_of(*a[0]) == fixture::params_of(*b[0]));
+    REQUIRE(ra.history.back().loss == rb.history.back().loss);
+    REQUIRE(checkpoint::load((d2.path / "last.safetensors").string()).metadata.at("loss_scale") == "65536");
+    REQUIRE(checkpoint::load((d1.path / "last.safetensors").string()).metadata.count("loss_scale") == 0);
+}
+
+TEST_CASE("precision fp16: an overflowing step is skipped and the scale halved, where fp32 would stop") {
+    data::DataSplits poisoned, without;
+    poisoned.train = fixture::blobs(32, 3);
+    poisoned.train.inputs[6 * 20] = std::numeric_limits<float>::infinity();  // batch 3 of 4 (samples 16..23)
+    // As the on_nan: skip_step test: plain SGD, no dropout, no shuffle, so
+    // skipping batch 3 equals training without its samples.
+    auto cfg = fixture::small_job(2, 8, "sgd");
+    cfg.training.shuffle = false;
+    cfg.optimizer.momentum = 0.0;
+    cfg.model.layers.erase(cfg.model.layers.begin() + 1);
+    without.train = poisoned.train;
+    without.train.inputs.erase(without.train.inputs.begin() + 6 * 16, without.train.inputs.begin() + 6 * 24);
+    without.train.labels.erase(without.train.labels.begin() + 16, without.train.labels.begin() + 24);
+
+    fixture::TempDir dir, dir2;
+    auto stop = fixture::replicas(cfg, 2);
+    REQUIRE_THROWS_WITH(fixture::fit(cfg, stop, poisoned, dir.path.string()),
+                        Catch::StartsWith("training diverged: NaN or Inf in the gradients at epoch 1, step 3/4"));
+
+    auto fp16 = cfg;
+    fp16.training.precision = "fp16";
+    auto a = fixture::replicas(fp16, 2);
+    REQUIRE(fixture::fit(fp16, a, poisoned, dir.path.string()).epochs_done == 2);
+    auto b = fixture::replicas(cfg, 2);
+    fixture::fit(cfg, b, without, dir2.path.string());
+    REQUIRE(fixture::params_of(*a[0]) == fixture::params_of(*b[0]));
+    const auto meta = checkpoint::load((dir.path / "last.safetensors").string()).metadata;
+    REQUIRE(meta.at("loss_scale") == "16384");  // halved once per epoch
+    REQUIRE(meta.at("global_step") == "8");
+}
+
+TEST_CASE("precision fp16: resume continues with the checkpoint's loss scale") {
+    data::DataSplits poisoned;
+    poisoned.train = fixture::blobs(32, 3);
+    poisoned.train.inputs[6 * 20] = std::numeric_limits<float>::infinity();
+    auto cfg = fixture::small_job(1, 8, "sgd");
+    cfg.training.shuffle = false;
+    cfg.training.precision = "fp16";
+    fixture::TempDir dir;
+    auto a = fixture::replicas(cfg, 1);
+    fixture::fit(cfg, a, poisoned, dir.path.string());
+    const std::string last = (dir.path / "last.safetensors").string();
+    REQUIRE(checkpoint::load(last).metadata.at("loss_scale") == "32768");
+    auto more = cfg;
+    more.training.epochs = 3;
+    auto b = fixture::replicas(more, 1);
+    fixture::fit(more, b, poisoned, dir.path.string(), last);
+    REQUIRE(checkpoint::load(last).metadata.at("loss_scale") == "8192");
+}
