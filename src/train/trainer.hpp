@@ -21,6 +21,7 @@
 #include "train/metrics_file.hpp"
 #include "train/progress.hpp"
 #include "train/replica.hpp"
+#include "train/tensorboard_writer.hpp"
 
 namespace gputrain::train {
 
@@ -55,7 +56,7 @@ private:
         int64_t skipped_steps = 0;     // non-finite gradients under on_nan: skip_step
     };
     void run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loader& loader,
-                   const optim::Schedule& schedule, EpochTotals& totals);
+                   const optim::Schedule& schedule, EpochTotals& totals, TensorBoardWriter& tensorboard);
     std::string resume_command() const;
     [[noreturn]] void stop_interrupted(int64_t epoch, const EpochTotals& totals, Checkpointer& checkpointer);
 
@@ -66,7 +67,7 @@ private:
     TrainingState state_;
     Progress progress_;
     int64_t steps_per_epoch_ = 0;
-    int64_t report_every_ = 1;
+    int64_t report_every_ = 1;          // logging.every_steps, or auto (steps per epoch / 100)
     std::string last_good_checkpoint_;  // the newest checkpoint written or resumed from
 };
 
