@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "cli/run_setup.hpp"
 #include "core/error.hpp"
 #include "data/dataset.hpp"
@@ -110,11 +111,14 @@ Action add_evaluate_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("evaluate", "Score a checkpoint on the test set (loss, accuracy)");
     cmd->add_option("config", args->common.config_path, "YAML config file the model was trained with")->required();
     auto* run_dir = cmd->add_option("--run-dir", args->common.run_dir,
-                                    "Run folder whose best.safetensors (else its latest) is scored");
-    cmd->add_option("--checkpoint", args->checkpoint, "Checkpoint file to score")->excludes(run_dir);
+                                    "Run folder whose best.safetensors (else its latest) is scored")
+                        ->check(non_empty_path());
+    cmd->add_option("--checkpoint", args->checkpoint, "Checkpoint file to score")
+        ->check(non_empty_path())
+        ->excludes(run_dir);
     cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set data.test_limit=1000");
     cmd->add_option("--device", args->common.device, "auto, cpu or gpu")->check(CLI::IsMember({"auto", "cpu", "gpu"}));
-    cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(CLI::PositiveNumber);
+    cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(replica_count());
     cmd->add_flag("--json", args->json, "Print one JSON object: loss, accuracy, samples, checkpoint (and confusion)");
     cmd->add_flag("--confusion", args->confusion, "Also print the confusion matrix");
     return [args] { return run_evaluate(*args); };

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "cli/run_setup.hpp"
 #include "cli/workers.hpp"
 #include "core/error.hpp"
@@ -125,7 +126,8 @@ Action add_fit_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand("fit", "Train the model a config describes; log metrics and write checkpoints");
     cmd->add_option("config", args->common.config_path, "YAML config file")->required();
     cmd->add_option("--run-dir", args->common.run_dir, "Folder for checkpoints, metrics.csv and the resolved config "
-                                                       "(default: run_dir of the config, else runs/default)");
+                                                       "(default: run_dir of the config, else runs/default)")
+        ->check(non_empty_path());
     cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set training.epochs=1 "
                                                      "(repeatable; validated like the file)");
     args->resume = cmd->add_option("--resume", args->resume_path,
@@ -135,7 +137,7 @@ Action add_fit_command(CLI::App& app) {
     cmd->add_option("--device", args->common.device, "Where to train: auto (GPUs when present, else the CPU), cpu or gpu")
         ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads) for mirrored training")
-        ->check(CLI::PositiveNumber);
+        ->check(replica_count());
     cmd->add_flag("--quiet,-q", args->quiet, "No progress bar, summary or info lines; warnings and errors only");
     return [args] { return run_fit(*args); };
 }

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "cli/run_setup.hpp"
 #include "core/error.hpp"
 #include "data/npy.hpp"
@@ -85,15 +86,18 @@ Action add_predict_command(CLI::App& app) {
         "predict", "Class probabilities of a checkpoint's model for the samples of an IDX, CSV or NPY file");
     cmd->add_option("config", args->common.config_path, "YAML config file the model was trained with")->required();
     cmd->add_option("--checkpoint", args->checkpoint, "Checkpoint file (.safetensors) whose weights are used")
+        ->check(non_empty_path())
         ->required();
     cmd->add_option("--input", args->input,
                     "Samples to score, the format by name: *.npy (float32, float64 or uint8, shape (N, ...)), "
                     "*.csv (the training layout, label column optional), else an IDX images file (plain or .gz). "
                     "data.scale is applied to the values, as in training")
+        ->check(non_empty_path())
         ->required();
     cmd->add_option("--output", args->output,
                     "Where to write the probabilities: *.npy (float32, N x classes), else CSV with the header "
-                    "class_0,...; default: CSV on stdout");
+                    "class_0,...; default: CSV on stdout")
+        ->check(non_empty_path());
     cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set data.scale=1");
     cmd->add_option("--device", args->common.device, "auto, cpu or gpu")->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     return [args] { return run_predict(*args); };

@@ -17,6 +17,10 @@ config::RunConfig load_config(const CommonOptions& options) {
         cfg.resolved_yaml = config::resolved_yaml(cfg);  // the copy in the run dir names the run dir used
     }
     if (cfg.checkpoint.dir.empty()) cfg.checkpoint.dir = cfg.run_dir;
+    if (options.replicas > cfg.training.batch_size)
+        throw ConfigError("--replicas: " + std::to_string(options.replicas) + " replicas for a global batch of " +
+                          std::to_string(cfg.training.batch_size) +
+                          " leave some without samples; use at most training.batch_size replicas");
     // Layer and loss errors are config errors too: report them before any data is read.
     CpuBackend scratch;
     nn::Model check(cfg.model, cfg.loss, scratch, 1, cfg.training.seed);

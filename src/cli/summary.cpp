@@ -4,6 +4,7 @@
 
 #include "backend/cpu/cpu_backend.hpp"
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "cli/run_setup.hpp"
 #include "data/loader.hpp"
 #include "device/devices.hpp"
@@ -59,7 +60,7 @@ Action add_summary_command(CLI::App& app) {
     cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set training.batch_size=256");
     cmd->add_option("--device", args->common.device, "auto, cpu or gpu: decides the replicas, as for fit")
         ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
-    cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(CLI::PositiveNumber);
+    cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(replica_count());
     return [args] { return run_summary(*args); };
 }
 

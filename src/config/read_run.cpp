@@ -136,12 +136,13 @@ CheckpointConfig read_checkpoint(const Section& top) {
 }
 
 LoggingConfig read_logging(const Section& top) {
-    const Section s = top.child("logging", {"level", "progress", "metrics_file", "tensorboard"});
+    const Section s = top.child("logging", {"level", "progress", "metrics_file", "tensorboard", "every_steps"});
     LoggingConfig l;
     l.level = s.choice("level", l.level, kLogLevels);
     l.progress = s.choice("progress", l.progress, kProgressStyles);
     l.metrics_file = s.text("metrics_file", l.metrics_file);
     l.tensorboard = s.boolean("tensorboard", l.tensorboard);
+    l.every_steps = s.count("every_steps", l.every_steps);
     return l;
 }
 

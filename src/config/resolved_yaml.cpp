@@ -46,6 +46,7 @@ public:
         key("progress") << c.logging.progress;
         key("metrics_file") << c.logging.metrics_file;
         key("tensorboard") << c.logging.tensorboard;
+        key("every_steps") << c.logging.every_steps;
         out_ << YAML::EndMap;
         out_ << YAML::EndMap;
         return std::string(out_.c_str()) + "\n";

@@ -79,6 +79,10 @@ struct TrainingConfig {
     std::string precision = "fp32";  // fp32 | tf32 | bf16 | fp16: what GPU matrix products compute in
 };
 
+// Every replica is a thread with its own copy of the model; past this many,
+// creating them takes minutes or fails on the system's thread limit.
+inline constexpr int64_t kMaxReplicas = 1024;
+
 struct StrategyConfig {
     std::string type = "mirrored";   // one_device | mirrored | multi_worker_mirrored (processes under mpirun/srun)
     std::string devices = "all";     // "all" | "cpu" | comma-separated GPU ids "0,1"
@@ -102,6 +106,9 @@ struct LoggingConfig {
     std::string progress = "auto";   // auto (bar on a terminal) | bar | lines | none
     std::string metrics_file = "metrics.csv";  // relative to the run dir; "" = none
     bool tensorboard = false;        // TensorBoard event files in RUN_DIR/tensorboard/
+    // Steps between progress updates and TensorBoard batch/* scalars; 0 = auto,
+    // max(1, steps per epoch / 100). The end of an epoch always reports.
+    int64_t every_steps = 0;
 };
 
 struct RunConfig {

@@ -84,7 +84,7 @@ void check_data(DataConfig& data, const ConfigSource& source) {
                  hint);
 }
 
-void check_strategy(const StrategyConfig& s, const ConfigSource& source) {
+void check_strategy(const StrategyConfig& s, int64_t batch_size, const ConfigSource& source) {
     const bool gpus = s.devices != "all" && s.devices != "cpu";
     const size_t listed = gpus ? std::count(s.devices.begin(), s.devices.end(), ',') + 1 : 0;
     if (s.type == "one_device" && listed > 1)
@@ -96,6 +96,16 @@ void check_strategy(const StrategyConfig& s, const ConfigSource& source) {
     if (gpus && s.replicas > 0)
         source.fail_at("strategy.replicas", "only used by CPU replicas, not GPUs " + s.devices,
                        "remove it or use devices: cpu");
+    if (s.replicas > kMaxReplicas)
+        source.fail_at("strategy.replicas", "at most " + std::to_string(kMaxReplicas) + " replicas, got " +
+                       std::to_string(s.replicas), "use fewer; more replicas than CPU cores are slower anyway");
+    if (s.replicas > batch_size)
+        source.fail_at("strategy.replicas", std::to_string(s.replicas) + " replicas for a global batch of " +
+                       std::to_string(batch_size) + " leave some without samples",
+                       "use at most training.batch_size replicas");
+    if (s.replicas_per_gpu > kMaxReplicas)
+        source.fail_at("strategy.replicas_per_gpu", "at most " + std::to_string(kMaxReplicas) + ", got " +
+                       std::to_string(s.replicas_per_gpu));
 }
 
 }  // namespace
@@ -106,7 +116,7 @@ void validate(RunConfig& config, const ConfigSource& source) {
                        "remove it");
     check_optimizer(config.optimizer, source);
     check_data(config.data, source);
-    check_strategy(config.strategy, source);
+    check_strategy(config.strategy, config.training.batch_size, source);
     const std::string& monitor = config.checkpoint.monitor;
     const auto& metrics = config.metrics;
     if ((monitor == "accuracy" || monitor == "val_accuracy") &&

@@ -61,6 +61,10 @@ std::string dataset_not_found_message(const std::string& name, const std::string
     if (!root || !*root) tried = "$GPUTRAIN_DATA/" + name + ", ";
     for (const std::string& dir : dataset_search_dirs(name)) tried += dir + ", ";
     tried.resize(tried.size() - 2);
+    // A mistyped GPUTRAIN_DATA is the likely cause when the variable is set.
+    std::error_code ec;
+    if (root && *root && !std::filesystem::is_directory(root, ec))
+        tried += " (GPUTRAIN_DATA=" + std::string(root) + " is not a directory)";
     return "data.dataset: '" + name + "' not found in " + tried + "; " + how_to_get(name, format);
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "device/pci_bus_id.hpp"
+#include "device/visible_devices.hpp"
 
 namespace gputrain::device {
 
@@ -48,8 +49,10 @@ std::string describe(const DriverApi& api, CuResult r) {
 // Why the driver shows no GPU, naming CUDA_VISIBLE_DEVICES when it is set:
 // it is the usual reason when there are GPUs.
 std::string no_gpu_reason(std::string reason) {
-    if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"))
-        reason += std::string(" (CUDA_VISIBLE_DEVICES=\"") + visible + "\")";
+    if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
+        const std::string problem = visible_devices_problem(visible);
+        reason += problem.empty() ? std::string(" (CUDA_VISIBLE_DEVICES=\"") + visible + "\")" : "; " + problem;
+    }
     return reason;
 }
 
@@ -126,6 +129,8 @@ void read_cuda_devices(Discovery& d) {
         devices.push_back(dev);
     }
     read_peer_access(api, devices, d);
+    // GPUs were found, but maybe fewer than the variable meant to show.
+    if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) d.visible_devices_note = visible_devices_problem(visible);
 }
 
 }  // namespace gputrain::device

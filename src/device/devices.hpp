@@ -46,6 +46,7 @@ struct CpuInfo {
 struct Discovery {
     bool driver_found = false;
     std::string driver_message;   // why there are no GPUs, when there are none
+    std::string visible_devices_note;  // with GPUs: CUDA_VISIBLE_DEVICES hides some it seems meant to show
     int driver_version = 0;       // CUDA version of the driver (cuDriverGetVersion), e.g. 12040
     std::vector<GpuInfo> gpus;
     CpuInfo cpu;

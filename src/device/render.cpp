@@ -119,6 +119,7 @@ std::string render_table(const Discovery& d) {
     if (d.gpus.empty()) return no_gpu_line(d, "training will use the CPU.") + render_versions(d) + render_cpu(d.cpu);
     std::string out = render_versions(d) + render_gpus(d);
     if (any_not_available(d)) out += not_available_note(d);
+    if (!d.visible_devices_note.empty()) out += "Note: " + d.visible_devices_note + "\n";
     return out + render_cpu(d.cpu);
 }
 

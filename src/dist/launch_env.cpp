@@ -1,7 +1,8 @@
 #include "dist/launch_env.hpp"
 
-#include <algorithm>
+#include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace gputrain::dist {
@@ -27,11 +28,12 @@ int launcher_world_size(const EnvLookup& env) {
     for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
         const char* value = env(name);
         if (!value || !*value) continue;
-        try {
-            return std::max(1, std::stoi(value));
-        } catch (const std::exception&) {
-            continue;  // not a number: ask the next variable
-        }
+        // Only a whole positive number counts ("2abc", "-3", "99999999999" do not):
+        // the count only feeds a warning, so a garbled variable is passed over.
+        const char* end = value + std::strlen(value);
+        int n = 0;
+        const auto [stop, error] = std::from_chars(value, end, n);
+        if (error == std::errc() && stop == end && n >= 1) return n;
     }
     return 1;
 }

@@ -76,6 +76,18 @@ std::string file_version_event(double wall_time, const std::string& version) {
     return event;
 }
 
+std::string session_start_event(double wall_time, int64_t step) {
+    std::string session_log;
+    put_key(session_log, 1, varint);
+    put_varint(session_log, 1);  // SessionLog.START
+    std::string event;
+    put_wall_time(event, wall_time);
+    put_key(event, 2, varint);
+    put_varint(event, static_cast<uint64_t>(step));
+    put_bytes(event, 7, session_log);
+    return event;
+}
+
 std::string scalar_event(double wall_time, int64_t step, const std::string& tag, float value) {
     std::string summary_value;
     put_bytes(summary_value, 1, tag);

@@ -3,7 +3,8 @@
 //   record: u64 length (LE), u32 masked CRC32C of the length bytes, the data,
 //           u32 masked CRC32C of the data
 //   Event:  1 wall_time (double), 2 step (int64), 3 file_version (string),
-//           5 summary { repeated 1 value { 1 tag (string), 2 simple_value (float) } }
+//           5 summary { repeated 1 value { 1 tag (string), 2 simple_value (float) } },
+//           7 session_log { 1 status (enum, START = 1) }
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,10 @@ std::string tfrecord(const std::string& data);
 
 // A serialized Event: the first of every file names the format.
 std::string file_version_event(double wall_time, const std::string& version = "brain.Event:2");
+// A serialized Event with SessionLog status START at `step`: TensorBoard's
+// reader then drops every event read so far with a step >= `step`, which is
+// how a restarted run hides what a crashed one wrote past its checkpoint.
+std::string session_start_event(double wall_time, int64_t step);
 // A serialized Event with one scalar summary value.
 std::string scalar_event(double wall_time, int64_t step, const std::string& tag, float value);
 

@@ -45,13 +45,16 @@ struct NonFiniteGradients : Error {
 }  // namespace
 
 void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loader& loader,
-                        const optim::Schedule& schedule, EpochTotals& totals) {
+                        const optim::Schedule& schedule, EpochTotals& totals, TensorBoardWriter& tensorboard) {
     const int64_t epoch_first_step = state_.global_step - start_step;  // global step of this epoch's step 0
     const size_t n = r.model().param_count();
     const bool skip_nonfinite = cfg_.training.on_nan == "skip_step";
     const double earlier[3] = {state_.partial_loss_sum, state_.partial_correct, state_.partial_samples};
     r.reset_stats();
     int64_t samples = 0;
+    // Throughput of the batch/* scalars: samples and time since the previous report.
+    int64_t samples_reported = 0;
+    auto reported_at = std::chrono::steady_clock::now();
     CrossReplicaComm cross(r.comm());  // for layers that reduce across replicas (sync batch norm)
     const bool replicated = r.comm().size() > 1;
     LossScaler& scaler = scaler_of(r);
@@ -109,9 +112,21 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
                 totals.interrupted = stop && !last;
                 totals.stop_after_epoch = stop && last;
             }
-            if (r.rank() == 0)
-                progress_.update(step + 1, {{"loss", (earlier[0] + reduced[0]) / (earlier[2] + samples)},
-                                            {"accuracy", (earlier[1] + reduced[1]) / (earlier[2] + samples)}});
+            if (r.rank() == 0) {
+                const double loss = (earlier[0] + reduced[0]) / (earlier[2] + samples);
+                const double accuracy = (earlier[1] + reduced[1]) / (earlier[2] + samples);
+                progress_.update(step + 1, {{"loss", loss}, {"accuracy", accuracy}});
+                if (tensorboard.enabled()) {
+                    const auto now = std::chrono::steady_clock::now();
+                    const double seconds = std::chrono::duration<double>(now - reported_at).count();
+                    const double throughput =
+                        seconds > 0 ? static_cast<double>(samples - samples_reported) / seconds : 0.0;
+                    tensorboard.write(
+                        StepRecord{global_step + 1, loss, accuracy, schedule.learning_rate(global_step), throughput});
+                    reported_at = now;
+                    samples_reported = samples;
+                }
+            }
             if (stop && !last) return;
         }
     }
@@ -153,7 +168,8 @@ FitResult Trainer::fit() {
     // Only the worker holding global rank 0 writes files and logs.
     const bool writer = replicas_[0]->rank() == 0;
     steps_per_epoch_ = loader.steps_per_epoch();
-    report_every_ = std::max<int64_t>(1, steps_per_epoch_ / 100);
+    report_every_ = cfg_.logging.every_steps > 0 ? cfg_.logging.every_steps
+                                                 : std::max<int64_t>(1, steps_per_epoch_ / 100);
 
     Checkpointer checkpointer(cfg_, options_.run_dir);
     if (writer) checkpointer.prepare(checkpoint_bytes(*replicas_[0]));
@@ -180,7 +196,8 @@ FitResult Trainer::fit() {
                         /*append=*/!options_.resume_from.empty(), state_.epochs_done);
     TensorBoardWriter tensorboard(cfg_.logging.tensorboard && writer
                                       ? (std::filesystem::path(options_.run_dir) / "tensorboard").string()
-                                      : std::string());
+                                      : std::string(),
+                                  state_.epochs_done, state_.global_step);
     const optim::Schedule schedule(cfg_.optimizer, steps_per_epoch_, cfg_.training.epochs);
 
     for (int64_t epoch = state_.epochs_done; epoch < cfg_.training.epochs; ++epoch) {
@@ -194,7 +211,9 @@ FitResult Trainer::fit() {
                          (long long)start_step);
         EpochTotals totals;
         try {
-            run_on_replicas(replicas_, [&](Replica& r) { run_epoch(r, epoch, start_step, loader, schedule, totals); });
+            run_on_replicas(replicas_, [&](Replica& r) {
+                run_epoch(r, epoch, start_step, loader, schedule, totals, tensorboard);
+            });
         } catch (const NonFiniteGradients& e) {
             progress_.abandon_epoch();
             throw Error("training diverged: NaN or Inf in the gradients at epoch " + std::to_string(e.epoch + 1) +

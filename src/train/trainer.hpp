@@ -22,6 +22,7 @@
 #include "train/metrics_file.hpp"
 #include "train/progress.hpp"
 #include "train/replica.hpp"
+#include "train/tensorboard_writer.hpp"
 
 namespace gputrain::train {
 
@@ -57,7 +58,7 @@ private:
         int64_t overflow_steps = 0;    // fp16 steps skipped by the loss scaler
     };
     void run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loader& loader,
-                   const optim::Schedule& schedule, EpochTotals& totals);
+                   const optim::Schedule& schedule, EpochTotals& totals, TensorBoardWriter& tensorboard);
     std::string resume_command() const;
     LossScaler& scaler_of(const Replica& r);
     // Copies replica 0's loss scale into state_ (for checkpoints).
@@ -71,7 +72,7 @@ private:
     TrainingState state_;
     Progress progress_;
     int64_t steps_per_epoch_ = 0;
-    int64_t report_every_ = 1;
+    int64_t report_every_ = 1;          // logging.every_steps, or auto (steps per epoch / 100)
     std::vector<LossScaler> scalers_;   // one per local replica (training.precision: fp16), identical
     std::string last_good_checkpoint_;  // the newest checkpoint written or resumed from
 };

@@ -92,6 +92,10 @@ TEST_CASE("wrong types say what was expected and what was given") {
     REQUIRE(training("epochs: ") == "cfg.yaml:3:12: training.epochs: expected a positive integer, got nothing");
     REQUIRE(training("shuffle: maybe") == "cfg.yaml:3:21: training.shuffle: expected true or false, got 'maybe'");
     REQUIRE(training("seed: -1") == "cfg.yaml:3:18: training.seed: expected an integer >= 0, got '-1'");
+    REQUIRE(error_of(kMinimal + "logging: {every_steps: -5}\n") ==
+            "cfg.yaml:3:24: logging.every_steps: expected an integer >= 0, got '-5'");
+    REQUIRE(error_of(kMinimal + "logging: {every_steps: often}\n") ==
+            "cfg.yaml:3:24: logging.every_steps: expected an integer >= 0, got 'often'");
     REQUIRE(error_of(kMinimal + "optimizer: {learning_rate: fast}\n") ==
             "cfg.yaml:3:28: optimizer.learning_rate: expected a positive number, got 'fast'");
     REQUIRE(error_of(kMinimal + "run_dir: {a: 1}\n") == "cfg.yaml:3:10: run_dir: expected a string, got a mapping");

@@ -38,7 +38,7 @@ data:
 training: {epochs: 12, batch_size: 64, shuffle: false, seed: 7}
 strategy: {type: mirrored, devices: [0, 1], replicas: 0}
 checkpoint: {dir: ckpt, every_epochs: 2, keep_last: 0, save_best: false, monitor: val_accuracy, mode: max}
-logging: {level: debug, progress: lines, metrics_file: ""}
+logging: {level: debug, progress: lines, metrics_file: "", every_steps: 25}
 )";
 
 }  // namespace
@@ -90,6 +90,7 @@ TEST_CASE("a full config parses to the expected structs") {
     CHECK(c.logging.level == "debug");
     CHECK(c.logging.progress == "lines");
     CHECK(c.logging.metrics_file.empty());
+    CHECK(c.logging.every_steps == 25);
     CHECK(c.digest.size() == 16);
 }
 
@@ -138,6 +139,7 @@ TEST_CASE("left-out keys get the documented defaults") {
     CHECK(c.logging.level == "info");
     CHECK(c.logging.progress == "auto");
     CHECK(c.logging.metrics_file == "metrics.csv");
+    CHECK(c.logging.every_steps == 0);
     CHECK(c.data.synthetic_samples == d.data.synthetic_samples);
 }
 

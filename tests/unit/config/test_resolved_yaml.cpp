@@ -40,8 +40,10 @@ void require_same(const RunConfig& a, const RunConfig& b) {
     const CheckpointConfig &c = a.checkpoint, &k = b.checkpoint;
     CHECK(std::tie(c.dir, c.every_epochs, c.keep_last, c.save_best, c.monitor, c.mode) ==
           std::tie(k.dir, k.every_epochs, k.keep_last, k.save_best, k.monitor, k.mode));
-    CHECK(std::tie(a.logging.level, a.logging.progress, a.logging.metrics_file) ==
-          std::tie(b.logging.level, b.logging.progress, b.logging.metrics_file));
+    CHECK(std::tie(a.logging.level, a.logging.progress, a.logging.metrics_file, a.logging.tensorboard,
+                   a.logging.every_steps) ==
+          std::tie(b.logging.level, b.logging.progress, b.logging.metrics_file, b.logging.tensorboard,
+                   b.logging.every_steps));
     CHECK(a.resolved_yaml == b.resolved_yaml);
     CHECK(a.digest == b.digest);
 }
@@ -79,7 +81,7 @@ TEST_CASE("resolved_yaml round trip with every section set") {
         "training: {epochs: 9, batch_size: 100, shuffle: off, seed: 18446744073709551615}\n"
         "strategy: {type: mirrored, devices: [3, 1]}\n"
         "checkpoint: {dir: 'null', every_epochs: 0, keep_last: 1, save_best: false, monitor: accuracy, mode: max}\n"
-        "logging: {level: trace, progress: none, metrics_file: ''}\n"));
+        "logging: {level: trace, progress: none, metrics_file: '', tensorboard: true, every_steps: 7}\n"));
     require_round_trip(load_text(kModel + "data: {dataset: synthetic, synthetic: {samples: 64, classes: 4, seed: 3}}\n"
                                           "strategy: {type: one_device, devices: 2}\n"
                                           "optimizer: {type: sgd, momentum: 0.5, nesterov: true,\n"

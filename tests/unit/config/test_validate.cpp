@@ -79,6 +79,17 @@ TEST_CASE("strategy: one_device is one device; replicas are CPU threads") {
     REQUIRE(error_of(kMinimal + "strategy: {devices: [0, 1], replicas: 2}\n") ==
             "cfg.yaml:3:39: strategy.replicas: only used by CPU replicas, not GPUs 0,1; remove it or use devices: cpu");
     CHECK(load_text(kMinimal + "strategy: {devices: cpu, replicas: 4}\n").strategy.replicas == 4);
+    // Each replica is a thread with a model copy: bounded, and none without samples.
+    REQUIRE(error_of(kMinimal + "training: {batch_size: 2000}\nstrategy: {replicas: 1025}\n") ==
+            "cfg.yaml:4:22: strategy.replicas: at most 1024 replicas, got 1025; use fewer; more replicas than CPU "
+            "cores are slower anyway");
+    CHECK(load_text(kMinimal + "training: {batch_size: 2000}\nstrategy: {replicas: 1024}\n").strategy.replicas == 1024);
+    REQUIRE(error_of(kMinimal + "strategy: {replicas: 33}\n") ==
+            "cfg.yaml:3:22: strategy.replicas: 33 replicas for a global batch of 32 leave some without samples; "
+            "use at most training.batch_size replicas");
+    CHECK(load_text(kMinimal + "strategy: {replicas: 32}\n").strategy.replicas == 32);
+    REQUIRE(error_of(kMinimal + "strategy: {replicas_per_gpu: 1025}\n") ==
+            "cfg.yaml:3:30: strategy.replicas_per_gpu: at most 1024, got 1025");
     CHECK(load_text(kMinimal + "strategy: {type: one_device, devices: [1]}\n").strategy.devices == "1");
 }
 

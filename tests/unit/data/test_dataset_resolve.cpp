@@ -90,11 +90,18 @@ TEST_CASE("resolve_dataset_dir says where it looked and how to get the data set"
         const std::string env_root = (root.path() / "env").string();
         Environment env(root.path(), env_root.c_str());
         // Tested on the message itself: the data set may well be installed on this machine.
+        // The folder does not exist: the message says so, a mistyped variable being the likely cause.
         REQUIRE(dataset_not_found_message("fashion-mnist", "idx") ==
                             "data.dataset: 'fashion-mnist' not found in " + env_root + "/fashion-mnist, "
-                            "./datasets/fashion-mnist, /usr/share/datasets/fashion-mnist; install it with "
+                            "./datasets/fashion-mnist, /usr/share/datasets/fashion-mnist (GPUTRAIN_DATA=" + env_root +
+                            " is not a directory); install it with "
                             "'apt-get install dataset-fashion-mnist' (or run datasets/fetch-mnist for mnist)");
         REQUIRE_THROWS_WITH(resolve_dataset_dir("no-such-set", "idx"), dataset_not_found_message("no-such-set", "idx"));
+        fs::create_directories(env_root);
+        REQUIRE(dataset_not_found_message("no-such-set", "idx") ==
+                "data.dataset: 'no-such-set' not found in " + env_root + "/no-such-set, ./datasets/no-such-set, "
+                "/usr/share/datasets/no-such-set; put train-images-idx3-ubyte.gz and the other IDX files there "
+                "or set data.path (see datasets/README.md)");
     }
 }
 

@@ -128,7 +128,25 @@ TEST_CASE("discover with the fake driver: an empty CUDA_VISIBLE_DEVICES is named
     CHECK(d.driver_found);
     CHECK(d.driver_version == 12080);
     CHECK(d.driver_message ==
-          "CUDA driver present but cuInit failed: no CUDA-capable device is detected (CUDA_VISIBLE_DEVICES=\"\")");
+          "CUDA driver present but cuInit failed: no CUDA-capable device is detected; CUDA_VISIBLE_DEVICES=\"\" hides "
+          "every GPU; unset it (or list GPUs, e.g. 0,1) to use them");
     CHECK(render_versions(d).rfind("Versions: NVIDIA driver 570.86.15, CUDA 12.8, cuDNN ", 0) == 0);
     CHECK(render_topology(d) == "No GPU: " + d.driver_message + "; there is no GPU to show a topology for.\n");
+}
+
+TEST_CASE("discover with the fake driver: a CUDA_VISIBLE_DEVICES that hides GPUs is noted under the table",
+          "[.fake-driver]") {
+    setenv("CUDA_VISIBLE_DEVICES", "0,xyz", 1);
+    const Discovery d = discover(Detail::basic);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    CHECK(d.gpus.size() == 2);  // the fake driver ignores the variable; the note is ours
+    const std::string note = "Note: CUDA_VISIBLE_DEVICES=\"0,xyz\": 'xyz' is neither a GPU index nor a GPU UUID, so "
+                             "CUDA hides every GPU listed from there on; list GPUs like 0,1 or GPU-<uuid> (see "
+                             "nvidia-smi -L), or unset it\n";
+    CHECK(render_table(d).find(note) != std::string::npos);
+    setenv("CUDA_VISIBLE_DEVICES", "1,0", 1);
+    const Discovery plain = discover(Detail::basic);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    CHECK(plain.visible_devices_note.empty());
+    CHECK(render_table(plain).find("CUDA_VISIBLE_DEVICES") == std::string::npos);
 }

@@ -34,4 +34,9 @@ TEST_CASE("The launcher's process count, 1 when unknown") {
     REQUIRE(dist::launcher_world_size(env_of({{"PMI_SIZE", "3"}})) == 3);
     REQUIRE(dist::launcher_world_size(env_of({{"SLURM_NTASKS", "8"}})) == 8);
     REQUIRE(dist::launcher_world_size(env_of({{"OMPI_COMM_WORLD_SIZE", "x"}, {"SLURM_NTASKS", "2"}})) == 2);
+    // Garbled values are passed over, not half-read: "2abc" is not 2, "-3" and "0" are no count.
+    REQUIRE(dist::launcher_world_size(env_of({{"OMPI_COMM_WORLD_SIZE", "2abc"}})) == 1);
+    REQUIRE(dist::launcher_world_size(env_of({{"OMPI_COMM_WORLD_SIZE", "-3"}, {"SLURM_NTASKS", "2"}})) == 2);
+    REQUIRE(dist::launcher_world_size(env_of({{"PMI_SIZE", "0"}})) == 1);
+    REQUIRE(dist::launcher_world_size(env_of({{"PMI_SIZE", "99999999999999999999"}})) == 1);
 }

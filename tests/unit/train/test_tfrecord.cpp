@@ -63,3 +63,11 @@ TEST_CASE("file_version_event names the event format") {
     const std::string expected = std::string("\x09\x00\x00\x00\x00\x00\x00\x00\x00", 9) + "\x1a\x0d" + "brain.Event:2";
     REQUIRE(file_version_event(0.0) == expected);
 }
+
+TEST_CASE("session_start_event encodes an Event with SessionLog START at its step") {
+    // wall_time 0: key 0x09 + 8 zero bytes; step 301: key 0x10, 301 = 0xAD 0x02;
+    // session_log: key 0x3a (field 7, bytes), 2 bytes: status key 0x08 (field 1, varint), START = 1.
+    const std::string expected = std::string("\x09\x00\x00\x00\x00\x00\x00\x00\x00", 9) + "\x10\xad\x02" +
+                                 "\x3a\x02" + "\x08\x01";
+    REQUIRE(session_start_event(0.0, 301) == expected);
+}
