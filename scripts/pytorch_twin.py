@@ -3,7 +3,7 @@
 
 Reads the gputrain config (PyYAML) with the same --set KEY=VALUE overrides and
 builds the same model: flatten, dense, conv2d, max_pool2d/avg_pool2d, dropout
-and activation layers (a config with any other layer is refused, naming it);
+and relu/sigmoid/tanh/gelu/softmax layers (a config with any other layer is refused, naming it);
 softmax cross-entropy on logits (the final softmax is fused as gputrain does);
 Adam or SGD with the config's hyperparameters; Keras initialisation
 (Glorot-uniform kernels, zero biases); inputs x * data.scale; data.limit.
@@ -147,20 +147,16 @@ def build_model(cfg):
             cur = [cur[0], (cur[1] - ph) // sh + 1, (cur[2] - pw) // sw + 1]
         elif kind == "dropout":
             modules.append(nn.Dropout(spec.get("rate", 0.0)))
-        elif kind == "activation":
-            act = spec.get("activation", "linear")
-            if act == "softmax":
-                if not last:
-                    raise TwinError(f"{where}: softmax is only supported on the last layer")
-            else:
-                a = activation(act, where)
-                if a:
-                    modules.append(a)
+        elif kind == "softmax":
+            if not last:
+                raise TwinError(f"{where}: softmax is only supported as the last layer")
+        elif kind in ACTIVATIONS and ACTIVATIONS[kind]:
+            modules.append(ACTIVATIONS[kind]())
         else:
             raise TwinError(f"{where}: layer type '{kind}' has no PyTorch twin here "
-                            "(known: flatten, dense, conv2d, max_pool2d, avg_pool2d, dropout, activation)")
+                            "(known: flatten, dense, conv2d, max_pool2d, avg_pool2d, dropout, relu, sigmoid, tanh, gelu, softmax)")
     last = layers_cfg[-1]
-    if last.get("activation") != "softmax":
+    if last.get("activation") != "softmax" and last["type"] != "softmax":
         raise TwinError("model.layers: the twin needs a final softmax (fused into the cross-entropy, as in gputrain)")
     model = nn.Sequential(*modules)
     for m in model:
