@@ -222,11 +222,13 @@ int run_bench(BenchArgs& args) {
             const LayerGemm& g = per_layer[i];
             const double f = median(t.forward[i]), b = median(t.backward[i]);
             std::printf("    {\"name\": %s, \"type\": %s, \"output_shape\": %s, \"forward_ms\": %.6g, "
-                        "\"backward_ms\": %.6g, \"gemm_gflop\": %.6g, \"gemm_bare_ms\": %.6g}%s\n",
+                        "\"backward_ms\": %.6g, \"gemm_gflop\": %.6g, \"gemm_bare_ms\": %.6g, "
+                        "\"forward_gemm_gflops\": %.6g, \"backward_gemm_gflops\": %.6g}%s\n",
                         checkpoint::json::quote(model.layer(i).name()).c_str(),
                         checkpoint::json::quote(model.layer(i).type()).c_str(),
                         shape_json(model.layer_output_shape(i)).c_str(), ms(f), ms(b),
                         (g.forward_flops + g.backward_flops) / 1e9, ms(g.forward_bare_s + g.backward_bare_s),
+                        f > 0 ? g.forward_flops / f / 1e9 : 0.0, b > 0 ? g.backward_flops / b / 1e9 : 0.0,
                         i + 1 < layers ? "," : "");
         }
         std::printf("  ],\n  \"loss_ms\": %.6g,\n", ms(median(t.loss)));

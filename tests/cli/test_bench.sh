@@ -45,6 +45,12 @@ for l in r["layers"]:
     assert l["forward_ms"] >= 0 and l["backward_ms"] >= 0, l
 for l in r["layers"][1:]:
     assert l["forward_ms"] > 0 and l["backward_ms"] > 0, l
+# A layer's achieved rate is its GEMM FLOPs over its measured time; no GEMMs, no rate.
+assert r["layers"][0]["forward_gemm_gflops"] == 0 and r["layers"][0]["gemm_gflop"] == 0
+d = r["layers"][1]
+assert abs(d["forward_gemm_gflops"] - 2 * 16 * 16 * 64 / 1e9 / (d["forward_ms"] / 1e3)) <= 1e-3 * d["forward_gemm_gflops"]
+assert abs(d["backward_gemm_gflops"] - 2 * 2 * 16 * 16 * 64 / 1e9 / (d["backward_ms"] / 1e3)) <= 1e-3 * d["backward_gemm_gflops"]
+assert abs(d["gemm_gflop"] - 3 * 2 * 16 * 16 * 64 / 1e9) < 1e-12
 s = r["step_ms"]
 assert s["total"] > 0 and s["forward_backward"] > 0 and s["allreduce"] >= 0 and s["optimizer"] > 0, s
 assert abs(r["samples_per_second"] - 32 / (s["total"] / 1e3)) <= 1e-3 * r["samples_per_second"]
