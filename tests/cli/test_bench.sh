@@ -71,6 +71,38 @@ assert math.isfinite(r["final_loss"]) and 0.3 < r["final_loss"] < 3, r["final_lo
 print("json ok:", len(r["layers"]), "layers,", len(r["gemms"]), "GEMMs")
 PY
 
+step "bench's layer-by-layer step does what fit's step does: the loss after one update matches fit's epoch 2"
+# One batch of all 64 samples in order, no dropout: fit's epoch 1 is one step
+# from the initial weights and its epoch 2 loss is measured after that update;
+# bench --warmup 1 --steps 1 reports the loss of the same second step. Equal
+# losses mean the observed forward/backward gave the same gradients.
+cat >"$TMP/one_batch.yaml" <<'YAML'
+model:
+  input_shape: [8, 8]
+  layers:
+    - {type: flatten}
+    - {type: dense, units: 16, activation: relu}
+    - {type: batch_norm}
+    - {type: dense, units: 4, activation: softmax}
+loss: sparse_categorical_crossentropy
+optimizer: {type: adam, learning_rate: 0.05}
+data: {dataset: synthetic, synthetic: {samples: 64, classes: 4, seed: 5}}
+training: {epochs: 2, batch_size: 64, shuffle: false, seed: 11}
+checkpoint: {monitor: loss}
+logging: {progress: none}
+YAML
+for replicas in 1 2; do
+    run_expect 0 fit "$TMP/one_batch.yaml" --device cpu --replicas "$replicas" --run-dir "$TMP/fit-$replicas" --quiet
+    fit_loss=$(sed -n 3p "$TMP/fit-$replicas/metrics.csv" | cut -d, -f2)
+    run_expect 0 bench "$TMP/one_batch.yaml" --device cpu --replicas "$replicas" --warmup 1 --steps 1 --json
+    python3 - "$TMP/out" "$fit_loss" <<'PY' || fail "bench's loss after one update differs from fit's ($replicas replicas)"
+import json, sys
+bench, fit = json.load(open(sys.argv[1]))["final_loss"], float(sys.argv[2])
+print(f"bench {bench}, fit {fit}")
+assert abs(bench - fit) <= 2e-5 * abs(fit), (bench, fit)
+PY
+done
+
 step "a model without dense layers has no GEMM table"
 cat >"$TMP/conv.yaml" <<'YAML'
 model:
