@@ -26,6 +26,7 @@ int main_entry(int argc, char** argv) {
     const Action devices = add_devices_command(app);
     const Action predict = add_predict_command(app);
     const Action summary = add_summary_command(app);
+    const Action bench = add_bench_command(app);
 
     try {
         app.parse(argc, argv);
@@ -46,6 +47,7 @@ int main_entry(int argc, char** argv) {
         if (app.got_subcommand("evaluate")) return evaluate();
         if (app.got_subcommand("predict")) return predict();
         if (app.got_subcommand("summary")) return summary();
+        if (app.got_subcommand("bench")) return bench();
         return devices();
     } catch (const Error& e) {
         std::fflush(stdout);

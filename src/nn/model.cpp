@@ -230,4 +230,31 @@ std::string Model::summary() const {
     return out;
 }
 
+// Mirrors forward_backward step for step (kept separate so the training path
+// carries no observer); a change to one belongs in the other.
+void Model::forward_backward_observed(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows,
+                                      float grad_scale, float* stats, const LayerObserver& after) {
+    if (rows == 0) {
+        forward_backward(ctx, inputs, labels, rows, grad_scale, stats);
+        return;
+    }
+    const float* x = inputs;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        layers_[i]->forward(ctx, x, activations_[i], rows);
+        x = activations_[i];
+        after(i, Phase::forward);
+    }
+    float* dy = grad_a_;
+    float* spare = grad_b_;
+    loss_.compute(backend_, activations_.back(), labels, rows, static_cast<int>(classes()), grad_scale, dy, stats);
+    after(layers_.size(), Phase::loss);
+    for (size_t i = layers_.size(); i-- > 0;) {
+        const float* xi = i == 0 ? inputs : activations_[i - 1];
+        float* dx = i == 0 ? nullptr : spare;
+        layers_[i]->backward(ctx, xi, activations_[i], dy, dx, rows);
+        std::swap(dy, spare);
+        after(i, Phase::backward);
+    }
+}
+
 }  // namespace gputrain::nn

@@ -6,6 +6,7 @@
 // (they run one at a time), all on one Backend.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,6 +70,19 @@ public:
 
     // A Keras-like table: layer (type), output shape, parameters; then totals.
     std::string summary() const;
+
+    // ---- Read-only layer access and an observed training step, for `gputrain bench`.
+    size_t layer_count() const { return layers_.size(); }
+    const Layer& layer(size_t i) const { return *layers_[i]; }
+    const Shape& layer_output_shape(size_t i) const { return shapes_[i]; }
+    enum class Phase { forward, loss, backward };
+    // Called after each layer's forward, after the loss (layer == layer_count())
+    // and after each layer's backward, in the order they run.
+    using LayerObserver = std::function<void(size_t layer, Phase phase)>;
+    // The same work as forward_backward (rows > 0), calling `after` between the
+    // steps so the caller can time each layer.
+    void forward_backward_observed(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows,
+                                   float grad_scale, float* stats, const LayerObserver& after);
 
 private:
     void forward(const RunContext& ctx, const float* inputs, int rows);

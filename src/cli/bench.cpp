@@ -1,0 +1,318 @@
+// gputrain bench CONFIG: like `caffe time`. Builds the replicas exactly as fit
+// does, runs warm-up steps and then timed training steps on the config's own
+// training data, and prints the median time of each layer's forward and
+// backward, the step split into its phases, samples/s, and for each dense
+// layer's GEMMs the rate the backend reaches on that shape alone next to the
+// rate the layer reached inside the step.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+
+#include "checkpoint/json.hpp"
+#include "cli/bench_gemm.hpp"
+#include "cli/commands.hpp"
+#include "cli/run_setup.hpp"
+#include "core/error.hpp"
+#include "data/dataset.hpp"
+#include "data/loader.hpp"
+#include "device/devices.hpp"
+#include "optim/schedule.hpp"
+#include "train/cross_replica_comm.hpp"
+#include "train/parallel.hpp"
+#include "train/strategy.hpp"
+
+namespace gputrain::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchArgs {
+    CommonOptions common;
+    int64_t steps = 20;
+    int64_t warmup = 3;
+    bool json = false;
+};
+
+// Host batches cycled through by the steps: the first batches of the training
+// set in order (at most 16 distinct ones), each cut into the replicas' shards.
+struct HostBatches {
+    std::vector<std::vector<float>> inputs;
+    std::vector<std::vector<int32_t>> labels;
+    std::vector<int64_t> shard_begin;
+    int64_t batch = 0;
+};
+
+HostBatches make_batches(const data::Dataset& train, int64_t batch, int replicas, int64_t steps) {
+    HostBatches b;
+    b.batch = batch;
+    b.shard_begin = data::shard_offsets(batch, replicas);
+    const int64_t distinct = std::min<int64_t>({steps, 16, (train.size() + batch - 1) / batch});
+    const int64_t per = train.sample_elements();
+    for (int64_t s = 0; s < distinct; ++s) {
+        std::vector<float> x(static_cast<size_t>(batch * per));
+        std::vector<int32_t> y(static_cast<size_t>(batch));
+        for (int64_t r = 0; r < batch; ++r) {
+            const int64_t src = (s * batch + r) % train.size();
+            std::copy_n(train.inputs.begin() + src * per, per, x.begin() + r * per);
+            y[r] = train.labels[src];
+        }
+        b.inputs.push_back(std::move(x));
+        b.labels.push_back(std::move(y));
+    }
+    return b;
+}
+
+// Seconds of each timed step (rows: steps), recorded by replica 0.
+struct Timings {
+    std::vector<std::vector<double>> forward, backward;  // [layer][step]
+    std::vector<double> loss, input, forward_backward, allreduce, optimizer, total;
+    double loss_sum = 0;  // of the last step, all replicas
+};
+
+double median(std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+    return v[v.size() / 2];
+}
+
+double ms(double seconds) { return seconds * 1e3; }
+
+void run_steps(train::Replica& r, const config::RunConfig& cfg, const HostBatches& batches, const BenchArgs& args,
+               Timings& t, std::mutex& mutex) {
+    Backend& be = r.backend();
+    nn::Model& model = r.model();
+    const size_t n = model.param_count();
+    const bool replicated = r.comm().size() > 1;
+    const bool record = r.rank() == 0;
+    train::CrossReplicaComm cross(r.comm());
+    const int64_t steps_per_epoch = static_cast<int64_t>(batches.inputs.size());
+    const optim::Schedule schedule(cfg.optimizer, steps_per_epoch, cfg.training.epochs);
+    const int64_t begin = batches.shard_begin[r.rank()], end = batches.shard_begin[r.rank() + 1];
+    const int rows = static_cast<int>(end - begin);
+
+    Clock::time_point mark;
+    size_t layer_count = model.layer_count();
+    std::vector<double> fwd(layer_count), bwd(layer_count);
+    double loss_s = 0;
+    auto lap = [&] {
+        be.synchronize();
+        const auto now = Clock::now();
+        const double s = std::chrono::duration<double>(now - mark).count();
+        mark = now;
+        return s;
+    };
+    const nn::Model::LayerObserver observe = [&](size_t layer, nn::Model::Phase phase) {
+        const double s = lap();
+        if (phase == nn::Model::Phase::forward) fwd[layer] = s;
+        else if (phase == nn::Model::Phase::backward) bwd[layer] = s;
+        else loss_s = s;
+    };
+
+    for (int64_t step = 0; step < args.warmup + args.steps; ++step) {
+        const size_t b = static_cast<size_t>(step % steps_per_epoch);
+        if (step + 1 == args.warmup + args.steps) r.reset_stats();  // the last step's loss
+        be.synchronize();
+        const auto start = Clock::now();
+        mark = start;
+        r.load_shard(batches.inputs[b].data(), batches.labels[b].data(), begin, end);
+        const double input_s = lap();
+        nn::RunContext ctx{be, true, cfg.training.seed, 0, step % steps_per_epoch, begin, replicated ? &cross : nullptr};
+        const auto fb_start = mark;
+        model.forward_backward_observed(ctx, r.inputs(), r.labels(), rows, 1.0f / static_cast<float>(batches.batch),
+                                        r.stats(), observe);
+        lap();
+        const double fb_s = std::chrono::duration<double>(mark - fb_start).count();
+        r.comm().allreduce_sum(model.grad_data(), n);
+        if (replicated && model.state_count() > 0) {
+            r.comm().allreduce_sum(model.state_data(), model.state_count());
+            be.scale(model.state_data(), model.state_count(), 1.0f / static_cast<float>(r.comm().size()));
+        }
+        const double allreduce_s = lap();
+        // As the trainer: the finite check, then the update.
+        if (be.all_finite(model.grad_data(), n))
+            r.optimizer().step(model.param_data(), model.grad_data(), schedule.learning_rate(step), step + 1);
+        const double optimizer_s = lap();
+        const double total_s = std::chrono::duration<double>(mark - start).count();
+        if (!record || step < args.warmup) continue;
+        for (size_t i = 0; i < layer_count; ++i) {
+            t.forward[i].push_back(fwd[i]);
+            t.backward[i].push_back(bwd[i]);
+        }
+        t.loss.push_back(loss_s);
+        t.input.push_back(input_s);
+        t.forward_backward.push_back(fb_s);
+        t.allreduce.push_back(allreduce_s);
+        t.optimizer.push_back(optimizer_s);
+        t.total.push_back(total_s);
+    }
+    double loss_sum = 0, correct = 0;
+    r.read_stats(loss_sum, correct);
+    std::lock_guard<std::mutex> lock(mutex);
+    t.loss_sum += loss_sum;
+}
+
+struct GemmRow {
+    GemmShape shape;
+    double bare_gflops;
+};
+
+// Per dense layer and pass: the FLOPs of its GEMMs and the time they take bare.
+struct LayerGemm {
+    double forward_flops = 0, backward_flops = 0, forward_bare_s = 0, backward_bare_s = 0;
+};
+
+std::string shape_json(const Shape& s) {
+    std::string out = "[";
+    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+    return out + "]";
+}
+
+int run_bench(BenchArgs& args) {
+    config::RunConfig cfg = load_config(args.common);
+    apply_log_level(cfg, /*quiet=*/true);
+    const device::Discovery found = device::discover();
+    const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas, nullptr});
+    const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::train);
+    if (data.train.size() == 0) throw ConfigError("data: the training set is empty (check data.limit)");
+
+    const int64_t batch = cfg.training.batch_size;
+    auto replicas = strategy.make_replicas(cfg, batch);
+    check_classes("training", data.train.num_classes, replicas[0]->model().classes());
+    const HostBatches batches = make_batches(data.train, batch, strategy.replicas(), args.warmup + args.steps);
+
+    const nn::Model& model = replicas[0]->model();
+    const size_t layers = model.layer_count();
+    Timings t;
+    t.forward.resize(layers);
+    t.backward.resize(layers);
+    std::mutex mutex;
+    train::run_on_replicas(replicas, [&](train::Replica& r) { run_steps(r, cfg, batches, args, t, mutex); });
+
+    // Bare GEMMs on replica 0's backend, alone (the other replicas idle).
+    const int rows0 = static_cast<int>(batches.shard_begin[1] - batches.shard_begin[0]);
+    const std::vector<GemmShape> shapes = dense_gemms(model, rows0);
+    replicas[0]->backend().bind_thread();
+    const std::vector<double> rates = bare_gemm_rates(replicas[0]->backend(), shapes, 0.3);
+    std::vector<LayerGemm> per_layer(layers);
+    double gemm_flops = 0, bare_s = 0;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+        const GemmShape& s = shapes[i];
+        LayerGemm& l = per_layer[s.layer];
+        const double seconds = s.flops() / (rates[i] * 1e9);
+        (s.pass == "forward" ? l.forward_flops : l.backward_flops) += s.flops();
+        (s.pass == "forward" ? l.forward_bare_s : l.backward_bare_s) += seconds;
+        gemm_flops += s.flops();
+        bare_s += seconds;
+    }
+
+    const double step_s = median(t.total);
+    const double samples_per_s = static_cast<double>(batch) / step_s;
+    const double final_loss = t.loss_sum / static_cast<double>(batch);
+    const std::string where = strategy.on_gpu() ? "gpu" : "cpu";
+
+    if (args.json) {
+        std::printf("{\n  \"config\": %s,\n  \"device\": \"%s\",\n  \"replicas\": %d,\n  \"global_batch\": %lld,\n",
+                    checkpoint::json::quote(args.common.config_path).c_str(), where.c_str(), strategy.replicas(),
+                    (long long)batch);
+        std::printf("  \"warmup_steps\": %lld,\n  \"timed_steps\": %lld,\n  \"layers\": [\n", (long long)args.warmup,
+                    (long long)args.steps);
+        for (size_t i = 0; i < layers; ++i) {
+            const LayerGemm& g = per_layer[i];
+            const double f = median(t.forward[i]), b = median(t.backward[i]);
+            std::printf("    {\"name\": %s, \"type\": %s, \"output_shape\": %s, \"forward_ms\": %.6g, "
+                        "\"backward_ms\": %.6g, \"gemm_gflop\": %.6g, \"gemm_bare_ms\": %.6g, "
+                        "\"forward_gemm_gflops\": %.6g, \"backward_gemm_gflops\": %.6g}%s\n",
+                        checkpoint::json::quote(model.layer(i).name()).c_str(),
+                        checkpoint::json::quote(model.layer(i).type()).c_str(),
+                        shape_json(model.layer_output_shape(i)).c_str(), ms(f), ms(b),
+                        (g.forward_flops + g.backward_flops) / 1e9, ms(g.forward_bare_s + g.backward_bare_s),
+                        f > 0 ? g.forward_flops / f / 1e9 : 0.0, b > 0 ? g.backward_flops / b / 1e9 : 0.0,
+                        i + 1 < layers ? "," : "");
+        }
+        std::printf("  ],\n  \"loss_ms\": %.6g,\n", ms(median(t.loss)));
+        std::printf("  \"step_ms\": {\"total\": %.6g, \"input\": %.6g, \"forward_backward\": %.6g, "
+                    "\"allreduce\": %.6g, \"optimizer\": %.6g},\n",
+                    ms(step_s), ms(median(t.input)), ms(median(t.forward_backward)), ms(median(t.allreduce)),
+                    ms(median(t.optimizer)));
+        std::printf("  \"samples_per_second\": %.6g,\n  \"final_loss\": %.6g,\n  \"gemms\": [\n", samples_per_s,
+                    final_loss);
+        for (size_t i = 0; i < shapes.size(); ++i) {
+            const GemmShape& s = shapes[i];
+            std::printf("    {\"layer\": %s, \"pass\": \"%s\", \"m\": %d, \"n\": %d, \"k\": %d, \"op\": \"%c%c\", "
+                        "\"gflop\": %.6g, \"bare_gflops\": %.6g}%s\n",
+                        checkpoint::json::quote(model.layer(s.layer).name()).c_str(), s.pass.c_str(), s.m, s.n, s.k,
+                        s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.flops() / 1e9, rates[i],
+                        i + 1 < shapes.size() ? "," : "");
+        }
+        std::printf("  ],\n  \"gemm_gflop_per_step\": %.6g,\n  \"gemm_bare_ms_per_step\": %.6g,\n", gemm_flops / 1e9,
+                    ms(bare_s));
+        std::printf("  \"step_gemm_gflops\": %.6g,\n  \"bare_gemm_gflops\": %.6g,\n  \"fraction_of_bare_gemm\": %.6g\n}\n",
+                    gemm_flops / step_s / 1e9, bare_s > 0 ? gemm_flops / bare_s / 1e9 : 0.0,
+                    bare_s > 0 ? bare_s / step_s : 0.0);
+        return 0;
+    }
+
+    std::printf("gputrain bench %s: %s; %lld warm-up + %lld timed steps; medians of replica %d's steps\n\n",
+                args.common.config_path.c_str(), strategy.describe(batch).c_str(), (long long)args.warmup,
+                (long long)args.steps, 0);
+    std::printf("%-20s %-12s %-16s %12s %12s %14s %14s\n", "layer", "type", "output", "forward ms", "backward ms",
+                "fwd GFLOP/s", "bwd GFLOP/s");
+    for (size_t i = 0; i < layers; ++i) {
+        const double f = median(t.forward[i]), b = median(t.backward[i]);
+        const LayerGemm& g = per_layer[i];
+        char fr[32] = "", br[32] = "";
+        if (g.forward_flops > 0) std::snprintf(fr, sizeof fr, "%.1f", g.forward_flops / f / 1e9);
+        if (g.backward_flops > 0) std::snprintf(br, sizeof br, "%.1f", g.backward_flops / b / 1e9);
+        std::printf("%-20s %-12s %-16s %12.4f %12.4f %14s %14s\n", model.layer(i).name().c_str(),
+                    model.layer(i).type().c_str(), shape_to_string(model.layer_output_shape(i)).c_str(), ms(f), ms(b),
+                    fr, br);
+    }
+    std::printf("%-20s %-12s %-16s %12.4f\n", "(loss)", model.loss().from_logits() ? "softmax+xent" : "loss", "",
+                ms(median(t.loss)));
+    std::printf("\nstep: %.4f ms = input copy %.4f + forward+backward %.4f + all-reduce %.4f + optimizer %.4f "
+                "(medians; need not add up)\n",
+                ms(step_s), ms(median(t.input)), ms(median(t.forward_backward)), ms(median(t.allreduce)),
+                ms(median(t.optimizer)));
+    std::printf("throughput: %.1f samples/s (global batch %lld); loss of the last step %.4f\n", samples_per_s,
+                (long long)batch, final_loss);
+    if (shapes.empty()) return 0;
+    std::printf("\nDense GEMMs of replica 0 (%d rows), bare = %s's gemm alone on that shape:\n", rows0,
+                replicas[0]->backend().name().c_str());
+    std::printf("%-20s %-12s %-22s %10s %14s\n", "layer", "pass", "m x n x k (op)", "GFLOP", "bare GFLOP/s");
+    for (size_t i = 0; i < shapes.size(); ++i) {
+        const GemmShape& s = shapes[i];
+        char dims[64];
+        std::snprintf(dims, sizeof dims, "%dx%dx%d (%c%c)", s.m, s.n, s.k, s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N');
+        std::printf("%-20s %-12s %-22s %10.4g %14.1f\n", model.layer(s.layer).name().c_str(), s.pass.c_str(), dims,
+                    s.flops() / 1e9, rates[i]);
+    }
+    std::printf("dense GEMMs per step: %.4g GFLOP; bare %.4f ms (%.1f GFLOP/s); the whole step runs them at "
+                "%.1f GFLOP/s = %.0f%% of bare\n",
+                gemm_flops / 1e9, ms(bare_s), gemm_flops / bare_s / 1e9, gemm_flops / step_s / 1e9,
+                100.0 * bare_s / step_s);
+    return 0;
+}
+
+}  // namespace
+
+Action add_bench_command(CLI::App& app) {
+    auto args = std::make_shared<BenchArgs>();
+    CLI::App* cmd = app.add_subcommand(
+        "bench", "Time training steps of a config (like 'caffe time'): each layer's forward and backward, the step "
+                 "split into input / forward+backward / all-reduce / optimizer, samples/s, and each dense layer's "
+                 "GEMM rate against the bare GEMM; writes nothing");
+    cmd->add_option("config", args->common.config_path, "YAML config file")->required();
+    cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set training.batch_size=512 "
+                                                     "(repeatable)");
+    cmd->add_option("--device", args->common.device, "auto, cpu or gpu: decides the replicas, as for fit")
+        ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
+    cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(CLI::PositiveNumber);
+    cmd->add_option("--steps", args->steps, "Timed training steps (default 20)")->check(CLI::PositiveNumber);
+    cmd->add_option("--warmup", args->warmup, "Untimed steps first (default 3)")->check(CLI::NonNegativeNumber);
+    cmd->add_flag("--json", args->json, "Print one JSON object instead of the tables");
+    return [args] { return run_bench(*args); };
+}
+
+}  // namespace gputrain::cli

@@ -1,0 +1,77 @@
+#include "cli/bench_gemm.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace gputrain::cli {
+
+std::vector<GemmShape> dense_gemms(const nn::Model& model, int rows) {
+    std::vector<GemmShape> out;
+    for (size_t i = 0; i < model.layer_count(); ++i) {
+        const nn::Layer& layer = model.layer(i);
+        if (layer.type() != "dense") continue;
+        const Shape& in_shape = i == 0 ? model.input_shape() : model.layer_output_shape(i - 1);
+        const int64_t in = in_shape.back();
+        const int m = static_cast<int>(rows * (shape_elements(in_shape) / in));
+        const int k = static_cast<int>(in), n = static_cast<int>(model.layer_output_shape(i).back());
+        out.push_back({i, "forward", false, false, m, n, k});
+        out.push_back({i, "weight grad", true, false, k, n, m});
+        if (i != 0) out.push_back({i, "input grad", false, true, m, k, n});
+    }
+    return out;
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+double measure(Backend& be, const GemmShape& s, const float* a, const float* b, float* c, double min_seconds) {
+    // Leading dimensions of the row-major operands as stored (op applied by the call).
+    const int lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
+    std::vector<double> times;
+    double total = 0;
+    while ((total < min_seconds || times.size() < 2) && times.size() < 1000) {
+        const auto t = std::chrono::steady_clock::now();
+        be.gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a, lda, b, ldb, 0.0f, c, s.n);
+        be.synchronize();
+        times.push_back(seconds_since(t));
+        total += times.back();
+        // One call of a big shape is a measurement on its own; don't spend seconds on a second.
+        if (times.size() == 1 && times[0] >= min_seconds) break;
+    }
+    if (times.size() > 1) times.erase(times.begin());  // the first call pays for warming up
+    std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+    return s.flops() / times[times.size() / 2] / 1e9;
+}
+
+}  // namespace
+
+std::vector<double> bare_gemm_rates(Backend& backend, const std::vector<GemmShape>& shapes, double min_seconds) {
+    size_t a_n = 1, b_n = 1, c_n = 1;
+    for (const auto& s : shapes) {
+        a_n = std::max(a_n, static_cast<size_t>(s.m) * s.k);
+        b_n = std::max(b_n, static_cast<size_t>(s.k) * s.n);
+        c_n = std::max(c_n, static_cast<size_t>(s.m) * s.n);
+    }
+    float* a = backend.allocate_floats(a_n);
+    float* b = backend.allocate_floats(b_n);
+    float* c = backend.allocate_floats(c_n);
+    // Written once so every page is mapped before the first timed call.
+    backend.fill(a, a_n, 0.01f);
+    backend.fill(b, b_n, 0.02f);
+    backend.fill(c, c_n, 0.0f);
+    std::vector<double> rates(shapes.size(), 0.0);
+    for (size_t i = 0; i < shapes.size(); ++i) {
+        for (size_t j = 0; j < i && rates[i] == 0.0; ++j)
+            if (shapes[j].same_call(shapes[i])) rates[i] = rates[j];
+        if (rates[i] == 0.0) rates[i] = measure(backend, shapes[i], a, b, c, min_seconds);
+    }
+    backend.release(a);
+    backend.release(b);
+    backend.release(c);
+    return rates;
+}
+
+}  // namespace gputrain::cli

@@ -1,0 +1,35 @@
+// The GEMMs a model's dense layers make in one training step, and the rate
+// the backend reaches on each shape alone: `gputrain bench` compares the
+// training step against it (same library, same process, same run).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "nn/model.hpp"
+
+namespace gputrain::cli {
+
+struct GemmShape {
+    size_t layer = 0;          // index in the model
+    std::string pass;          // "forward", "weight grad", "input grad"
+    bool trans_a = false, trans_b = false;
+    int m = 0, n = 0, k = 0;
+    double flops() const { return 2.0 * m * n * k; }
+    bool same_call(const GemmShape& o) const {
+        return trans_a == o.trans_a && trans_b == o.trans_b && m == o.m && n == o.n && k == o.k;
+    }
+};
+
+// Dense layers' GEMMs for `rows` samples, in the calls Dense makes: forward
+// (x * W), weight gradient (x^T * dz) and input gradient (dz * W^T; the model
+// skips it only for layer 0).
+std::vector<GemmShape> dense_gemms(const nn::Model& model, int rows);
+
+// GFLOP/s of `backend.gemm` on each shape (equal shapes measured once):
+// repeated until at least `min_seconds`, median of the calls after the first
+// when there are several. Call on the backend's thread.
+std::vector<double> bare_gemm_rates(Backend& backend, const std::vector<GemmShape>& shapes, double min_seconds);
+
+}  // namespace gputrain::cli
