@@ -198,7 +198,13 @@ def find_idx(folder, stem):
 def load_train(cfg, data_dir, spatial):
     d = cfg.get("data", {})
     if data_dir is None:
-        data_dir = d.get("path") or os.path.join("/usr/share/datasets", str(d.get("dataset", "")))
+        # Where gputrain looks (data/dataset_resolve.cpp): $GPUTRAIN_DATA/NAME, ./datasets/NAME, /usr/share/datasets/NAME.
+        data_dir = d.get("path")
+        if not data_dir:
+            name = str(d.get("dataset", ""))
+            roots = [r for r in (os.environ.get("GPUTRAIN_DATA"), "datasets", "/usr/share/datasets") if r]
+            found = [os.path.join(r, name) for r in roots if os.path.isdir(os.path.join(r, name))]
+            data_dir = found[0] if found else os.path.join("/usr/share/datasets", name)
     if d.get("format", "idx") != "idx" or d.get("dataset") == "synthetic":
         raise TwinError("data: the twin reads IDX data sets only (fashion-mnist, mnist or an IDX data.path)")
     images = read_idx(find_idx(data_dir, "train-images-idx3-ubyte"), 16)
