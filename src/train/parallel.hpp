@@ -8,9 +8,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
+#include "core/error.hpp"
 #include "train/replica.hpp"
 
 namespace gputrain::train {
@@ -31,7 +34,17 @@ inline void run_on_replicas(std::vector<std::unique_ptr<Replica>>& replicas, con
         }
     };
     std::vector<std::thread> threads;
-    for (size_t i = 1; i < replicas.size(); ++i) threads.emplace_back(run, i);
+    try {
+        for (size_t i = 1; i < replicas.size(); ++i) threads.emplace_back(run, i);
+    } catch (const std::system_error& e) {
+        // The threads already started wait in a collective for the ones that
+        // never will: abort it, join them, and report (a std::thread left
+        // joinable would terminate the process).
+        for (auto& r : replicas) r->comm().abort();
+        for (auto& t : threads) t.join();
+        throw Error("cannot start replica thread " + std::to_string(threads.size() + 1) + " of " +
+                    std::to_string(replicas.size()) + ": " + e.what() + "; use fewer replicas");
+    }
     run(0);
     for (auto& t : threads) t.join();
     if (first_error) std::rethrow_exception(first_error);
