@@ -32,7 +32,7 @@ public:
 
     void allreduce_sum(float* data, size_t count) override {
         // Every rank issues the same collectives in the same order (the trainer's loop guarantees it).
-        DIST_NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream_));
+        issued(ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream_), "ncclAllReduce");
         // Across processes a peer can die mid-collective: wait with a deadline
         // here instead of letting a later synchronisation hang.
         if (timeout_seconds_ > 0) wait_for_stream();
@@ -42,7 +42,7 @@ public:
         for (size_t done = 0; done < count; done += kScratchDoubles) {
             const size_t n = std::min(kScratchDoubles, count - done);
             DIST_CUDA_CHECK(cudaMemcpyAsync(scratch_, data + done, n * sizeof(double), cudaMemcpyHostToDevice, stream_));
-            DIST_NCCL_CHECK(ncclAllReduce(scratch_, scratch_, n, ncclDouble, ncclSum, comm_, stream_));
+            issued(ncclAllReduce(scratch_, scratch_, n, ncclDouble, ncclSum, comm_, stream_), "ncclAllReduce");
             DIST_CUDA_CHECK(cudaMemcpyAsync(data + done, scratch_, n * sizeof(double), cudaMemcpyDeviceToHost, stream_));
             wait_for_stream();
         }
@@ -60,6 +60,35 @@ public:
     }
 
 private:
+    // Communicators across workers are nonblocking (nccl_world.cpp): a call may
+    // return ncclInProgress while NCCL still connects the peers, and is on the
+    // stream only once ncclCommGetAsyncError says ncclSuccess; nothing else may
+    // be enqueued before that. In-process communicators are blocking.
+    void issued(ncclResult_t status, const char* call) {
+        if (status != ncclInProgress) {
+            check_nccl(status, call, rank_, device_);
+            return;
+        }
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds_);
+        for (;;) {
+            ncclResult_t async = ncclSuccess;
+            DIST_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+            if (async == ncclSuccess) return;
+            if (async != ncclInProgress) {
+                abort();
+                check_nccl(async, call, rank_, device_);
+            }
+            if (aborted_.load()) throw Error("stopped because another replica failed");
+            if (timeout_seconds_ > 0 && std::chrono::steady_clock::now() > deadline) {
+                abort();
+                throw Error("replica " + std::to_string(rank_) + " (cuda:" + std::to_string(device_) + "): " + call +
+                            " was not issued within " + std::to_string(static_cast<long long>(timeout_seconds_)) +
+                            " s (strategy.timeout_seconds): a worker died, hangs or cannot be reached");
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+    }
+
     // Waits for the stream. With a timeout (multi-worker runs), polls it
     // together with NCCL's asynchronous error state, as NCCL's fault-tolerance
     // guide describes, and aborts the communicator on an error or after the timeout.
@@ -75,7 +104,7 @@ private:
             if (state != cudaErrorNotReady) DIST_CUDA_CHECK(state);
             ncclResult_t async = ncclSuccess;
             DIST_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
-            if (async != ncclSuccess) {
+            if (async != ncclSuccess && async != ncclInProgress) {
                 abort();
                 DIST_NCCL_CHECK(async);
             }
