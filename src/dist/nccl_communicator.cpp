@@ -24,7 +24,12 @@ public:
     ~NcclCommunicator() override {
         cudaSetDevice(device_);
         cudaFree(scratch_);
-        if (!aborted_.load()) ncclCommDestroy(comm_);
+        if (aborted_.load()) return;
+        if (timeout_seconds_ > 0 && !finalized()) {
+            ncclCommAbort(comm_);
+            return;
+        }
+        ncclCommDestroy(comm_);
     }
 
     int rank() const override { return rank_; }
@@ -60,6 +65,22 @@ public:
     }
 
 private:
+    // Across workers (nonblocking communicators) the documented teardown:
+    // ncclCommFinalize, then poll until the communicator is quiescent, within
+    // the timeout (a dead peer must not hang the exit). False: abort instead.
+    bool finalized() {
+        const ncclResult_t started = ncclCommFinalize(comm_);
+        if (started != ncclSuccess && started != ncclInProgress) return false;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds_);
+        for (;;) {
+            ncclResult_t state = ncclInProgress;
+            if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) return false;
+            if (state == ncclSuccess) return true;
+            if (state != ncclInProgress || std::chrono::steady_clock::now() > deadline) return false;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    }
+
     // Communicators across workers are nonblocking (nccl_world.cpp): a call may
     // return ncclInProgress while NCCL still connects the peers, and is on the
     // stream only once ncclCommGetAsyncError says ncclSuccess; nothing else may
