@@ -74,10 +74,13 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
                      cfg.training.precision == "fp16" ? " (with the fp16 loss scaling, which changes no result here)"
                                                       : "");
 
-    const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::train);
+    // With data.shard_files each worker reads only its part of the training set.
+    const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::train,
+                                                    world ? world->rank() : 0, world ? world->size() : 1);
     if (data.train.size() == 0) throw ConfigError("data: the training set is empty (check data.limit)");
-    spdlog::info("Data: {} training samples{}", data.train.size(),
-                 data.validation.size() ? ", " + std::to_string(data.validation.size()) + " validation samples" : "");
+    spdlog::info("Data: {} training samples{}{}", data.train.size(),
+                 data.validation.size() ? ", " + std::to_string(data.validation.size()) + " validation samples" : "",
+                 data.train.part.count > 1 ? "; " + data.train.description : "");
 
     auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size);
     check_classes("training", data.train.num_classes, replicas[0]->model().classes());

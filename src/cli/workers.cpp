@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "dist/launch_env.hpp"
+#include "train/interrupt.hpp"
 
 namespace gputrain::cli {
 
@@ -20,6 +21,14 @@ namespace {
     std::fflush(stderr);
     world.abort_job(exit_code);
     std::_Exit(exit_code);  // abort_job does not return; the compiler cannot see that through the virtual call
+}
+
+// Every worker stopped after the same step (the trainer agrees on it) and rank
+// 0 has written the checkpoint by the time it gets here. The barrier lets the
+// others wait for that before MPI_Finalize, so that all leave together.
+void wait_for_all(dist::World& world) {
+    double one = 1.0;
+    world.allreduce_sum(&one, 1);
 }
 
 }  // namespace
@@ -46,6 +55,17 @@ int run_as_worker(dist::World* world, const std::function<int()>& body) {
     if (!world || world->size() == 1) return body();
     try {
         return body();
+    } catch (const train::Interrupted& e) {
+        try {
+            wait_for_all(*world);
+        } catch (const Error& barrier) {
+            end_job(*world, barrier.what(), e.exit_code());
+        }
+        // A clean end on every worker: the caller finalizes MPI and exits
+        // 128 + signal. Rank 0 reports the stop and the resume command, as a
+        // single process does; the others only exit.
+        if (world->rank() == 0) throw;
+        return e.exit_code();
     } catch (const Error& e) {
         end_job(*world, e.what(), e.exit_code());
     } catch (const std::bad_alloc&) {

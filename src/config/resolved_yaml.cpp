@@ -120,6 +120,8 @@ private:
         number("validation_split", d.validation_split);
         key("limit") << d.limit;
         key("test_limit") << d.test_limit;
+        // Only when set: the default leaves the digests of existing runs as they were.
+        if (d.shard_files) key("shard_files") << true;
         key("synthetic") << YAML::BeginMap;
         key("samples") << d.synthetic_samples;
         key("classes") << d.synthetic_classes;

@@ -64,6 +64,7 @@ struct DataConfig {
     double validation_split = 0.0;   // data.validation_split in [0, 1): last fraction of the training set
     int64_t limit = 0;               // data.limit: first N training samples (0 = all)
     int64_t test_limit = 0;          // data.test_limit: first N test samples (0 = all)
+    bool shard_files = false;        // data.shard_files: each multi_worker_mirrored worker reads only its part
     // synthetic only (format: synthetic or dataset: synthetic)
     int64_t synthetic_samples = 2048;  // data.synthetic.samples (train); test gets a quarter
     int64_t synthetic_classes = 10;    // data.synthetic.classes

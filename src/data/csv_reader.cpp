@@ -1,6 +1,7 @@
 #include "data/csv_reader.hpp"
 
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <fstream>
 #include <string_view>
@@ -36,9 +37,35 @@ std::vector<std::string_view> split_fields(std::string_view line) {
     return fields;
 }
 
+// The data rows of `path`: its non-blank lines, less a header line.
+int64_t count_data_rows(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw DataError(path + ": cannot open");
+    int64_t rows = 0;
+    bool first_line = true;
+    std::string line;
+    while (std::getline(in, line)) {
+        if (trim(line).empty()) continue;
+        double value = 0;
+        if (first_line && !parse_number(line.substr(0, line.find(',')), value)) {
+            first_line = false;
+            continue;  // a header line
+        }
+        first_line = false;
+        ++rows;
+    }
+    if (in.bad()) throw DataError(path + ": read error");
+    return rows;
+}
+
 }  // namespace
 
-CsvTable read_csv(const std::string& path, int64_t unlabeled_features) {
+CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const RowChooser& choose) {
+    const int64_t counted = choose ? count_data_rows(path) : 0;
+    const RowRange keep = choose ? choose(counted) : RowRange{0, INT64_MAX};
+    if (choose && (keep.begin < 0 || keep.begin > keep.end || keep.end > counted))
+        throw Error(path + ": asked for rows " + std::to_string(keep.begin) + ".." + std::to_string(keep.end) +
+                    " of " + std::to_string(counted));
     std::ifstream in(path);
     if (!in) throw DataError(path + ": cannot open");
 
@@ -61,6 +88,8 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features) {
             table.feature_columns = labeled ? columns - 1 : columns;
             if (!parse_number(fields[0], value)) continue;  // a header line
         }
+        const int64_t data_row = table.file_rows++;
+        if (data_row < keep.begin || data_row >= keep.end) continue;  // another worker's row
         if (static_cast<int64_t>(fields.size()) != columns) {
             throw DataError(where + "expected " + std::to_string(columns) + " fields like the first line, found " +
                             std::to_string(fields.size()));
@@ -82,7 +111,8 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features) {
         }
     }
     if (in.bad()) throw DataError(path + ": read error");
-    if (table.rows == 0) throw DataError(path + ": no data rows");
+    if (table.file_rows == 0) throw DataError(path + ": no data rows");
+    table.first_row = choose ? keep.begin : 0;
     return table;
 }
 

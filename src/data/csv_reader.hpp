@@ -8,19 +8,26 @@
 #include <string>
 #include <vector>
 
+#include "data/row_range.hpp"
+
 namespace gputrain::data {
 
 struct CsvTable {
     int64_t feature_columns = 0;   // columns after the label
     std::vector<float> features;   // rows * feature_columns, as written (not scaled)
     std::vector<int32_t> labels;   // one per row, non-negative integers; empty when the file has no labels
-    int64_t rows = 0;
+    int64_t rows = 0;              // rows kept
+    int64_t first_row = 0;         // the kept rows are data rows [first_row, first_row + rows) of the file
+    int64_t file_rows = 0;         // data rows in the file (the header line not counted)
 };
 
 // Throws DataError "PATH: problem" (missing file, no rows) or "PATH:LINE: problem"
 // (wrong field count, a field that is not a number, a label that is not a class index).
 // `unlabeled_features` > 0: a file whose lines have exactly that many fields has
 // no label column (every field is a feature); lines with one more field have one.
-CsvTable read_csv(const std::string& path, int64_t unlabeled_features = 0);
+// With `choose`, the file is read twice: once to count its data rows, then to
+// parse only the rows `choose` returns; the other rows are skipped unparsed
+// (so an error in another worker's rows is not reported).
+CsvTable read_csv(const std::string& path, int64_t unlabeled_features = 0, const RowChooser& choose = nullptr);
 
 }  // namespace gputrain::data

@@ -25,17 +25,22 @@ void keep_first(Dataset& dataset, int64_t n) {
     dataset.inputs.shrink_to_fit();
 }
 
+int64_t training_count(int64_t n, double fraction, const std::string& what) {
+    // The same arithmetic as Keras's train_validation_split: int(n * (1 - fraction)).
+    const auto split_at = static_cast<int64_t>(static_cast<double>(n) * (1.0 - fraction));
+    if (split_at <= 0) {
+        throw DataError(fmt::format("data.validation_split {} leaves no training samples out of {} ({})", fraction, n,
+                                    what));
+    }
+    return split_at;
+}
+
 Dataset split_off_validation(Dataset& train, double fraction) {
     if (!(fraction > 0.0 && fraction < 1.0)) {
         throw ConfigError(fmt::format("data.validation_split must be in [0, 1), got {}", fraction));
     }
     const int64_t n = train.size();
-    // The same arithmetic as Keras's train_validation_split: int(n * (1 - fraction)).
-    const auto split_at = static_cast<int64_t>(static_cast<double>(n) * (1.0 - fraction));
-    if (split_at <= 0) {
-        throw DataError(fmt::format("data.validation_split {} leaves no training samples out of {} ({})", fraction, n,
-                                    train.description));
-    }
+    const int64_t split_at = training_count(n, fraction, train.description);
     Dataset validation = slice(train, split_at, n);
     keep_first(train, split_at);
     return validation;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "data/dataset.hpp"
 
@@ -16,6 +17,10 @@ void keep_first(Dataset& dataset, int64_t n);
 // floor(size * (1 - fraction)) samples, as Keras's validation_split does.
 // fraction must be in (0, 1). Throws DataError if no training sample would be left.
 Dataset split_off_validation(Dataset& train, double fraction);
+
+// The training samples that data.validation_split `fraction` leaves of `n`:
+// int(n * (1 - fraction)), as Keras. Throws DataError (naming `what`) if none.
+int64_t training_count(int64_t n, double fraction, const std::string& what);
 
 // Copies samples [begin, end) of `dataset` (metadata kept, description too).
 Dataset slice(const Dataset& dataset, int64_t begin, int64_t end);

@@ -94,7 +94,7 @@ private:
 
 }  // namespace
 
-IdxArray read_idx(const std::string& path) {
+IdxArray read_idx(const std::string& path, const RowChooser& choose) {
     GzInput in(path);
     uint8_t magic[4] = {};
     const size_t got_magic = in.read(magic, 4);
@@ -129,20 +129,46 @@ IdxArray read_idx(const std::string& path) {
         expected *= dim;
     }
 
+    array.file_rows = array.dims[0];
+    const RowRange rows = choose ? choose(array.file_rows) : RowRange{0, array.file_rows};
+    if (rows.begin < 0 || rows.begin > rows.end || rows.end > array.file_rows)
+        throw Error(path + ": asked for samples " + std::to_string(rows.begin) + ".." + std::to_string(rows.end) +
+                    " of " + std::to_string(array.file_rows));
+    const size_t row_bytes = array.file_rows > 0 ? static_cast<size_t>(expected / array.file_rows) : 0;
+    const size_t keep_from = static_cast<size_t>(rows.begin) * row_bytes;
+    const size_t keep_to = static_cast<size_t>(rows.end) * row_bytes;
+    array.first_row = rows.begin;
+    array.dims[0] = rows.end - rows.begin;
+
+    size_t have = 0;  // bytes of data consumed so far
+    const auto truncated = [&] {
+        return DataError(path + ": truncated: the header's dimensions need " + std::to_string(expected) +
+                         " bytes of data, the file holds " + std::to_string(have));
+    };
+    // Streams past `n` bytes of samples that are not kept (another worker's part).
+    const auto skip = [&](size_t n) {
+        uint8_t buffer[1 << 16];
+        while (n > 0) {
+            const size_t want = std::min(n, sizeof buffer);
+            const size_t got = in.read(buffer, want);
+            have += got;
+            n -= got;
+            if (got < want) throw truncated();
+        }
+    };
+    skip(keep_from);
     // Grow as data arrives so that a truncated file claiming a huge size fails
     // before allocating all of it.
     constexpr size_t kChunk = size_t{1} << 24;
-    size_t have = 0;
-    while (have < static_cast<size_t>(expected)) {
-        const size_t want = std::min(kChunk, static_cast<size_t>(expected) - have);
-        array.bytes.resize(have + want);
-        const size_t got = in.read(array.bytes.data() + have, want);
+    while (have < keep_to) {
+        const size_t want = std::min(kChunk, keep_to - have);
+        const size_t stored = have - keep_from;
+        array.bytes.resize(stored + want);
+        const size_t got = in.read(array.bytes.data() + stored, want);
         have += got;
-        if (got < want) {
-            throw DataError(path + ": truncated: the header's dimensions need " + std::to_string(expected) +
-                            " bytes of data, the file holds " + std::to_string(have));
-        }
+        if (got < want) throw truncated();
     }
+    skip(static_cast<size_t>(expected) - keep_to);
 
     uint8_t extra[4096];
     size_t trailing = 0;

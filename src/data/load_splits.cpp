@@ -11,6 +11,7 @@
 #include "data/dataset_resolve.hpp"
 #include "data/dataset_split.hpp"
 #include "data/idx_reader.hpp"
+#include "data/row_range.hpp"
 #include "data/synthetic.hpp"
 
 namespace gputrain::data {
@@ -46,24 +47,29 @@ std::string require_idx_file(const std::string& dir, const std::string& base) {
 }
 
 // `prefix` is "train" or "t10k", as in the MNIST file names.
-Dataset read_idx_split(const std::string& dir, const std::string& prefix, const Shape& model_shape, double scale) {
+// `rows` (optional) picks the samples to keep, as read_idx does.
+Dataset read_idx_split(const std::string& dir, const std::string& prefix, const Shape& model_shape, double scale,
+                       const RowChooser& rows = nullptr) {
     const std::string images_path = require_idx_file(dir, prefix + "-images-idx3-ubyte");
     const std::string labels_path = require_idx_file(dir, prefix + "-labels-idx1-ubyte");
-    const IdxArray images = read_idx(images_path);
+    const IdxArray images = read_idx(images_path, rows);
     if (images.dims.size() < 2) {
         throw DataError(images_path + ": expected at least 2 dimensions (the count, then each sample's shape), found " +
                         std::to_string(images.dims.size()));
     }
-    const IdxArray labels = read_idx(labels_path);
+    // The labels of the images kept (a labels file of another length is reported below).
+    const IdxArray labels = read_idx(labels_path, [&](int64_t n) {
+        return RowRange{std::min(images.first_row, n), std::min(images.first_row + images.dims[0], n)};
+    });
     if (labels.dims.size() != 1) {
         throw DataError(labels_path + ": expected 1 dimension (the label count), found " +
                         std::to_string(labels.dims.size()));
     }
-    if (labels.dims[0] != images.dims[0]) {
-        throw DataError(labels_path + ": " + std::to_string(labels.dims[0]) + " labels for " +
-                        std::to_string(images.dims[0]) + " images in " + images_path);
+    if (labels.file_rows != images.file_rows) {
+        throw DataError(labels_path + ": " + std::to_string(labels.file_rows) + " labels for " +
+                        std::to_string(images.file_rows) + " images in " + images_path);
     }
-    if (images.dims[0] == 0) throw DataError(images_path + ": holds no samples");
+    if (images.file_rows == 0) throw DataError(images_path + ": holds no samples");
 
     Dataset d;
     d.sample_shape = choose_sample_shape(Shape(images.dims.begin() + 1, images.dims.end()), model_shape, images_path);
@@ -75,11 +81,12 @@ Dataset read_idx_split(const std::string& dir, const std::string& prefix, const 
 }
 
 // `name` is "train" or "test", the files train.csv and test.csv.
-Dataset read_csv_split(const std::string& dir, const std::string& name, const Shape& model_shape, double scale) {
+Dataset read_csv_split(const std::string& dir, const std::string& name, const Shape& model_shape, double scale,
+                       const RowChooser& rows = nullptr) {
     const std::string path = (std::filesystem::path(dir) / (name + ".csv")).string();
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) throw DataError(dir + ": no " + name + ".csv found");
-    CsvTable table = read_csv(path);
+    CsvTable table = read_csv(path, 0, rows);
     Dataset d;
     d.sample_shape = choose_sample_shape({table.feature_columns}, model_shape, path);
     d.inputs = std::move(table.features);
@@ -105,17 +112,48 @@ void check_config(const config::DataConfig& cfg, const std::string& format) {
     }
 }
 
+// The training rows a worker reads with data.shard_files: its part of the
+// samples data.limit and data.validation_split leave for training; the
+// validation samples (the rest, up to data.limit) are read by every worker.
+struct ShardPlan {
+    const config::DataConfig& cfg;
+    std::string what;  // for the validation error
+    int worker, workers;
+    int64_t used = 0;   // samples after data.limit
+    int64_t whole = 0;  // of those, for training
+
+    RowRange training_part(int64_t file_rows) {
+        used = cfg.limit > 0 ? std::min(file_rows, cfg.limit) : file_rows;
+        whole = cfg.validation_split > 0.0 ? training_count(used, cfg.validation_split, what) : used;
+        const RowRange part = part_of(whole, worker, workers);
+        if (part.begin == part.end)
+            throw ConfigError(fmt::format("data.shard_files: {} training samples cannot be shared by {} workers ({})",
+                                          whole, workers, what));
+        return part;
+    }
+    DatasetPart part() const { return {worker, workers, whole}; }
+};
+
+std::string part_text(const Dataset& d) {
+    const RowRange r = part_of(d.part.whole, d.part.index, d.part.count);
+    return fmt::format("samples {}..{} of {} (worker {} of {}, data.shard_files)", r.begin, r.end - 1, d.part.whole,
+                       d.part.index, d.part.count);
+}
+
 }  // namespace
 
-DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_shape, Need need) {
+DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_shape, Need need, int worker,
+                       int workers) {
     const std::string format = cfg.dataset == "synthetic" ? "synthetic" : cfg.format;
     check_config(cfg, format);
     const bool want_train = need != Need::test;
     const bool want_test = need != Need::train;
+    const bool sharded = want_train && cfg.shard_files && workers > 1;
 
     DataSplits splits;
     std::string source;  // "fashion-mnist" / "data.path", for descriptions
     std::string dir;
+    bool split_done = false;  // the sharded read already applied limit and validation_split
     if (format == "synthetic") {
         if (want_train) {
             splits.train = make_synthetic(model_input_shape, cfg.synthetic_samples, cfg.synthetic_classes,
@@ -129,9 +167,19 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
         dir = cfg.path.empty() ? resolve_dataset_dir(cfg.dataset, format) : check_data_path(cfg.path, format);
         source = cfg.path.empty() ? cfg.dataset : "data.path";
         const bool idx = format == "idx";
-        if (want_train) {
-            splits.train = idx ? read_idx_split(dir, "train", model_input_shape, cfg.scale)
-                               : read_csv_split(dir, "train", model_input_shape, cfg.scale);
+        const auto read_train = [&](const RowChooser& rows) {
+            return idx ? read_idx_split(dir, "train", model_input_shape, cfg.scale, rows)
+                       : read_csv_split(dir, "train", model_input_shape, cfg.scale, rows);
+        };
+        if (sharded) {
+            ShardPlan plan{cfg, source + " train (" + dir + ")", worker, workers};
+            splits.train = read_train([&](int64_t n) { return plan.training_part(n); });
+            splits.train.part = plan.part();
+            if (plan.used > plan.whole)
+                splits.validation = read_train([&](int64_t) { return RowRange{plan.whole, plan.used}; });
+            split_done = true;
+        } else if (want_train) {
+            splits.train = read_train(nullptr);
         }
         if (want_test) {
             splits.test = idx ? read_idx_split(dir, "t10k", model_input_shape, cfg.scale)
@@ -142,21 +190,36 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
                             ", training samples " + shape_text(splits.train.sample_shape));
         }
         // Classes are counted over everything read, before limits, so that a
-        // data.limit run has the same output size as the full one.
-        const int64_t classes = std::max(classes_of(splits.train.labels), classes_of(splits.test.labels));
-        splits.train.num_classes = splits.test.num_classes = classes;
+        // data.limit run has the same output size as the full one (with
+        // data.shard_files: over this worker's part and the validation samples).
+        const int64_t classes = std::max({classes_of(splits.train.labels), classes_of(splits.validation.labels),
+                                          classes_of(splits.test.labels)});
+        splits.train.num_classes = splits.validation.num_classes = splits.test.num_classes = classes;
         splits.train.description = source + " train (" + dir + ")";
         splits.test.description = source + " test (" + dir + ")";
     }
 
-    if (want_train) {
+    if (want_train && !split_done) {
         keep_first(splits.train, cfg.limit);
         if (cfg.validation_split > 0.0) {
             splits.validation = split_off_validation(splits.train, cfg.validation_split);
             splits.validation.description = "validation: the last " + std::to_string(splits.validation.size()) +
                                             " samples of " + splits.train.description;
         }
+        if (sharded) {  // generated data: made whole, then cut to this worker's part
+            const int64_t whole = splits.train.size();
+            const RowRange part = part_of(whole, worker, workers);
+            if (part.begin == part.end)
+                throw ConfigError(fmt::format("data.shard_files: {} training samples cannot be shared by {} workers",
+                                              whole, workers));
+            splits.train = slice(splits.train, part.begin, part.end);
+            splits.train.part = {worker, workers, whole};
+        }
+    } else if (want_train && splits.validation.size() > 0) {
+        splits.validation.description = "validation: the last " + std::to_string(splits.validation.size()) +
+                                        " samples of " + splits.train.description;
     }
+    if (sharded) splits.train.description += ": " + part_text(splits.train);
     if (want_test) keep_first(splits.test, cfg.test_limit);
     return splits;
 }

@@ -1,6 +1,7 @@
 #include "data/loader.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -9,23 +10,30 @@
 namespace gputrain::data {
 namespace {
 
-// Copies the samples of global batch `step` (in the epoch's `order`) into one Batch.
-std::shared_ptr<const Batch> gather(const Dataset& dataset, const std::vector<int64_t>& order, int64_t step,
-                                    int64_t global_batch, int replicas) {
+// Copies the samples order[begin, begin + rows) into a Batch's inputs and labels.
+std::shared_ptr<Batch> gather_rows(const Dataset& dataset, const std::vector<int64_t>& order, int64_t begin,
+                                   int64_t rows) {
     auto batch = std::make_shared<Batch>();
-    const int64_t begin = step * global_batch;
-    const int64_t end = std::min<int64_t>(begin + global_batch, static_cast<int64_t>(order.size()));
     const int64_t elements = dataset.sample_elements();
-    batch->step = step;
-    batch->size = end - begin;
-    batch->inputs.resize(static_cast<size_t>(batch->size * elements));
-    batch->labels.resize(static_cast<size_t>(batch->size));
-    for (int64_t row = 0; row < batch->size; ++row) {
+    batch->inputs.resize(static_cast<size_t>(rows * elements));
+    batch->labels.resize(static_cast<size_t>(rows));
+    for (int64_t row = 0; row < rows; ++row) {
         const int64_t sample = order[static_cast<size_t>(begin + row)];
         std::memcpy(batch->inputs.data() + row * elements, dataset.inputs.data() + sample * elements,
                     static_cast<size_t>(elements) * sizeof(float));
         batch->labels[static_cast<size_t>(row)] = dataset.labels[static_cast<size_t>(sample)];
     }
+    return batch;
+}
+
+// Copies the samples of global batch `step` (in the epoch's `order`) into one Batch.
+std::shared_ptr<const Batch> gather(const Dataset& dataset, const std::vector<int64_t>& order, int64_t step,
+                                    int64_t global_batch, int replicas) {
+    const int64_t begin = step * global_batch;
+    const int64_t end = std::min<int64_t>(begin + global_batch, static_cast<int64_t>(order.size()));
+    auto batch = gather_rows(dataset, order, begin, end - begin);
+    batch->step = step;
+    batch->size = end - begin;
     batch->shard_begin = shard_offsets(batch->size, replicas);
     return batch;
 }
@@ -65,11 +73,41 @@ Loader::Loader(const Dataset& dataset, int64_t global_batch, int replicas, bool 
       prefetch_depth_(std::max(1, prefetch_depth)) {
     if (global_batch < 1) throw ConfigError("training.batch_size must be at least 1, got " + std::to_string(global_batch));
     if (replicas < 1) throw ConfigError("the data loader needs at least 1 replica, got " + std::to_string(replicas));
+    const DatasetPart& part = dataset.part;
+    if (part.count > 1) {
+        if (replicas % part.count != 0)
+            throw Error("Loader: " + std::to_string(replicas) + " replicas cannot be split evenly over " +
+                        std::to_string(part.count) + " workers");
+        // Worker w's replicas are global ranks [w*R, (w+1)*R); its rows of a global batch are theirs.
+        const int per_worker = replicas / part.count;
+        const std::vector<int64_t> offsets = shard_offsets(global_batch, replicas);
+        part_ = true;
+        part_steps_ = INT64_MAX;
+        for (int w = 0; w < part.count; ++w) {
+            const int64_t rows = offsets[(w + 1) * per_worker] - offsets[w * per_worker];
+            const int64_t samples = part.whole * (w + 1) / part.count - part.whole * w / part.count;
+            if (rows > 0) part_steps_ = std::min(part_steps_, samples / rows);
+            if (w == part.index) {
+                part_rows_ = rows;
+                part_first_row_ = offsets[w * per_worker];
+            }
+        }
+        if (part_steps_ == 0) {
+            throw ConfigError("data.shard_files: each of the " + std::to_string(part.count) + " workers holds about " +
+                              std::to_string(part.whole / part.count) + " training samples, fewer than its share of " +
+                              "one global batch of " + std::to_string(global_batch) +
+                              " (training.batch_size); lower the batch size or use more data");
+        }
+        if (dataset.size() != part.whole * (part.index + 1) / part.count - part.whole * part.index / part.count)
+            throw Error("Loader: the dataset does not hold its part of the training set");
+    }
 }
 
 Loader::~Loader() { stop_producer(); }
 
-int64_t Loader::steps_per_epoch() const { return (dataset_.size() + global_batch_ - 1) / global_batch_; }
+int64_t Loader::steps_per_epoch() const {
+    return part_ ? part_steps_ : (dataset_.size() + global_batch_ - 1) / global_batch_;
+}
 
 void Loader::start_epoch(int64_t epoch, int64_t first_step) {
     const int64_t steps = steps_per_epoch();
@@ -135,7 +173,17 @@ void Loader::produce(int64_t epoch, int64_t first_step) {
             if (stopping_) return;
         }
         // Gather outside the lock so that consumers can take earlier batches meanwhile.
-        std::shared_ptr<const Batch> batch = gather(dataset_, order, step, global_batch_, replicas_);
+        std::shared_ptr<const Batch> batch;
+        if (part_) {
+            auto rows = gather_rows(dataset_, order, step * part_rows_, part_rows_);
+            rows->step = step;
+            rows->size = global_batch_;  // every step of a sharded epoch is a full global batch
+            rows->shard_begin = shard_offsets(global_batch_, replicas_);
+            rows->first_row = part_first_row_;
+            batch = std::move(rows);
+        } else {
+            batch = gather(dataset_, order, step, global_batch_, replicas_);
+        }
         {
             std::lock_guard lock(mutex_);
             if (stopping_) return;

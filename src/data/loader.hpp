@@ -1,6 +1,13 @@
 // Loader: the GLOBAL order of an epoch (a permutation seeded by (seed, epoch),
 // so a resumed run sees the same order), cut into global batches, each split
 // into per-replica shards, gathered ahead of time on a background thread.
+//
+// A Dataset that is one worker's part of the training set (data.shard_files,
+// DatasetPart count > 1) is loaded differently: each worker permutes its own
+// part (seeded by (seed, epoch)) and contributes its replicas' rows of every
+// global batch from it; Batch then holds only those rows. Every step is a full
+// global batch: an epoch has the steps the smallest part can fill, and the
+// samples a part has beyond that are not used in that epoch.
 #pragma once
 
 #include <condition_variable>
@@ -21,6 +28,9 @@ struct Batch {
     std::vector<float> inputs;           // size * sample_elements
     std::vector<int32_t> labels;         // size
     std::vector<int64_t> shard_begin;    // replicas + 1 offsets: replica r owns rows [shard_begin[r], shard_begin[r+1])
+    // inputs/labels hold the global batch's rows [first_row, first_row + labels.size()): all of
+    // them (first_row 0), or with data.shard_files only this worker's replicas' rows.
+    int64_t first_row = 0;
 };
 
 // Shard boundaries of `batch_size` rows over `replicas`: as even as possible,
@@ -42,7 +52,8 @@ public:
     Loader(const Loader&) = delete;
     Loader& operator=(const Loader&) = delete;
 
-    int64_t steps_per_epoch() const;  // ceil(size / global_batch)
+    // ceil(size / global_batch); for a worker's part: min over the parts of floor(part / its rows of a batch).
+    int64_t steps_per_epoch() const;
 
     // Starts gathering `epoch`'s batches from `first_step` on (resume mid-epoch). Call from one
     // thread, when no replica is inside get() (between epochs). Stops any previous epoch's prefetch.
@@ -64,6 +75,9 @@ private:
     bool shuffle_;
     uint64_t seed_;
     int prefetch_depth_;
+    // For a worker's part (data.shard_files): its rows of each global batch and the epoch's steps.
+    bool part_ = false;
+    int64_t part_rows_ = 0, part_first_row_ = 0, part_steps_ = 0;
 
     std::mutex mutex_;
     std::condition_variable changed_;

@@ -24,7 +24,12 @@ public:
     ~NcclCommunicator() override {
         cudaSetDevice(device_);
         cudaFree(scratch_);
-        if (!aborted_.load()) ncclCommDestroy(comm_);
+        if (aborted_.load()) return;
+        if (timeout_seconds_ > 0 && !finalized()) {
+            ncclCommAbort(comm_);
+            return;
+        }
+        ncclCommDestroy(comm_);
     }
 
     int rank() const override { return rank_; }
@@ -32,7 +37,7 @@ public:
 
     void allreduce_sum(float* data, size_t count) override {
         // Every rank issues the same collectives in the same order (the trainer's loop guarantees it).
-        DIST_NCCL_CHECK(ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream_));
+        issued(ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, stream_), "ncclAllReduce");
         // Across processes a peer can die mid-collective: wait with a deadline
         // here instead of letting a later synchronisation hang.
         if (timeout_seconds_ > 0) wait_for_stream();
@@ -42,7 +47,7 @@ public:
         for (size_t done = 0; done < count; done += kScratchDoubles) {
             const size_t n = std::min(kScratchDoubles, count - done);
             DIST_CUDA_CHECK(cudaMemcpyAsync(scratch_, data + done, n * sizeof(double), cudaMemcpyHostToDevice, stream_));
-            DIST_NCCL_CHECK(ncclAllReduce(scratch_, scratch_, n, ncclDouble, ncclSum, comm_, stream_));
+            issued(ncclAllReduce(scratch_, scratch_, n, ncclDouble, ncclSum, comm_, stream_), "ncclAllReduce");
             DIST_CUDA_CHECK(cudaMemcpyAsync(data + done, scratch_, n * sizeof(double), cudaMemcpyDeviceToHost, stream_));
             wait_for_stream();
         }
@@ -60,6 +65,51 @@ public:
     }
 
 private:
+    // Across workers (nonblocking communicators) the documented teardown:
+    // ncclCommFinalize, then poll until the communicator is quiescent, within
+    // the timeout (a dead peer must not hang the exit). False: abort instead.
+    bool finalized() {
+        const ncclResult_t started = ncclCommFinalize(comm_);
+        if (started != ncclSuccess && started != ncclInProgress) return false;
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds_);
+        for (;;) {
+            ncclResult_t state = ncclInProgress;
+            if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) return false;
+            if (state == ncclSuccess) return true;
+            if (state != ncclInProgress || std::chrono::steady_clock::now() > deadline) return false;
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+    }
+
+    // Communicators across workers are nonblocking (nccl_world.cpp): a call may
+    // return ncclInProgress while NCCL still connects the peers, and is on the
+    // stream only once ncclCommGetAsyncError says ncclSuccess; nothing else may
+    // be enqueued before that. In-process communicators are blocking.
+    void issued(ncclResult_t status, const char* call) {
+        if (status != ncclInProgress) {
+            check_nccl(status, call, rank_, device_);
+            return;
+        }
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds_);
+        for (;;) {
+            ncclResult_t async = ncclSuccess;
+            DIST_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+            if (async == ncclSuccess) return;
+            if (async != ncclInProgress) {
+                abort();
+                check_nccl(async, call, rank_, device_);
+            }
+            if (aborted_.load()) throw Error("stopped because another replica failed");
+            if (timeout_seconds_ > 0 && std::chrono::steady_clock::now() > deadline) {
+                abort();
+                throw Error("replica " + std::to_string(rank_) + " (cuda:" + std::to_string(device_) + "): " + call +
+                            " was not issued within " + std::to_string(static_cast<long long>(timeout_seconds_)) +
+                            " s (strategy.timeout_seconds): a worker died, hangs or cannot be reached");
+            }
+            std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+    }
+
     // Waits for the stream. With a timeout (multi-worker runs), polls it
     // together with NCCL's asynchronous error state, as NCCL's fault-tolerance
     // guide describes, and aborts the communicator on an error or after the timeout.
@@ -75,7 +125,7 @@ private:
             if (state != cudaErrorNotReady) DIST_CUDA_CHECK(state);
             ncclResult_t async = ncclSuccess;
             DIST_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
-            if (async != ncclSuccess) {
+            if (async != ncclSuccess && async != ncclInProgress) {
                 abort();
                 DIST_NCCL_CHECK(async);
             }

@@ -61,7 +61,7 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
     for (int64_t step = start_step; step < steps_per_epoch_; ++step) {
         auto batch = loader.get(step);
         const int64_t begin = batch->shard_begin[r.rank()], end = batch->shard_begin[r.rank() + 1];
-        r.load_shard(batch->inputs.data(), batch->labels.data(), begin, end);
+        r.load_shard(batch->inputs.data(), batch->labels.data(), begin - batch->first_row, end - batch->first_row);
         nn::RunContext ctx{r.backend(), true, cfg_.training.seed, epoch, step, begin,
                            replicated ? &cross : nullptr};
         // The loss scale (1 unless fp16) is a power of two: exact to apply and to undo.
@@ -242,7 +242,11 @@ FitResult Trainer::fit() {
         rec.loss = totals.loss_sum / totals.samples;
         rec.accuracy = totals.correct / totals.samples;
         rec.learning_rate = lr;
-        rec.samples_per_second = static_cast<double>(data_.train.size()) / train_seconds;
+        // A worker's part (data.shard_files) is not the epoch: every step of it is a full global batch.
+        const double epoch_samples = data_.train.part.count > 1
+                                         ? static_cast<double>(steps_per_epoch_ * cfg_.training.batch_size)
+                                         : static_cast<double>(data_.train.size());
+        rec.samples_per_second = epoch_samples / train_seconds;
         MetricList shown{{"loss", rec.loss}, {"accuracy", rec.accuracy}};
         if (has_validation) {
             const EvalResult v = evaluate(replicas_, data_.validation, cfg_.training.batch_size);
