@@ -6,7 +6,7 @@ namespace gputrain::config {
 
 DataConfig read_data(const Section& top) {
     const Section s = top.child("data", {"dataset", "path", "format", "scale", "validation_split", "limit",
-                                         "test_limit", "synthetic"});
+                                         "test_limit", "synthetic", "resident"});
     DataConfig out;
     out.dataset = s.text("dataset", out.dataset);
     out.path = s.text("path", out.path);
@@ -15,6 +15,7 @@ DataConfig read_data(const Section& top) {
     out.validation_split = s.number("validation_split", out.validation_split, NumberRange::fraction);
     out.limit = s.count("limit", out.limit);
     out.test_limit = s.count("test_limit", out.test_limit);
+    out.resident = s.choice("resident", out.resident, kResidentModes);
     const Section synthetic = s.child("synthetic", {"samples", "classes", "seed"});
     out.synthetic_samples = synthetic.positive_int("samples", out.synthetic_samples);
     out.synthetic_classes = synthetic.positive_int("classes", out.synthetic_classes);

@@ -6,6 +6,7 @@
 // (they run one at a time), all on one Backend.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,11 @@ struct ParamView {
     size_t offset = 0;  // in floats, into the flat buffer
     size_t count = 0;
 };
+
+// Called during backward each time a layer has written its parameter
+// gradients, with `offset`: grad_data()[offset, param_count()) is final from
+// then on (layers run last to first and the flat buffer is in layer order).
+using GradientsReady = std::function<void(size_t offset)>;
 
 class Model {
 public:
@@ -50,9 +56,14 @@ public:
     bool fused_softmax() const { return fused_softmax_; }
 
     // Forward, loss and backward for `rows` samples (device pointers). The
-    // parameter gradients are d(sum of losses)/dw * grad_scale.
+    // parameter gradients are d(sum of losses)/dw * grad_scale. `ready`, when
+    // given, is called after every layer's backward (also with rows == 0, so
+    // every replica sees the same calls), so that gradient all-reduces can start early.
     void forward_backward(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows,
-                          float grad_scale, float* stats);
+                          float grad_scale, float* stats, const GradientsReady& ready = nullptr);
+    // Where each layer's trainable parameters begin in the flat buffer
+    // (layers + 1 entries, the last = param_count()): the offsets `ready` reports.
+    const std::vector<size_t>& layer_param_offsets() const { return layer_offsets_; }
     // Forward and loss only (inference mode).
     void evaluate(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows, float* stats);
 
@@ -84,6 +95,7 @@ private:
     std::vector<ParamSpec> specs_;       // parallel to views_
     std::vector<ParamView> state_views_;
     std::vector<ParamSpec> state_specs_; // parallel to state_views_
+    std::vector<size_t> layer_offsets_;  // first trainable float of each layer, then param_count_
     int64_t max_rows_;
     size_t param_count_ = 0;
     size_t state_count_ = 0;

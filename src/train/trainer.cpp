@@ -9,6 +9,7 @@
 #include "optim/schedule.hpp"
 #include "train/cross_replica_comm.hpp"
 #include "train/evaluator.hpp"
+#include "train/gradient_buckets.hpp"
 #include "train/interrupt.hpp"
 #include "train/parallel.hpp"
 #include "train/tensorboard_writer.hpp"
@@ -41,16 +42,26 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
     int64_t samples = 0;
     CrossReplicaComm cross(r.comm());  // for layers that reduce across replicas (sync batch norm)
     const bool replicated = r.comm().size() > 1;
+    GradientBuckets buckets(r.model(), cfg_.strategy.bucket_mb, r.comm(), r.model().grad_data());
+    r.begin_epoch(data_.train.size(), cfg_.training.shuffle, cfg_.training.seed, epoch);
+    std::shared_ptr<const data::Batch> next;  // staged while the step before computed (GPU)
     for (int64_t step = start_step; step < steps_per_epoch_; ++step) {
-        auto batch = loader.get(step);
+        auto batch = next ? std::move(next) : loader.get(step);
+        next.reset();
         const int64_t begin = batch->shard_begin[r.rank()], end = batch->shard_begin[r.rank() + 1];
-        r.load_shard(batch->inputs.data(), batch->labels.data(), begin, end);
+        r.load_training_shard(*batch, cfg_.training.batch_size);
         nn::RunContext ctx{r.backend(), true, cfg_.training.seed, epoch, step, begin,
                            replicated ? &cross : nullptr};
+        // Buckets of gradients are all-reduced while backward goes on (strategy.bucket_mb).
         r.model().forward_backward(ctx, r.inputs(), r.labels(), static_cast<int>(end - begin),
-                                   1.0f / static_cast<float>(batch->size), r.stats());
+                                   1.0f / static_cast<float>(batch->size), r.stats(), buckets.on_ready());
+        // The next step's shard is copied while this step's work runs on the GPU.
+        if (r.stages_ahead() && step + 1 < steps_per_epoch_) {
+            next = loader.get(step + 1);
+            r.stage_training_shard(*next);
+        }
         // Every replica joins every all-reduce, even with an empty shard.
-        r.comm().allreduce_sum(r.model().grad_data(), n);
+        buckets.finish();
         const int64_t global_step = epoch_first_step + step;
         // Identical on every replica after the all-reduce, so all take the same branch.
         if (!r.backend().all_finite(r.model().grad_data(), n)) {
@@ -158,6 +169,8 @@ FitResult Trainer::fit() {
                                       ? (std::filesystem::path(options_.run_dir) / "tensorboard").string()
                                       : std::string());
     const optim::Schedule schedule(cfg_.optimizer, steps_per_epoch_, cfg_.training.epochs);
+    // data.resident: before any collective runs (it allocates device memory).
+    for (auto& r : replicas_) r->make_resident(data_.train, cfg_.data.resident);
 
     for (int64_t epoch = state_.epochs_done; epoch < cfg_.training.epochs; ++epoch) {
         const auto start = std::chrono::steady_clock::now();
