@@ -50,6 +50,16 @@ void Replica::load_shard(const float* host_inputs, const int32_t* host_labels, i
 }
 
 bool Replica::make_resident(const data::Dataset& train, const std::string& mode) {
+    // A second fit() on the same replicas: the set is uploaded again (it may be another one).
+    if (resident()) {
+        backend_->release(resident_inputs_);
+        backend_->release(resident_labels_);
+        backend_->release(resident_order_);
+        resident_inputs_ = nullptr;
+        resident_labels_ = resident_order_ = nullptr;
+        resident_rows_ = 0;
+        staging_ = backend_->has_device_memory();
+    }
     if (!backend_->has_device_memory() || mode == "false" || train.size() == 0) return false;
     const size_t input_bytes = train.inputs.size() * sizeof(float);
     const size_t label_bytes = train.labels.size() * sizeof(int32_t);
