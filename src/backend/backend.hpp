@@ -37,6 +37,30 @@ public:
 
     float* allocate_floats(size_t count) { return static_cast<float*>(allocate_bytes(count * sizeof(float))); }
 
+    // ---- Input batches (see docs/architecture.md, "Input copies") ----
+    // Whether the backend computes on memory of its own (a GPU), so that input
+    // copies can overlap compute and a resident data set saves them. The CPU:
+    // false, and a Replica then copies batches exactly as it always did.
+    virtual bool has_device_memory() const { return false; }
+    // Device memory free now (0 without device memory).
+    virtual size_t free_device_bytes() { return 0; }
+    // Page-locked host memory, which a GPU copies from asynchronously (plain
+    // memory on the CPU); allocated before training like the rest.
+    virtual void* allocate_host_pinned(size_t bytes) = 0;
+    virtual void release_host_pinned(void* host_ptr) = 0;
+    // Starts copying `bytes` from pinned host memory to dst on a copy stream
+    // and returns a ticket for it. The copy runs after the compute work queued
+    // before the latest wait_copies() and alongside the work queued since,
+    // which must not use dst. The CPU copies at once.
+    virtual uint64_t copy_to_device_async(void* dst, const void* pinned_src, size_t bytes) = 0;
+    // Compute work queued from now on sees every copy started so far.
+    virtual void wait_copies() = 0;
+    // Returns once copy `ticket` has read its host source, which may then be rewritten.
+    virtual void wait_copy_on_host(uint64_t ticket) = 0;
+    // dst row r = src row indices[r] for r < rows, rows of `row_words` 32-bit
+    // words (floats or int32 labels): a batch gathered from a resident data set.
+    virtual void gather_rows(void* dst, const void* src, const int32_t* indices, int rows, size_t row_words) = 0;
+
     virtual void fill(float* x, size_t n, float value) = 0;
     virtual void scale(float* x, size_t n, float alpha) = 0;
 

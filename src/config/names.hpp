@@ -21,6 +21,7 @@ inline const NameSet kMetricNames{"metric", "metrics", {"accuracy", "loss"}};
 inline const NameSet kScheduleTypes{"schedule", "schedules",
     {"constant", "step_decay", "exponential_decay", "cosine"}};
 inline const NameSet kDataFormats{"data format", "data formats", {"idx", "csv", "synthetic"}};
+inline const NameSet kResidentModes{"resident mode", "resident modes", {"auto", "true", "false"}};
 inline const NameSet kStrategyTypes{"strategy", "strategies", {"one_device", "mirrored", "multi_worker_mirrored"}};
 inline const NameSet kCommunicators{"communicator", "communicators", {"auto", "nccl", "device"}};
 inline const NameSet kMonitorNames{"monitored metric", "monitored metrics",

@@ -112,7 +112,7 @@ std::string read_devices(const ValueRef& v) {
 
 StrategyConfig read_strategy(const Section& top) {
     const Section s = top.child("strategy", {"type", "devices", "replicas", "communicator", "replicas_per_gpu",
-                                                 "timeout_seconds"});
+                                                 "timeout_seconds", "bucket_mb"});
     StrategyConfig out;
     out.type = s.choice("type", out.type, kStrategyTypes);
     if (s.has("devices")) out.devices = read_devices(s.value("devices"));
@@ -120,6 +120,7 @@ StrategyConfig read_strategy(const Section& top) {
     out.communicator = s.choice("communicator", out.communicator, kCommunicators);
     out.replicas_per_gpu = s.positive_int("replicas_per_gpu", out.replicas_per_gpu);
     out.timeout_seconds = s.positive_int("timeout_seconds", out.timeout_seconds);
+    out.bucket_mb = s.number("bucket_mb", out.bucket_mb, NumberRange::non_negative);
     return out;
 }
 

@@ -13,7 +13,11 @@ namespace {
 
 class ConfigEmitter {
 public:
+    // with_epochs false: the text the digest is taken of. It also leaves out
+    // the keys that change how fast training runs, never what it computes
+    // (strategy.bucket_mb, data.resident), so a checkpoint resumes under other values without a warning.
     std::string emit(const RunConfig& c, bool with_epochs) {
+        full_ = with_epochs;
         out_ << YAML::BeginMap;
         key("run_dir") << c.run_dir;
         emit_model(c.model);
@@ -122,6 +126,7 @@ private:
         key("test_limit") << d.test_limit;
         // Only when set: the default leaves the digests of existing runs as they were.
         if (d.shard_files) key("shard_files") << true;
+        if (full_) key("resident") << d.resident;
         key("synthetic") << YAML::BeginMap;
         key("samples") << d.synthetic_samples;
         key("classes") << d.synthetic_classes;
@@ -141,10 +146,12 @@ private:
         key("communicator") << s.communicator;
         key("replicas_per_gpu") << s.replicas_per_gpu;
         key("timeout_seconds") << s.timeout_seconds;
+        if (full_) number("bucket_mb", s.bucket_mb);
         out_ << YAML::EndMap;
     }
 
     YAML::Emitter out_;
+    bool full_ = true;
 };
 
 }  // namespace

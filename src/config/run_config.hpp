@@ -69,6 +69,10 @@ struct DataConfig {
     int64_t synthetic_samples = 2048;  // data.synthetic.samples (train); test gets a quarter
     int64_t synthetic_classes = 10;    // data.synthetic.classes
     uint64_t synthetic_seed = 1;       // data.synthetic.seed
+    // data.resident: auto | true | false. GPU replicas upload the training set
+    // once and gather batches on the device (auto: when it fits in half the
+    // free device memory). The CPU holds it in memory anyway: no effect there.
+    std::string resident = "auto";
 };
 
 struct TrainingConfig {
@@ -91,6 +95,7 @@ struct StrategyConfig {
     std::string communicator = "auto";  // GPU replicas: auto | nccl | device (auto: nccl, or device when replicas share a GPU)
     int64_t replicas_per_gpu = 1;    // GPU replicas placed on each GPU (more than 1 needs the device communicator)
     int64_t timeout_seconds = 300;   // multi_worker_mirrored: a collective without an answer for this long is an error
+    double bucket_mb = 4.0;          // gradient all-reduce in buckets of >= this many MiB, overlapping backward; 0 = one after backward
 };
 
 struct CheckpointConfig {

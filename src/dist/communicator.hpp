@@ -1,11 +1,19 @@
 // Communicator: one rank's handle on the group of replicas. Collectives must
 // be called by every rank, in the same order, the same number of times (a
 // rank with nothing to add still joins): that is what keeps NCCL from hanging.
+// That holds for the asynchronous all-reduce too: every rank starts the same
+// buckets in the same order.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace gputrain::dist {
+
+// An all-reduce in flight (allreduce_sum_start); pass it to allreduce_wait once.
+struct PendingAllreduce {
+    uint64_t id = 0;
+};
 
 class Communicator {
 public:
@@ -14,6 +22,19 @@ public:
     virtual int size() const = 0;
     // In place, on the rank's backend memory: every rank ends with the sum.
     virtual void allreduce_sum(float* data, size_t count) = 0;
+    // The same, started now and finished by allreduce_wait, so that the rank
+    // can go on computing (the rest of backward) meanwhile. Until the wait
+    // returns, [data, data + count) must be neither read nor written. The
+    // result is bit-identical to allreduce_sum's. Any number may be in flight;
+    // other collectives may be called between start and wait. This default is
+    // the synchronous fallback: the whole all-reduce runs in start.
+    virtual PendingAllreduce allreduce_sum_start(float* data, size_t count) {
+        allreduce_sum(data, count);
+        return {};
+    }
+    // Returns once the sum may be used: on the host for host memory; in
+    // stream order (later work on the rank's stream sees it) for a GPU.
+    virtual void allreduce_wait(PendingAllreduce) {}
     // The same on host doubles (metrics).
     virtual void allreduce_sum_host(double* data, size_t count) = 0;
     virtual void barrier() = 0;

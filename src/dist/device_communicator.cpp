@@ -2,8 +2,18 @@
 // Host barriers order the phases; each rank syncs its stream before a barrier
 // so the others see its buffer complete. Sums run in rank order, so every rank
 // gets bit-identical results.
+//
+// The asynchronous all-reduce never blocks the host: each rank posts its
+// buffer and an event recorded on its compute stream (the gradients are
+// written); the last rank to post launches one kernel on its communication
+// stream, after all those events, that sums in rank order and writes the sum
+// into every rank's buffer, and records a completion event; allreduce_wait
+// makes the waiting rank's compute stream wait for it (before the optimizer).
 #include <algorithm>
+#include <condition_variable>
+#include <map>
 #include <memory>
+#include <mutex>
 
 #include "dist/abortable_barrier.hpp"
 #include "dist/cuda_status.hpp"
@@ -14,8 +24,20 @@ namespace gputrain::dist {
 
 namespace {
 
+struct InFlight {
+    std::vector<float*> buffers;        // by rank
+    std::vector<cudaEvent_t> written;   // by rank: recorded on its compute stream
+    size_t count = 0;
+    int arrived = 0;
+    int waited = 0;
+    cudaEvent_t done = nullptr;         // recorded after the kernel (on done_rank's device)
+    int done_rank = -1;
+};
+
 struct DeviceGroup {
-    explicit DeviceGroup(int n) : barrier(n), float_buffers(static_cast<size_t>(n)), host_buffers(static_cast<size_t>(n)) {}
+    explicit DeviceGroup(int n)
+        : barrier(n), float_buffers(static_cast<size_t>(n)), host_buffers(static_cast<size_t>(n)),
+          free_events(static_cast<size_t>(n)) {}
     AbortableBarrier barrier;
     std::vector<float*> float_buffers;
     std::vector<double*> host_buffers;
@@ -23,7 +45,20 @@ struct DeviceGroup {
     float* sum = nullptr;  // max_count floats on devices[0]
     int sum_device = 0;
     size_t max_count = 0;
+    // The asynchronous all-reduces in flight, by the sequence number every
+    // rank gives its n-th start; events no longer in use, by the rank (device)
+    // that created them. Guarded by `mutex`.
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::map<uint64_t, InFlight> in_flight;
+    std::vector<std::vector<cudaEvent_t>> free_events;
+    std::vector<int> devices;
+    bool aborted = false;
     ~DeviceGroup() {
+        for (size_t r = 0; r < free_events.size(); ++r) {
+            cudaSetDevice(devices[r]);
+            for (cudaEvent_t e : free_events[r]) cudaEventDestroy(e);
+        }
         if (sum) {
             cudaSetDevice(sum_device);
             cudaFree(sum);
@@ -34,7 +69,17 @@ struct DeviceGroup {
 class DeviceCommunicator : public Communicator {
 public:
     DeviceCommunicator(std::shared_ptr<DeviceGroup> group, cudaStream_t stream, int rank, int device)
-        : group_(std::move(group)), stream_(stream), rank_(rank), device_(device) {}
+        : group_(std::move(group)), stream_(stream), rank_(rank), device_(device) {
+        DIST_CUDA_CHECK(cudaSetDevice(device_));
+        int lowest = 0, highest = 0;
+        DIST_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
+        DIST_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, highest));
+    }
+    ~DeviceCommunicator() override {
+        cudaSetDevice(device_);
+        cudaStreamSynchronize(comm_stream_);
+        cudaStreamDestroy(comm_stream_);
+    }
 
     int rank() const override { return rank_; }
     int size() const override { return static_cast<int>(group_->float_buffers.size()); }
@@ -62,6 +107,64 @@ public:
         g.barrier.arrive_and_wait();  // nobody overwrites the sum or a buffer before all have read
     }
 
+    PendingAllreduce allreduce_sum_start(float* data, size_t count) override {
+        DeviceGroup& g = *group_;
+        const int n = size();
+        const PendingAllreduce pending{next_async_++};
+        if (n == 1) return pending;
+        DIST_CUDA_CHECK(cudaSetDevice(device_));
+        std::unique_lock<std::mutex> lock(g.mutex);
+        if (g.aborted) throw Error("stopped because another replica failed");
+        cudaEvent_t written = take_event(g);
+        DIST_CUDA_CHECK(cudaEventRecord(written, stream_));
+        InFlight& op = g.in_flight[pending.id];
+        if (op.arrived == 0) {
+            op.buffers.assign(static_cast<size_t>(n), nullptr);
+            op.written.assign(static_cast<size_t>(n), nullptr);
+            op.count = count;
+        } else if (op.count != count) {
+            throw Error("internal: replica " + std::to_string(rank_) + " started an all-reduce of " +
+                        std::to_string(count) + " floats where another started " + std::to_string(op.count));
+        }
+        op.buffers[static_cast<size_t>(rank_)] = data;
+        op.written[static_cast<size_t>(rank_)] = written;
+        if (++op.arrived < n) return pending;
+        // The last to arrive: its communication stream waits for every rank's
+        // gradients, then sums them into every buffer.
+        DeviceBuffers buffers{};
+        buffers.count = n;
+        for (int k = 0; k < n; ++k) {
+            buffers.ptr[k] = op.buffers[static_cast<size_t>(k)];
+            DIST_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, op.written[static_cast<size_t>(k)], 0));
+        }
+        launch_sum_into_all(buffers, count, comm_stream_);
+        DIST_CUDA_CHECK(cudaGetLastError());
+        op.done = take_event(g);
+        op.done_rank = rank_;
+        DIST_CUDA_CHECK(cudaEventRecord(op.done, comm_stream_));
+        lock.unlock();
+        g.changed.notify_all();
+        return pending;
+    }
+
+    void allreduce_wait(PendingAllreduce pending) override {
+        DeviceGroup& g = *group_;
+        if (size() == 1) return;
+        std::unique_lock<std::mutex> lock(g.mutex);
+        auto it = g.in_flight.find(pending.id);
+        if (it == g.in_flight.end()) throw Error("internal: waiting for an all-reduce that was never started");
+        g.changed.wait(lock, [&] { return it->second.done != nullptr || g.aborted; });
+        if (!it->second.done) throw Error("stopped because another replica failed");
+        DIST_CUDA_CHECK(cudaSetDevice(device_));
+        DIST_CUDA_CHECK(cudaStreamWaitEvent(stream_, it->second.done, 0));
+        // The kernel has been queued after this rank's event: it may be recorded again.
+        g.free_events[static_cast<size_t>(rank_)].push_back(it->second.written[static_cast<size_t>(rank_)]);
+        if (++it->second.waited == size()) {
+            g.free_events[static_cast<size_t>(it->second.done_rank)].push_back(it->second.done);
+            g.in_flight.erase(it);
+        }
+    }
+
     void allreduce_sum_host(double* data, size_t count) override {
         DeviceGroup& g = *group_;
         const int n = size();
@@ -85,12 +188,35 @@ public:
         if (size() > 1) group_->barrier.arrive_and_wait();
     }
 
-    void abort() override { group_->barrier.abort(); }
+    void abort() override {
+        group_->barrier.abort();
+        {
+            std::lock_guard<std::mutex> lock(group_->mutex);
+            group_->aborted = true;
+        }
+        group_->changed.notify_all();
+    }
 
 private:
+    // An event of this rank's device, from its free list or new (the first
+    // steps only). Called with the group's mutex held.
+    cudaEvent_t take_event(DeviceGroup& g) {
+        auto& pool = g.free_events[static_cast<size_t>(rank_)];
+        if (pool.empty()) {
+            cudaEvent_t e = nullptr;
+            DIST_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+            return e;
+        }
+        cudaEvent_t e = pool.back();
+        pool.pop_back();
+        return e;
+    }
+
     std::shared_ptr<DeviceGroup> group_;
     cudaStream_t stream_;
+    cudaStream_t comm_stream_ = nullptr;  // where this rank launches the sums it completes
     int rank_, device_;
+    uint64_t next_async_ = 0;
 };
 
 }  // namespace
@@ -107,6 +233,7 @@ std::vector<std::unique_ptr<Communicator>> make_device_communicators(const std::
     auto group = std::make_shared<DeviceGroup>(n);
     group->sum_device = device_;
     group->max_count = max_count;
+    group->devices = devices;
     // Kernels on every device read the others' buffers: enable peer access where devices differ.
     for (int a : devices) {
         for (int b : devices) {

@@ -54,6 +54,7 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
     };
     std::vector<std::vector<Slot>> layer_slots(layers_.size());
     for (size_t i = 0; i < layers_.size(); ++i) {
+        layer_offsets_.push_back(param_count_);
         for (const auto& spec : layers_[i]->param_specs()) {
             auto& views = spec.trainable ? views_ : state_views_;
             size_t& count = spec.trainable ? param_count_ : state_count_;
@@ -65,6 +66,7 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
             (spec.trainable ? specs_ : state_specs_).push_back(spec);
         }
     }
+    layer_offsets_.push_back(param_count_);
     params_ = backend_.allocate_floats(param_count_);
     grads_ = backend_.allocate_floats(param_count_);
     state_ = backend_.allocate_floats(std::max<size_t>(1, state_count_));
@@ -174,26 +176,49 @@ void Model::forward(const RunContext& ctx, const float* inputs, int rows) {
 }
 
 void Model::forward_backward(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows,
-                             float grad_scale, float* stats) {
+                             float grad_scale, float* stats, const GradientsReady& ready) {
+    run_step(ctx, inputs, labels, rows, grad_scale, stats, ready, nullptr);
+}
+
+void Model::forward_backward_observed(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows,
+                                      float grad_scale, float* stats, const LayerObserver& after) {
+    run_step(ctx, inputs, labels, rows, grad_scale, stats, nullptr, &after);
+}
+
+void Model::run_step(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows, float grad_scale,
+                     float* stats, const GradientsReady& ready, const LayerObserver* after) {
     if (rows == 0) {
         // An empty shard still contributes (zero) gradients to the all-reduce,
         // and its layers still join their own collectives (sync batch norm) in
-        // the order a step with rows would make them.
+        // the order a step with rows would make them; `ready` hears of every
+        // layer too, so the replica starts the same gradient buckets.
         backend_.fill(grads_, param_count_, 0.0f);
         for (auto& layer : layers_) layer->forward_without_rows(ctx);
-        for (size_t i = layers_.size(); i-- > 0;) layers_[i]->backward_without_rows(ctx);
+        for (size_t i = layers_.size(); i-- > 0;) {
+            layers_[i]->backward_without_rows(ctx);
+            if (ready) ready(layer_offsets_[i]);
+        }
         return;
     }
-    forward(ctx, inputs, rows);
+    const float* x = inputs;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        layers_[i]->forward(ctx, x, activations_[i], rows);
+        x = activations_[i];
+        if (after) (*after)(i, Phase::forward);
+    }
     float* dy = grad_a_;
     float* spare = grad_b_;
     loss_.compute(backend_, activations_.back(), labels, rows, static_cast<int>(classes()), grad_scale, dy, stats);
+    if (after) (*after)(layers_.size(), Phase::loss);
     for (size_t i = layers_.size(); i-- > 0;) {
-        const float* x = i == 0 ? inputs : activations_[i - 1];
+        const float* xi = i == 0 ? inputs : activations_[i - 1];
         float* dx = i == 0 ? nullptr : spare;  // the input needs no gradient
-        layers_[i]->backward(ctx, x, activations_[i], dy, dx, rows);
+        layers_[i]->backward(ctx, xi, activations_[i], dy, dx, rows);
+        if (ready) ready(layer_offsets_[i]);
         std::swap(dy, spare);
+        if (after) (*after)(i, Phase::backward);
     }
+}
 }
 
 void Model::evaluate(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows, float* stats) {
@@ -228,33 +253,6 @@ std::string Model::summary() const {
     out += line;
     if (fused_softmax_) out += "* softmax fused with the cross-entropy loss\n";
     return out;
-}
-
-// Mirrors forward_backward step for step (kept separate so the training path
-// carries no observer); a change to one belongs in the other.
-void Model::forward_backward_observed(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows,
-                                      float grad_scale, float* stats, const LayerObserver& after) {
-    if (rows == 0) {
-        forward_backward(ctx, inputs, labels, rows, grad_scale, stats);
-        return;
-    }
-    const float* x = inputs;
-    for (size_t i = 0; i < layers_.size(); ++i) {
-        layers_[i]->forward(ctx, x, activations_[i], rows);
-        x = activations_[i];
-        after(i, Phase::forward);
-    }
-    float* dy = grad_a_;
-    float* spare = grad_b_;
-    loss_.compute(backend_, activations_.back(), labels, rows, static_cast<int>(classes()), grad_scale, dy, stats);
-    after(layers_.size(), Phase::loss);
-    for (size_t i = layers_.size(); i-- > 0;) {
-        const float* xi = i == 0 ? inputs : activations_[i - 1];
-        float* dx = i == 0 ? nullptr : spare;
-        layers_[i]->backward(ctx, xi, activations_[i], dy, dx, rows);
-        std::swap(dy, spare);
-        after(i, Phase::backward);
-    }
 }
 
 }  // namespace gputrain::nn

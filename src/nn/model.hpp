@@ -24,6 +24,11 @@ struct ParamView {
     size_t count = 0;
 };
 
+// Called during backward each time a layer has written its parameter
+// gradients, with `offset`: grad_data()[offset, param_count()) is final from
+// then on (layers run last to first and the flat buffer is in layer order).
+using GradientsReady = std::function<void(size_t offset)>;
+
 class Model {
 public:
     // Builds and checks every layer (ConfigError naming the layer on a bad
@@ -51,9 +56,14 @@ public:
     bool fused_softmax() const { return fused_softmax_; }
 
     // Forward, loss and backward for `rows` samples (device pointers). The
-    // parameter gradients are d(sum of losses)/dw * grad_scale.
+    // parameter gradients are d(sum of losses)/dw * grad_scale. `ready`, when
+    // given, is called after every layer's backward (also with rows == 0, so
+    // every replica sees the same calls), so that gradient all-reduces can start early.
     void forward_backward(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows,
-                          float grad_scale, float* stats);
+                          float grad_scale, float* stats, const GradientsReady& ready = nullptr);
+    // Where each layer's trainable parameters begin in the flat buffer
+    // (layers + 1 entries, the last = param_count()): the offsets `ready` reports.
+    const std::vector<size_t>& layer_param_offsets() const { return layer_offsets_; }
     // Forward and loss only (inference mode).
     void evaluate(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows, float* stats);
 
@@ -79,13 +89,16 @@ public:
     // Called after each layer's forward, after the loss (layer == layer_count())
     // and after each layer's backward, in the order they run.
     using LayerObserver = std::function<void(size_t layer, Phase phase)>;
-    // The same work as forward_backward (rows > 0), calling `after` between the
+    // forward_backward (the same code), calling `after` between the
     // steps so the caller can time each layer.
     void forward_backward_observed(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows,
                                    float grad_scale, float* stats, const LayerObserver& after);
 
 private:
     void forward(const RunContext& ctx, const float* inputs, int rows);
+    // forward_backward with either callback (both optional).
+    void run_step(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows, float grad_scale,
+                  float* stats, const GradientsReady& ready, const LayerObserver* after);
     void initialize(uint64_t seed);
     void allocate_workspace();
 
@@ -98,6 +111,7 @@ private:
     std::vector<ParamSpec> specs_;       // parallel to views_
     std::vector<ParamView> state_views_;
     std::vector<ParamSpec> state_specs_; // parallel to state_views_
+    std::vector<size_t> layer_offsets_;  // first trainable float of each layer, then param_count_
     int64_t max_rows_;
     size_t param_count_ = 0;
     size_t state_count_ = 0;

@@ -1,5 +1,9 @@
 #include "train/replica.hpp"
 
+#include <cstring>
+
+#include "core/error.hpp"
+
 namespace gputrain::train {
 
 Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
@@ -7,25 +11,126 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
     : backend_(std::move(backend)), comm_(std::move(comm)) {
     backend_->set_precision(precision_from_name(cfg.training.precision));
     const int64_t rows = std::max<int64_t>(1, max_shard_rows);
+    max_rows_ = rows;
     model_ = std::make_unique<nn::Model>(cfg.model, cfg.loss, *backend_, rows, cfg.training.seed);
     optimizer_ = optim::make_optimizer(cfg.optimizer, *backend_, model_->param_count());
     sample_elements_ = shape_elements(model_->input_shape());
-    inputs_ = backend_->allocate_floats(static_cast<size_t>(rows * sample_elements_));
-    labels_ = static_cast<int32_t*>(backend_->allocate_bytes(static_cast<size_t>(rows) * sizeof(int32_t)));
+    const size_t input_bytes = static_cast<size_t>(rows * sample_elements_) * sizeof(float);
+    const size_t label_bytes = static_cast<size_t>(rows) * sizeof(int32_t);
+    staging_ = backend_->has_device_memory();
+    for (int slot = 0; slot < (staging_ ? 2 : 1); ++slot) {
+        inputs_[slot] = static_cast<float*>(backend_->allocate_bytes(input_bytes));
+        labels_[slot] = static_cast<int32_t*>(backend_->allocate_bytes(label_bytes));
+        if (!staging_) continue;
+        pinned_inputs_[slot] = static_cast<float*>(backend_->allocate_host_pinned(input_bytes));
+        pinned_labels_[slot] = static_cast<int32_t*>(backend_->allocate_host_pinned(label_bytes));
+    }
     stats_ = backend_->allocate_floats(2);
+    // The first staged copy must not overtake the zeroing of the buffers above.
+    backend_->wait_copies();
 }
 
 Replica::~Replica() {
-    backend_->release(inputs_);
-    backend_->release(labels_);
+    for (int slot = 0; slot < 2; ++slot) {
+        if (inputs_[slot]) backend_->release(inputs_[slot]);
+        if (labels_[slot]) backend_->release(labels_[slot]);
+        if (pinned_inputs_[slot]) backend_->release_host_pinned(pinned_inputs_[slot]);
+        if (pinned_labels_[slot]) backend_->release_host_pinned(pinned_labels_[slot]);
+    }
+    if (resident_inputs_) backend_->release(resident_inputs_);
+    if (resident_labels_) backend_->release(resident_labels_);
+    if (resident_order_) backend_->release(resident_order_);
     backend_->release(stats_);
 }
 
 void Replica::load_shard(const float* host_inputs, const int32_t* host_labels, int64_t begin, int64_t end) {
     if (end <= begin) return;
-    backend_->copy_to_device(inputs_, host_inputs + begin * sample_elements_,
+    backend_->copy_to_device(inputs(), host_inputs + begin * sample_elements_,
                              static_cast<size_t>((end - begin) * sample_elements_) * sizeof(float));
-    backend_->copy_to_device(labels_, host_labels + begin, static_cast<size_t>(end - begin) * sizeof(int32_t));
+    backend_->copy_to_device(labels(), host_labels + begin, static_cast<size_t>(end - begin) * sizeof(int32_t));
+}
+
+bool Replica::make_resident(const data::Dataset& train, const std::string& mode) {
+    // A second fit() on the same replicas: the set is uploaded again (it may be another one).
+    if (resident()) {
+        backend_->release(resident_inputs_);
+        backend_->release(resident_labels_);
+        backend_->release(resident_order_);
+        resident_inputs_ = nullptr;
+        resident_labels_ = resident_order_ = nullptr;
+        resident_rows_ = 0;
+        staging_ = backend_->has_device_memory();
+    }
+    if (!backend_->has_device_memory() || mode == "false" || train.size() == 0) return false;
+    const size_t input_bytes = train.inputs.size() * sizeof(float);
+    const size_t label_bytes = train.labels.size() * sizeof(int32_t);
+    const size_t bytes = input_bytes + 2 * label_bytes;  // inputs, labels, the epoch's order
+    const size_t free_bytes = backend_->free_device_bytes();
+    if (mode == "auto" && bytes > free_bytes / 2) return false;
+    if (bytes > free_bytes)
+        throw ConfigError("data.resident: true: the training set needs " + std::to_string(bytes >> 20) +
+                          " MiB on " + backend_->name() + ", which has " + std::to_string(free_bytes >> 20) +
+                          " MiB free; use data.resident: auto or false");
+    if (train.size() > INT32_MAX)
+        throw ConfigError("data.resident: the training set has more than 2^31 samples; use data.resident: false");
+    resident_inputs_ = static_cast<float*>(backend_->allocate_bytes(input_bytes));
+    resident_labels_ = static_cast<int32_t*>(backend_->allocate_bytes(label_bytes));
+    resident_order_ = static_cast<int32_t*>(backend_->allocate_bytes(label_bytes));
+    backend_->copy_to_device(resident_inputs_, train.inputs.data(), input_bytes);
+    backend_->copy_to_device(resident_labels_, train.labels.data(), label_bytes);
+    resident_rows_ = train.size();
+    staging_ = false;  // nothing to copy ahead any more
+    return true;
+}
+
+void Replica::begin_epoch(int64_t samples, bool shuffle, uint64_t seed, int64_t epoch) {
+    staged_ = false;
+    if (!resident()) return;
+    const std::vector<int64_t> order = data::epoch_order(samples, shuffle, seed, epoch);
+    std::vector<int32_t> order32(order.begin(), order.end());
+    backend_->copy_to_device(resident_order_, order32.data(), order32.size() * sizeof(int32_t));
+}
+
+void Replica::load_training_shard(const data::Batch& batch, int64_t global_batch) {
+    const int64_t begin = batch.shard_begin[static_cast<size_t>(rank())];
+    const int64_t end = batch.shard_begin[static_cast<size_t>(rank()) + 1];
+    if (resident()) {
+        // The batch's rows are order[step * global_batch + row], as the loader took them.
+        const int32_t* rows = resident_order_ + batch.step * global_batch + begin;
+        const int n = static_cast<int>(end - begin);
+        backend_->gather_rows(inputs(), resident_inputs_, rows, n, static_cast<size_t>(sample_elements_));
+        backend_->gather_rows(labels(), resident_labels_, rows, n, 1);
+        return;
+    }
+    if (staged_ && staged_step_ == batch.step) {
+        staged_ = false;
+        current_ = 1 - current_;
+        // Compute waits for the copy; the next staged copy (into the buffer
+        // this step leaves) waits for the compute work queued until here.
+        backend_->wait_copies();
+        return;
+    }
+    // The batch holds rows [first_row, ...) of the global batch (all of them
+    // unless data.shard_files gave this worker only its replicas' rows).
+    load_shard(batch.inputs.data(), batch.labels.data(), begin - batch.first_row, end - batch.first_row);
+}
+
+void Replica::stage_training_shard(const data::Batch& batch) {
+    if (!staging_) return;
+    const int64_t begin = batch.shard_begin[static_cast<size_t>(rank())];
+    const int64_t end = batch.shard_begin[static_cast<size_t>(rank()) + 1];
+    const int slot = 1 - current_;
+    // The pinned buffer may still be the source of the copy made two steps ago.
+    backend_->wait_copy_on_host(copy_tickets_[slot]);
+    const size_t input_bytes = static_cast<size_t>((end - begin) * sample_elements_) * sizeof(float);
+    const size_t label_bytes = static_cast<size_t>(end - begin) * sizeof(int32_t);
+    const int64_t first = begin - batch.first_row;  // see load_training_shard
+    std::memcpy(pinned_inputs_[slot], batch.inputs.data() + first * sample_elements_, input_bytes);
+    std::memcpy(pinned_labels_[slot], batch.labels.data() + first, label_bytes);
+    backend_->copy_to_device_async(inputs_[slot], pinned_inputs_[slot], input_bytes);
+    copy_tickets_[slot] = backend_->copy_to_device_async(labels_[slot], pinned_labels_[slot], label_bytes);
+    staged_ = true;
+    staged_step_ = batch.step;
 }
 
 void Replica::reset_stats() { backend_->fill(stats_, 2, 0.0f); }

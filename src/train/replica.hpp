@@ -1,12 +1,22 @@
 // Replica: what one replica thread owns: its Backend, its copy of the model,
 // its optimizer, its rank in the communicator, and the device buffers for one
 // shard of a batch and for the running loss/accuracy sums.
+//
+// Training batches reach the device one of three ways (docs/architecture.md,
+// "Input copies"): on the CPU, copied when the step needs them, as always; on
+// a GPU, staged one step ahead: copied from pinned host buffers on a copy
+// stream while the previous step computes (two shard buffers, used in turn);
+// or, with the training set resident on the GPU, gathered there by index.
 #pragma once
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "config/run_config.hpp"
+#include "data/dataset.hpp"
+#include "data/loader.hpp"
 #include "dist/communicator.hpp"
 #include "nn/model.hpp"
 #include "optim/optimizer.hpp"
@@ -30,10 +40,32 @@ public:
     // GPU replicas get their communicator after every replica has allocated its memory.
     void set_comm(std::unique_ptr<dist::Communicator> comm) { comm_ = std::move(comm); }
 
-    // Copies rows [begin, end) of a host batch into the device shard buffers.
+    // Copies rows [begin, end) of a host batch into the device shard buffers, now.
     void load_shard(const float* host_inputs, const int32_t* host_labels, int64_t begin, int64_t end);
-    float* inputs() { return inputs_; }
-    int32_t* labels() { return labels_; }
+    float* inputs() { return inputs_[current_]; }
+    int32_t* labels() { return labels_[current_]; }
+
+    // data.resident (auto | true | false): on a backend with device memory,
+    // uploads `train` once when asked to, or (auto) when it takes at most half
+    // the free device memory. Call before training, outside collectives (it
+    // allocates). Returns whether the set is resident; the CPU never makes it
+    // so (its batches are in memory already). ConfigError for `true` when it does not fit.
+    bool make_resident(const data::Dataset& train, const std::string& mode);
+    bool resident() const { return resident_rows_ > 0; }
+
+    // Training: call at each epoch's start with what fixes the epoch's sample
+    // order (data::epoch_order, which a resident set uploads).
+    void begin_epoch(int64_t samples, bool shuffle, uint64_t seed, int64_t epoch);
+    // This replica's shard of `batch` (step `batch.step`, batches of
+    // `global_batch`) becomes inputs()/labels(): gathered on the device when
+    // resident, else the copy staged during the previous step, else copied now.
+    void load_training_shard(const data::Batch& batch, int64_t global_batch);
+    // Whether the trainer should hand over the next step's batch early
+    // (stage_training_shard): a GPU whose training set is not resident.
+    bool stages_ahead() const { return staging_; }
+    // Starts copying this replica's shard of the NEXT step's batch into the
+    // other shard buffer while the current step computes.
+    void stage_training_shard(const data::Batch& batch);
 
     // Device running sums: [loss sum, correct].
     float* stats() { return stats_; }
@@ -47,8 +79,24 @@ private:
     std::unique_ptr<nn::Model> model_;
     std::unique_ptr<optim::Optimizer> optimizer_;
     int64_t sample_elements_;
-    float* inputs_ = nullptr;
-    int32_t* labels_ = nullptr;
+    int64_t max_rows_;
+    // Shard buffers; [1] only when staging (a GPU), used in turn with [0].
+    float* inputs_[2] = {};
+    int32_t* labels_[2] = {};
+    int current_ = 0;
+    // Staging: pinned host copies of the next shard, one per shard buffer,
+    // and the ticket of the copy that last read each.
+    bool staging_ = false;
+    float* pinned_inputs_[2] = {};
+    int32_t* pinned_labels_[2] = {};
+    uint64_t copy_tickets_[2] = {};
+    bool staged_ = false;
+    int64_t staged_step_ = -1;
+    // Resident training set: inputs, labels and the epoch's order on the device.
+    int64_t resident_rows_ = 0;
+    float* resident_inputs_ = nullptr;
+    int32_t* resident_labels_ = nullptr;
+    int32_t* resident_order_ = nullptr;
     float* stats_ = nullptr;
 };
 

@@ -9,6 +9,7 @@
 #include "optim/schedule.hpp"
 #include "train/cross_replica_comm.hpp"
 #include "train/evaluator.hpp"
+#include "train/gradient_buckets.hpp"
 #include "train/interrupt.hpp"
 #include "train/parallel.hpp"
 #include "train/tensorboard_writer.hpp"
@@ -58,18 +59,28 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
     CrossReplicaComm cross(r.comm());  // for layers that reduce across replicas (sync batch norm)
     const bool replicated = r.comm().size() > 1;
     LossScaler& scaler = scaler_of(r);
+    GradientBuckets buckets(r.model(), cfg_.strategy.bucket_mb, r.comm(), r.model().grad_data());
+    r.begin_epoch(data_.train.size(), cfg_.training.shuffle, cfg_.training.seed, epoch);
+    std::shared_ptr<const data::Batch> next;  // staged while the step before computed (GPU)
     for (int64_t step = start_step; step < steps_per_epoch_; ++step) {
-        auto batch = loader.get(step);
+        auto batch = next ? std::move(next) : loader.get(step);
+        next.reset();
         const int64_t begin = batch->shard_begin[r.rank()], end = batch->shard_begin[r.rank() + 1];
-        r.load_shard(batch->inputs.data(), batch->labels.data(), begin - batch->first_row, end - batch->first_row);
+        r.load_training_shard(*batch, cfg_.training.batch_size);
         nn::RunContext ctx{r.backend(), true, cfg_.training.seed, epoch, step, begin,
                            replicated ? &cross : nullptr};
         // The loss scale (1 unless fp16) is a power of two: exact to apply and to undo.
         const float loss_scale = scaler.scale();
+        // Buckets of gradients are all-reduced while backward goes on (strategy.bucket_mb).
         r.model().forward_backward(ctx, r.inputs(), r.labels(), static_cast<int>(end - begin),
-                                   loss_scale / static_cast<float>(batch->size), r.stats());
+                                   loss_scale / static_cast<float>(batch->size), r.stats(), buckets.on_ready());
+        // The next step's shard is copied while this step's work runs on the GPU.
+        if (r.stages_ahead() && step + 1 < steps_per_epoch_) {
+            next = loader.get(step + 1);
+            r.stage_training_shard(*next);
+        }
         // Every replica joins every all-reduce, even with an empty shard.
-        r.comm().allreduce_sum(r.model().grad_data(), n);
+        buckets.finish();
         const int64_t global_step = epoch_first_step + step;
         // Identical on every replica after the all-reduce, so all take the same branch.
         if (!r.backend().all_finite(r.model().grad_data(), n)) {
@@ -199,6 +210,11 @@ FitResult Trainer::fit() {
                                       : std::string(),
                                   state_.epochs_done, state_.global_step);
     const optim::Schedule schedule(cfg_.optimizer, steps_per_epoch_, cfg_.training.epochs);
+    // data.resident: before any collective runs (it allocates device memory).
+    // A worker's part (data.shard_files) is gathered by the loader in its own
+    // order, which the resident index does not follow: copy its batches instead.
+    const std::string resident = data_.train.part.count > 1 ? "false" : cfg_.data.resident;
+    for (auto& r : replicas_) r->make_resident(data_.train, resident);
 
     for (int64_t epoch = state_.epochs_done; epoch < cfg_.training.epochs; ++epoch) {
         const auto start = std::chrono::steady_clock::now();

@@ -32,6 +32,18 @@ void* CpuBackend::allocate_bytes(size_t bytes) {
 }
 void CpuBackend::release(void* ptr) { std::free(ptr); }
 void CpuBackend::copy_to_device(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+
+uint64_t CpuBackend::copy_to_device_async(void* dst, const void* pinned_src, size_t bytes) {
+    std::memcpy(dst, pinned_src, bytes);
+    return 0;
+}
+
+void CpuBackend::gather_rows(void* dst, const void* src, const int32_t* indices, int rows, size_t row_words) {
+    const size_t row_bytes = row_words * 4;
+    for (int r = 0; r < rows; ++r)
+        std::memcpy(static_cast<char*>(dst) + static_cast<size_t>(r) * row_bytes,
+                    static_cast<const char*>(src) + static_cast<size_t>(indices[r]) * row_bytes, row_bytes);
+}
 void CpuBackend::copy_to_host(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 void CpuBackend::copy(void* dst, const void* src, size_t bytes) { std::memmove(dst, src, bytes); }
 

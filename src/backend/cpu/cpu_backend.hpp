@@ -17,6 +17,13 @@ public:
     void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
     void copy(void* dst, const void* src, size_t bytes) override;
     void synchronize() override {}
+    // Batches: plain memory and plain copies (the CPU has no device memory).
+    void* allocate_host_pinned(size_t bytes) override { return allocate_bytes(bytes); }
+    void release_host_pinned(void* host_ptr) override { release(host_ptr); }
+    uint64_t copy_to_device_async(void* dst, const void* pinned_src, size_t bytes) override;
+    void wait_copies() override {}
+    void wait_copy_on_host(uint64_t) override {}
+    void gather_rows(void* dst, const void* src, const int32_t* indices, int rows, size_t row_words) override;
 
     void fill(float* x, size_t n, float value) override;
     void scale(float* x, size_t n, float alpha) override;

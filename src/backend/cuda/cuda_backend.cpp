@@ -4,6 +4,8 @@
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "backend/cuda/batch_norm_kernels.hpp"
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/cudnn_convolution.hpp"
@@ -77,6 +79,17 @@ CudaBackend::CudaBackend(int device) : device_(device), pool_(device) {
         CUDA_CHECK(device_, cudaMalloc(&scratch, kBatchNormScratchFloats * sizeof(float)));
         batch_norm_scratch_ = static_cast<float*>(scratch);
         CUDA_CHECK(device_, cudaMalloc(reinterpret_cast<void**>(&nonfinite_count_), sizeof(int)));
+        cudaStream_t copy_stream = nullptr;
+        CUDA_CHECK(device_, cudaStreamCreateWithFlags(&copy_stream, cudaStreamNonBlocking));
+        copy_stream_ = copy_stream;
+        cudaEvent_t fence = nullptr;
+        CUDA_CHECK(device_, cudaEventCreateWithFlags(&fence, cudaEventDisableTiming));
+        copy_fence_ = fence;
+        for (auto& e : copy_events_) {
+            cudaEvent_t event = nullptr;
+            CUDA_CHECK(device_, cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+            e = event;
+        }
     } catch (...) {
         destroy();
         throw;
@@ -96,6 +109,15 @@ void CudaBackend::destroy() noexcept {
     if (cublas_) (void)cublasDestroy(cublas_);
     if (cublas_workspace_) (void)cudaFree(cublas_workspace_);
     if (nonfinite_count_) (void)cudaFree(nonfinite_count_);
+    if (copy_stream_) (void)cudaStreamSynchronize(copy_stream_);
+    for (auto& e : copy_events_) {
+        if (e) (void)cudaEventDestroy(e);
+        e = nullptr;
+    }
+    if (copy_fence_) (void)cudaEventDestroy(copy_fence_);
+    if (copy_stream_) (void)cudaStreamDestroy(copy_stream_);
+    copy_fence_ = nullptr;
+    copy_stream_ = nullptr;
     if (stream_) (void)cudaStreamDestroy(stream_);
     cublas_ = nullptr;
     cublas_workspace_ = nullptr;
@@ -171,6 +193,60 @@ void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
 void CudaBackend::synchronize() {
     activate();
     CUDA_CHECK(device_, cudaStreamSynchronize(stream_));
+}
+
+// ---- input batches ----
+
+size_t CudaBackend::free_device_bytes() {
+    activate();
+    size_t free_bytes = 0, total_bytes = 0;
+    CUDA_CHECK(device_, cudaMemGetInfo(&free_bytes, &total_bytes));
+    return free_bytes;
+}
+
+void* CudaBackend::allocate_host_pinned(size_t bytes) {
+    activate();
+    void* p = nullptr;
+    CUDA_CHECK(device_, cudaHostAlloc(&p, std::max<size_t>(bytes, 1), cudaHostAllocDefault));
+    return p;
+}
+
+void CudaBackend::release_host_pinned(void* host_ptr) {
+    if (!host_ptr) return;
+    (void)cudaSetDevice(device_);
+    // Not a throwing check: replicas release this in destructors.
+    (void)cudaFreeHost(host_ptr);
+}
+
+uint64_t CudaBackend::copy_to_device_async(void* dst, const void* pinned_src, size_t bytes) {
+    activate();
+    // After the compute work that last used dst (see wait_copies); a fence
+    // never recorded is already complete.
+    CUDA_CHECK(device_, cudaStreamWaitEvent(copy_stream_, copy_fence_, 0));
+    if (bytes > 0) CUDA_CHECK(device_, cudaMemcpyAsync(dst, pinned_src, bytes, cudaMemcpyHostToDevice, copy_stream_));
+    const uint64_t ticket = next_ticket_++;
+    CUDA_CHECK(device_, cudaEventRecord(copy_events_[ticket % kCopyEvents], copy_stream_));
+    return ticket;
+}
+
+void CudaBackend::wait_copies() {
+    activate();
+    if (next_ticket_ > 1)
+        CUDA_CHECK(device_, cudaStreamWaitEvent(stream_, copy_events_[(next_ticket_ - 1) % kCopyEvents], 0));
+    CUDA_CHECK(device_, cudaEventRecord(copy_fence_, stream_));
+}
+
+void CudaBackend::wait_copy_on_host(uint64_t ticket) {
+    if (ticket == 0) return;
+    activate();
+    // If the ring has moved on, this event belongs to a later copy, which
+    // finishes after the one asked for.
+    CUDA_CHECK(device_, cudaEventSynchronize(copy_events_[ticket % kCopyEvents]));
+}
+
+void CudaBackend::gather_rows(void* dst, const void* src, const int32_t* indices, int rows, size_t row_words) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::gather_rows(stream_, dst, src, indices, rows, row_words));
 }
 
 // ---- compute ----

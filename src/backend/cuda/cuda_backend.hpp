@@ -18,6 +18,7 @@
 // cublasHandle_t is cublasContext*), declared here so that including this
 // header does not pull in the CUDA headers.
 struct CUstream_st;
+struct CUevent_st;
 struct cublasContext;
 
 namespace gputrain {
@@ -53,6 +54,17 @@ public:
     void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
     void copy(void* dst, const void* src, size_t bytes) override;
     void synchronize() override;
+
+    // Batches: pinned host memory (cudaHostAlloc), copies on a second stream
+    // ordered against the compute stream by events, a gather kernel.
+    bool has_device_memory() const override { return true; }
+    size_t free_device_bytes() override;
+    void* allocate_host_pinned(size_t bytes) override;
+    void release_host_pinned(void* host_ptr) override;
+    uint64_t copy_to_device_async(void* dst, const void* pinned_src, size_t bytes) override;
+    void wait_copies() override;
+    void wait_copy_on_host(uint64_t ticket) override;
+    void gather_rows(void* dst, const void* src, const int32_t* indices, int rows, size_t row_words) override;
 
     void fill(float* x, size_t n, float value) override;
     void scale(float* x, size_t n, float alpha) override;
@@ -113,6 +125,15 @@ private:
     int device_;
     Precision precision_ = Precision::fp32;
     CUstream_st* stream_ = nullptr;
+    // Input copies: their stream, the compute-stream point they wait for
+    // (recorded by wait_copies), and a ring of events, one per ticket modulo
+    // its size (a later copy's event is a safe stand-in for an earlier one's:
+    // the copy stream runs in order).
+    static constexpr size_t kCopyEvents = 8;
+    CUstream_st* copy_stream_ = nullptr;
+    CUevent_st* copy_fence_ = nullptr;
+    CUevent_st* copy_events_[kCopyEvents] = {};
+    uint64_t next_ticket_ = 1;  // 0 stands for "no copy"
     cublasContext* cublas_ = nullptr;
     void* cublas_workspace_ = nullptr;
     int* nonfinite_count_ = nullptr;  // device counter for all_finite, allocated with the backend

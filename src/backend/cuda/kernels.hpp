@@ -43,6 +43,10 @@ cudaError_t cross_entropy_probs(cudaStream_t stream, const float* probs, const i
 cudaError_t mean_squared_error(cudaStream_t stream, const float* y, const int32_t* labels, int rows, int cols,
                                float grad_scale, float* grad, float* stats);
 
+// dst row r = src row indices[r], rows of row_words 32-bit words (gather_rows.cu).
+cudaError_t gather_rows(cudaStream_t stream, void* dst, const void* src, const int32_t* indices, int rows,
+                        size_t row_words);
+
 cudaError_t adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, size_t n,
                       const math::AdamParams& a);
 cudaError_t sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, size_t n,

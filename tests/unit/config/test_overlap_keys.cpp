@@ -1,0 +1,39 @@
+// strategy.bucket_mb and data.resident: read, checked, written back to the
+// resolved YAML, and (changing only speed) kept out of the digest.
+#include <catch2/catch.hpp>
+
+#include "config/resolved_yaml.hpp"
+#include "load_helpers.hpp"
+
+using namespace gputrain::config;
+using namespace gputrain::config::testing;
+
+TEST_CASE("strategy.bucket_mb and data.resident have defaults and take valid values") {
+    const RunConfig defaults = load_text(kMinimal);
+    CHECK(defaults.strategy.bucket_mb == 4.0);
+    CHECK(defaults.data.resident == "auto");
+    const RunConfig set = load_text(kModel + "data: {dataset: fashion-mnist, resident: false}\nstrategy: {bucket_mb: 0.5}\n");
+    CHECK(set.strategy.bucket_mb == 0.5);
+    CHECK(set.data.resident == "false");
+    CHECK(load_text(kMinimal, {"strategy.bucket_mb=25", "data.resident=true"}).strategy.bucket_mb == 25.0);
+    CHECK(load_text(kMinimal, {"data.resident=true"}).data.resident == "true");
+}
+
+TEST_CASE("A negative bucket_mb or an unknown resident mode is an error naming the key") {
+    REQUIRE(error_of(kMinimal + "strategy: {bucket_mb: -1}\n") ==
+            "cfg.yaml:3:23: strategy.bucket_mb: expected a number >= 0, got '-1'");
+    REQUIRE(error_of(kModel + "data: {dataset: fashion-mnist, resident: maybe}\n") ==
+            "cfg.yaml:2:42: data.resident: unknown resident mode 'maybe'; known resident modes: auto, true, false");
+}
+
+TEST_CASE("bucket_mb and resident round-trip through the resolved YAML but stay out of the digest") {
+    const RunConfig a = load_text(kMinimal, {"strategy.bucket_mb=0.25", "data.resident=false"});
+    const RunConfig b = load_text(a.resolved_yaml);
+    CHECK(b.strategy.bucket_mb == 0.25);
+    CHECK(b.data.resident == "false");
+    CHECK(a.resolved_yaml.find("bucket_mb: 0.25") != std::string::npos);
+    CHECK(a.resolved_yaml.find("resident: false") != std::string::npos);
+    const RunConfig defaults = load_text(kMinimal);
+    CHECK(a.digest == defaults.digest);
+    CHECK(load_text(kMinimal, {"training.batch_size=64"}).digest != defaults.digest);
+}
