@@ -219,7 +219,6 @@ void Model::run_step(const RunContext& ctx, const float* inputs, const int32_t* 
         if (after) (*after)(i, Phase::backward);
     }
 }
-}
 
 void Model::evaluate(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows, float* stats) {
     if (rows == 0) return;
