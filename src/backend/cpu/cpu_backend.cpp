@@ -8,6 +8,9 @@
 #include <cstring>
 #include <new>
 
+#include "backend/cpu/cpu_features.hpp"
+#include "backend/cpu/cpu_small_gemm.hpp"
+
 namespace gputrain {
 
 namespace {
@@ -60,6 +63,10 @@ void CpuBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float alp
             float* row = c + static_cast<size_t>(i) * ldc;
             for (int j = 0; j < n; ++j) row[j] = beta == 0.0f ? 0.0f : row[j] * beta;
         }
+        return;
+    }
+    if (cpu::small_gemm_pays(trans_a, trans_b, m, n, k)) {
+        cpu::small_gemm(trans_a, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
         return;
     }
     cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k,
@@ -237,8 +244,7 @@ void CpuBackend::mean_squared_error(const float* y, const int32_t* labels, int r
 
 // The optimizer touches every parameter every step: compiled twice, for
 // baseline x86-64 and for AVX2+FMA (math::adam_update inlines into both),
-// picked at run time. Explicit dispatch, not target_clones: an ifunc resolver
-// runs before the sanitizers' runtimes start.
+// picked at run time (cpu_features.hpp).
 static void adam_loop_baseline(float* __restrict params, const float* __restrict grads, float* __restrict m,
                                float* __restrict v, size_t n, const math::AdamParams a) {
     for (size_t i = 0; i < n; ++i) math::adam_update(params[i], grads[i], m[i], v[i], a);
@@ -250,14 +256,9 @@ __attribute__((target("avx2,fma"))) static void adam_loop_avx2(float* __restrict
     for (size_t i = 0; i < n; ++i) math::adam_update(params[i], grads[i], m[i], v[i], a);
 }
 
-static bool cpu_has_avx2_fma() {
-    static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    return has;
-}
-
 void CpuBackend::adam_step(float* params, const float* grads, float* m, float* v, size_t n,
                            const math::AdamParams& a) {
-    if (cpu_has_avx2_fma())
+    if (cpu::has_avx2_fma())
         adam_loop_avx2(params, grads, m, v, n, a);
     else
         adam_loop_baseline(params, grads, m, v, n, a);

@@ -1,6 +1,6 @@
 // CpuBackend: the Backend on host memory; GEMM through OpenBLAS (one BLAS
-// thread per replica thread unless told otherwise), element-wise loops the
-// compiler vectorizes.
+// thread per replica thread unless told otherwise) except the small shapes
+// cpu_small_gemm.hpp handles faster, element-wise loops the compiler vectorizes.
 #pragma once
 
 #include "backend/backend.hpp"
@@ -10,6 +10,8 @@ namespace gputrain {
 class CpuBackend : public Backend {
 public:
     std::string name() const override { return "cpu"; }
+    // Flushes denormals to zero on the calling thread (cpu_flush_denormals.cpp).
+    void bind_thread() override;
 
     void* allocate_bytes(size_t bytes) override;
     void release(void* ptr) override;
