@@ -16,7 +16,7 @@ std::vector<GemmShape> dense_gemms(const nn::Model& model, int rows) {
         const int k = static_cast<int>(in), n = static_cast<int>(model.layer_output_shape(i).back());
         out.push_back({i, "forward", false, false, m, n, k});
         out.push_back({i, "weight grad", true, false, k, n, m});
-        if (i != 0) out.push_back({i, "input grad", false, true, m, k, n});
+        if (model.computes_input_gradient(i)) out.push_back({i, "input grad", false, true, m, k, n});
     }
     return out;
 }

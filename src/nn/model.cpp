@@ -67,6 +67,9 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         }
     }
     layer_offsets_.push_back(param_count_);
+    first_trainable_ = layers_.size();
+    for (size_t i = layers_.size(); i-- > 0;)
+        if (layer_offsets_[i + 1] > layer_offsets_[i]) first_trainable_ = i;
     params_ = backend_.allocate_floats(param_count_);
     grads_ = backend_.allocate_floats(param_count_);
     state_ = backend_.allocate_floats(std::max<size_t>(1, state_count_));
@@ -195,7 +198,7 @@ void Model::run_step(const RunContext& ctx, const float* inputs, const int32_t* 
         backend_.fill(grads_, param_count_, 0.0f);
         for (auto& layer : layers_) layer->forward_without_rows(ctx);
         for (size_t i = layers_.size(); i-- > 0;) {
-            layers_[i]->backward_without_rows(ctx);
+            if (i >= first_trainable_) layers_[i]->backward_without_rows(ctx);
             if (ready) ready(layer_offsets_[i]);
         }
         return;
@@ -212,8 +215,10 @@ void Model::run_step(const RunContext& ctx, const float* inputs, const int32_t* 
     if (after) (*after)(layers_.size(), Phase::loss);
     for (size_t i = layers_.size(); i-- > 0;) {
         const float* xi = i == 0 ? inputs : activations_[i - 1];
-        float* dx = i == 0 ? nullptr : spare;  // the input needs no gradient
-        layers_[i]->backward(ctx, xi, activations_[i], dy, dx, rows);
+        // Nothing before the first layer with parameters needs a gradient (a
+        // flatten or dropout in front would only pass it on to the input).
+        float* dx = computes_input_gradient(i) ? spare : nullptr;
+        if (i >= first_trainable_) layers_[i]->backward(ctx, xi, activations_[i], dy, dx, rows);
         if (ready) ready(layer_offsets_[i]);
         std::swap(dy, spare);
         if (after) (*after)(i, Phase::backward);

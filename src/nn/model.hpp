@@ -64,6 +64,10 @@ public:
     // Where each layer's trainable parameters begin in the flat buffer
     // (layers + 1 entries, the last = param_count()): the offsets `ready` reports.
     const std::vector<size_t>& layer_param_offsets() const { return layer_offsets_; }
+    // Whether backward computes layer i's input gradient: only when a layer
+    // before it has trainable parameters (layers in front of the first such
+    // layer are not run backward at all).
+    bool computes_input_gradient(size_t i) const { return i > first_trainable_; }
     // Forward and loss only (inference mode).
     void evaluate(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows, float* stats);
 
@@ -111,6 +115,7 @@ private:
     std::vector<ParamSpec> specs_;       // parallel to views_
     std::vector<ParamView> state_views_;
     std::vector<ParamSpec> state_specs_; // parallel to state_views_
+    size_t first_trainable_ = 0;         // the first layer with trainable parameters (layers_.size(): none)
     std::vector<size_t> layer_offsets_;  // first trainable float of each layer, then param_count_
     int64_t max_rows_;
     size_t param_count_ = 0;
