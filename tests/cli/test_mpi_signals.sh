@@ -13,8 +13,8 @@ require_mpi
 
 cfg=$TMP/synthetic.yaml
 write_synthetic_config "$cfg"
-# Epochs long enough (~1 s each) that a signal lands mid-epoch.
-long=(--set strategy.type=multi_worker_mirrored --device cpu --replicas 1 --set data.synthetic.samples=20000
+# Epochs long enough (~1-3 s each, even after speed-ups) that a signal lands mid-epoch.
+long=(--set strategy.type=multi_worker_mirrored --device cpu --replicas 1 --set data.synthetic.samples=60000
       --set training.batch_size=8 --set training.epochs=2 --set "model.layers[1].units=256")
 
 # The pid of the gputrain worker with rank $2 whose command line names run dir $1.
