@@ -1,47 +1,51 @@
 // AbortableBarrier: a reusable barrier for N threads that another thread can
 // abort: every waiter (now or later) then throws. One failing replica must
 // release the others instead of leaving them waiting forever.
+//
+// Lock-free on the way in; waiters spin briefly, then sleep (spin_wait.hpp).
 #pragma once
 
-#include <condition_variable>
+#include <atomic>
 #include <cstdint>
-#include <mutex>
 
 #include "core/error.hpp"
+#include "dist/spin_wait.hpp"
 
 namespace gputrain::dist {
 
 class AbortableBarrier {
 public:
-    explicit AbortableBarrier(int count) : count_(count) {}
+    explicit AbortableBarrier(int count) : count_(static_cast<uint32_t>(count)), spin_(spinning_pays(count)) {}
 
     void arrive_and_wait() {
-        std::unique_lock<std::mutex> lock(mutex_);
-        if (aborted_) throw Error("stopped because another replica failed");
-        const uint64_t generation = generation_;
-        if (++arrived_ == count_) {
-            arrived_ = 0;
-            ++generation_;
-            changed_.notify_all();
+        if (aborted_.load(std::memory_order_acquire)) throw Error("stopped because another replica failed");
+        // The generation cannot move before this thread has arrived.
+        const uint32_t generation = generation_.load(std::memory_order_acquire);
+        if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == count_) {
+            // Reset before the release below: nobody arrives for the next
+            // round before seeing the new generation.
+            arrived_.store(0, std::memory_order_relaxed);
+            notify_change(generation_);
             return;
         }
-        changed_.wait(lock, [&] { return generation_ != generation || aborted_; });
-        if (generation_ == generation) throw Error("stopped because another replica failed");
+        spin_then_wait(generation_, spin_, [&] {
+            return generation_.load(std::memory_order_acquire) != generation ||
+                   aborted_.load(std::memory_order_acquire);
+        });
+        if (aborted_.load(std::memory_order_acquire)) throw Error("stopped because another replica failed");
     }
 
     void abort() {
-        std::lock_guard<std::mutex> lock(mutex_);
-        aborted_ = true;
-        changed_.notify_all();
+        aborted_.store(true, std::memory_order_release);
+        notify_change(generation_);  // wakes the sleepers, who then see aborted_
     }
 
 private:
-    std::mutex mutex_;
-    std::condition_variable changed_;
-    int count_;
-    int arrived_ = 0;
-    uint64_t generation_ = 0;
-    bool aborted_ = false;
+    const uint32_t count_;
+    const bool spin_;
+    std::atomic<uint32_t> arrived_{0};
+    std::atomic<uint32_t> generation_{0};
+    std::atomic<bool> aborted_{false};
 };
 
 }  // namespace gputrain::dist

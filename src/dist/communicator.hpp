@@ -25,8 +25,9 @@ public:
     // The same, started now and finished by allreduce_wait, so that the rank
     // can go on computing (the rest of backward) meanwhile. Until the wait
     // returns, [data, data + count) must be neither read nor written. The
-    // result is bit-identical to allreduce_sum's. Any number may be in flight;
-    // other collectives may be called between start and wait. This default is
+    // result is bit-identical to allreduce_sum's. Up to 256 may be in flight per
+    // rank, waited for in the order they were started (GradientBuckets does
+    // both); other collectives may be called between start and wait. This default is
     // the synchronous fallback: the whole all-reduce runs in start.
     virtual PendingAllreduce allreduce_sum_start(float* data, size_t count) {
         allreduce_sum(data, count);

@@ -4,11 +4,23 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "dist/spin_wait.hpp"
 
 namespace gputrain::dist {
 
 LocalGroup::LocalGroup(int size)
-    : size_(size), barrier_(size), float_buffers_(size), double_buffers_(size) {}
+    : size_(size),
+      barrier_(size),
+      float_buffers_(size),
+      double_buffers_(size),
+      slots_(std::make_unique<Slot[]>(kSlots)),
+      spin_(spinning_pays(size)) {
+    for (uint64_t i = 0; i < kSlots; ++i) {
+        slots_[i].serves.store(i, std::memory_order_relaxed);
+        slots_[i].buffers.assign(static_cast<size_t>(size), nullptr);
+        slots_[i].counts.assign(static_cast<size_t>(size), 0);
+    }
+}
 
 template <typename T>
 void LocalCommunicator::allreduce(T* data, size_t count, std::vector<T*>& buffers, std::vector<T>& sum) {
@@ -34,57 +46,111 @@ void LocalCommunicator::allreduce_sum(float* data, size_t count) {
 
 PendingAllreduce LocalCommunicator::allreduce_sum_start(float* data, size_t count) {
     LocalGroup& g = *group_;
-    const PendingAllreduce pending{next_async_++};
-    if (g.size_ == 1) return pending;
-    std::vector<float*> buffers;
-    {
-        std::lock_guard<std::mutex> lock(g.async_mutex_);
-        if (g.async_aborted_) throw Error("stopped because another replica failed");
-        LocalGroup::InFlight& op = g.in_flight_[pending.id];
-        if (op.arrived == 0) {
-            op.buffers.assign(static_cast<size_t>(g.size_), nullptr);
-            op.count = count;
-        } else if (op.count != count) {
+    const PendingAllreduce pending{next_async_};
+    if (g.size_ == 1) {
+        ++next_async_;
+        return pending;
+    }
+    if (g.async_aborted_.load(std::memory_order_acquire)) throw Error("stopped because another replica failed");
+    if (next_async_ - next_wait_ >= LocalGroup::kSlots) {
+        throw Error("internal: replica " + std::to_string(rank_) + " has more than " +
+                    std::to_string(LocalGroup::kSlots) + " all-reduces in flight");
+    }
+    ++next_async_;
+    LocalGroup::Slot& slot = g.slots_[pending.id % LocalGroup::kSlots];
+    // Free once every rank has waited for the all-reduce kSlots earlier (at once, normally).
+    spin_then_wait(g.async_changes_, g.spin_, [&] {
+        return slot.serves.load(std::memory_order_acquire) == pending.id ||
+               g.async_aborted_.load(std::memory_order_acquire);
+    });
+    if (g.async_aborted_.load(std::memory_order_acquire)) throw Error("stopped because another replica failed");
+    slot.buffers[static_cast<size_t>(rank_)] = data;
+    slot.counts[static_cast<size_t>(rank_)] = count;
+    // acq_rel: the last to arrive sees every rank's buffer and count.
+    if (slot.arrived.fetch_add(1, std::memory_order_acq_rel) + 1 < static_cast<uint32_t>(g.size_)) return pending;
+    for (int r = 0; r < g.size_; ++r) {
+        if (slot.counts[static_cast<size_t>(r)] != count) {
             throw Error("internal: replica " + std::to_string(rank_) + " started an all-reduce of " +
-                        std::to_string(count) + " floats where another started " + std::to_string(op.count));
+                        std::to_string(count) + " floats where replica " + std::to_string(r) + " started " +
+                        std::to_string(slot.counts[static_cast<size_t>(r)]));
         }
-        op.buffers[static_cast<size_t>(rank_)] = data;
-        if (++op.arrived < g.size_) return pending;
-        buffers = op.buffers;  // the last to arrive sums; the others are computing on
     }
-    const int n = g.size_;
-    for (size_t i = 0; i < count; ++i) {
-        float s = buffers[0][i];
-        for (int r = 1; r < n; ++r) s += buffers[static_cast<size_t>(r)][i];
-        for (int r = 0; r < n; ++r) buffers[static_cast<size_t>(r)][i] = s;
-    }
-    {
-        std::lock_guard<std::mutex> lock(g.async_mutex_);
-        g.in_flight_[pending.id].done = true;
-    }
-    g.async_changed_.notify_all();
+    slot.count = count;
+    slot.chunks = static_cast<uint32_t>((count + LocalGroup::kChunkFloats - 1) / LocalGroup::kChunkFloats);
+    slot.ready.store(1, std::memory_order_release);
+    notify_change(g.async_changes_);
+    // The others are computing on: sum what nobody else has claimed.
+    sum_chunks(slot, g.size_, g.async_changes_);
     return pending;
+}
+
+void LocalCommunicator::sum_chunks(LocalGroup::Slot& slot, int ranks, std::atomic<uint32_t>& changes) {
+    float* const* buffers = slot.buffers.data();
+    for (;;) {
+        const uint32_t chunk = slot.next_chunk.fetch_add(1, std::memory_order_relaxed);
+        if (chunk >= slot.chunks) return;
+        const size_t begin = static_cast<size_t>(chunk) * LocalGroup::kChunkFloats;
+        const size_t end = std::min(slot.count, begin + LocalGroup::kChunkFloats);
+        if (ranks == 2) {  // the common case, written so that it vectorizes
+            float* __restrict a = buffers[0];
+            float* __restrict b = buffers[1];
+            for (size_t i = begin; i < end; ++i) {
+                const float s = a[i] + b[i];
+                a[i] = s;
+                b[i] = s;
+            }
+        } else {
+            for (size_t i = begin; i < end; ++i) {
+                float s = buffers[0][i];
+                for (int r = 1; r < ranks; ++r) s += buffers[r][i];
+                for (int r = 0; r < ranks; ++r) buffers[r][i] = s;
+            }
+        }
+        // acq_rel: whoever sees the final count sees every chunk's writes.
+        if (slot.chunks_done.fetch_add(1, std::memory_order_acq_rel) + 1 == slot.chunks) notify_change(changes);
+    }
 }
 
 void LocalCommunicator::allreduce_wait(PendingAllreduce pending) {
     LocalGroup& g = *group_;
-    if (g.size_ == 1) return;
-    std::unique_lock<std::mutex> lock(g.async_mutex_);
-    auto it = g.in_flight_.find(pending.id);
-    if (it == g.in_flight_.end()) throw Error("internal: waiting for an all-reduce that was never started");
-    g.async_changed_.wait(lock, [&] { return it->second.done || g.async_aborted_; });
-    if (!it->second.done) throw Error("stopped because another replica failed");
-    if (++it->second.waited == g.size_) g.in_flight_.erase(it);
+    if (g.size_ == 1) {
+        ++next_wait_;
+        return;
+    }
+    if (pending.id != next_wait_ || pending.id >= next_async_) {
+        throw Error("internal: replica " + std::to_string(rank_) + " waited for all-reduce " +
+                    std::to_string(pending.id) + " where " + std::to_string(next_wait_) + " was next");
+    }
+    ++next_wait_;
+    LocalGroup::Slot& slot = g.slots_[pending.id % LocalGroup::kSlots];
+    const auto aborted = [&] { return g.async_aborted_.load(std::memory_order_acquire); };
+    spin_then_wait(g.async_changes_, g.spin_,
+                   [&] { return slot.ready.load(std::memory_order_acquire) != 0 || aborted(); });
+    if (aborted()) throw Error("stopped because another replica failed");
+    sum_chunks(slot, g.size_, g.async_changes_);  // help with what is left
+    spin_then_wait(g.async_changes_, g.spin_, [&] {
+        return slot.chunks_done.load(std::memory_order_acquire) == slot.chunks || aborted();
+    });
+    if (slot.chunks_done.load(std::memory_order_acquire) != slot.chunks) {
+        throw Error("stopped because another replica failed");
+    }
+    if (slot.released.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(g.size_)) {
+        // Everyone is done with this all-reduce: hand the slot to id + kSlots.
+        slot.arrived.store(0, std::memory_order_relaxed);
+        slot.ready.store(0, std::memory_order_relaxed);
+        slot.next_chunk.store(0, std::memory_order_relaxed);
+        slot.chunks_done.store(0, std::memory_order_relaxed);
+        slot.released.store(0, std::memory_order_relaxed);
+        slot.serves.store(pending.id + LocalGroup::kSlots, std::memory_order_release);
+        notify_change(g.async_changes_);
+    }
 }
 
 void LocalCommunicator::abort() {
     LocalGroup& g = *group_;
     g.barrier_.abort();
-    {
-        std::lock_guard<std::mutex> lock(g.async_mutex_);
-        g.async_aborted_ = true;
-    }
-    g.async_changed_.notify_all();
+    g.async_aborted_.store(true, std::memory_order_release);
+    notify_change(g.async_changes_);
 }
 
 void LocalCommunicator::allreduce_sum_host(double* data, size_t count) {

@@ -4,15 +4,17 @@
 // sums one slice, as a reduce-scatter + all-gather would.
 //
 // The asynchronous all-reduce is a real overlap: each rank posts its buffer
-// and goes on; the LAST rank to post a bucket sums it (same rank order, so
-// the same bits as allreduce_sum) and writes the sum into every rank's
-// buffer, while the others keep computing; allreduce_wait only waits for that.
+// and goes on; the LAST rank to post a bucket starts summing it (same rank
+// order, so the same bits as allreduce_sum) and writes the sum into every
+// rank's buffer, while the others keep computing. The bucket is cut into
+// chunks that any rank inside allreduce_wait claims too, so ranks that have
+// nothing else to do share the work instead of watching one rank do it.
+// Posting, claiming and finishing are lock-free; waits spin briefly, then
+// sleep (spin_wait.hpp).
 #pragma once
 
-#include <condition_variable>
-#include <map>
+#include <atomic>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "dist/abortable_barrier.hpp"
@@ -34,19 +36,28 @@ private:
     std::vector<float> float_sum_;
     std::vector<double> double_sum_;
 
-    // Asynchronous all-reduces in flight, by the sequence number every rank
-    // gives its n-th start (ranks start the same ones in the same order).
-    struct InFlight {
-        std::vector<float*> buffers;  // by rank
-        size_t count = 0;
-        int arrived = 0;
-        int waited = 0;
-        bool done = false;
+    // Asynchronous all-reduces in flight. Every rank numbers its starts 0, 1,
+    // 2, ... (ranks start the same ones in the same order); all-reduce `id`
+    // uses slot id % kSlots, which it may take once every rank has waited
+    // for all-reduce id - kSlots.
+    static constexpr uint64_t kSlots = 256;
+    static constexpr size_t kChunkFloats = 8192;  // 32 KiB: the unit of shared summing work
+    struct Slot {
+        std::atomic<uint64_t> serves{0};        // the all-reduce id this slot is for now
+        std::atomic<uint32_t> arrived{0};       // ranks that have posted their buffer
+        std::atomic<uint32_t> ready{0};         // 1 once all have: chunks may be claimed
+        std::atomic<uint32_t> next_chunk{0};    // the next chunk to claim
+        std::atomic<uint32_t> chunks_done{0};   // chunks summed and written to every buffer
+        std::atomic<uint32_t> released{0};      // ranks that have returned from allreduce_wait
+        std::vector<float*> buffers;            // by rank
+        std::vector<size_t> counts;             // by rank (must agree)
+        size_t count = 0;                       // set by the last to post, before `ready`
+        uint32_t chunks = 0;
     };
-    std::mutex async_mutex_;
-    std::condition_variable async_changed_;
-    std::map<uint64_t, InFlight> in_flight_;
-    bool async_aborted_ = false;
+    std::unique_ptr<Slot[]> slots_;
+    std::atomic<uint32_t> async_changes_{0};  // bumped whenever a waiter's condition may have become true
+    std::atomic<bool> async_aborted_{false};
+    bool spin_;
 };
 
 class LocalCommunicator : public Communicator {
@@ -67,7 +78,11 @@ private:
 
     std::shared_ptr<LocalGroup> group_;
     int rank_;
-    uint64_t next_async_ = 0;  // this rank's count of started asynchronous all-reduces
+    // Sums chunks of `slot` until none is left to claim.
+    static void sum_chunks(LocalGroup::Slot& slot, int ranks, std::atomic<uint32_t>& changes);
+
+    uint64_t next_async_ = 0;   // this rank's count of started asynchronous all-reduces
+    uint64_t next_wait_ = 0;    // ... and of those it has waited for (in start order)
 };
 
 // N communicators sharing one group, rank i at index i.

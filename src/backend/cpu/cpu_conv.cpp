@@ -137,6 +137,18 @@ void col2im_add(const Conv2dGeometry& g, const float* cols, int samples, float* 
     }
 }
 
+// For each chunk of samples whose columns fit the workspace: im2col of the
+// chunk into `cols`, then fn(first sample, rows of cols).
+template <typename Fn>
+void for_each_im2col_chunk(const Conv2dGeometry& g, const float* x, float* cols, size_t workspace_bytes, Fn fn) {
+    const int chunk = samples_per_chunk(g, workspace_bytes);
+    for (int n0 = 0; n0 < g.batch; n0 += chunk) {
+        const int samples = std::min(chunk, g.batch - n0);
+        im2col(g, x + n0 * input_floats_per_sample(g), samples, cols);
+        fn(n0, static_cast<int>(samples * pixels_per_sample(g)));
+    }
+}
+
 }  // namespace
 
 size_t CpuBackend::conv2d_workspace_bytes(const Conv2dGeometry& g) {
@@ -152,14 +164,10 @@ void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const float* x, const f
         return;
     }
     float* cols = static_cast<float*>(workspace);
-    const int chunk = samples_per_chunk(g, workspace_bytes);
-    const size_t pixels = pixels_per_sample(g);
-    for (int n0 = 0; n0 < g.batch; n0 += chunk) {
-        const int samples = std::min(chunk, g.batch - n0);
-        im2col(g, x + n0 * input_floats_per_sample(g), samples, cols);
-        const int rows = static_cast<int>(samples * pixels);
-        gemm(false, true, rows, g.out_c, k, 1.0f, cols, k, w, k, 0.0f, y + n0 * pixels * g.out_c, g.out_c);
-    }
+    for_each_im2col_chunk(g, x, cols, workspace_bytes, [&](int n0, int rows) {
+        gemm(false, true, rows, g.out_c, k, 1.0f, cols, k, w, k, 0.0f, y + n0 * pixels_per_sample(g) * g.out_c,
+             g.out_c);
+    });
 }
 
 void CpuBackend::conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx,
@@ -194,15 +202,10 @@ void CpuBackend::conv2d_backward_filter(const Conv2dGeometry& g, const float* x,
         return;
     }
     float* cols = static_cast<float*>(workspace);
-    const int chunk = samples_per_chunk(g, workspace_bytes);
-    const size_t pixels = pixels_per_sample(g);
-    for (int n0 = 0; n0 < g.batch; n0 += chunk) {
-        const int samples = std::min(chunk, g.batch - n0);
-        im2col(g, x + n0 * input_floats_per_sample(g), samples, cols);
-        const int rows = static_cast<int>(samples * pixels);
-        gemm(true, false, g.out_c, k, rows, 1.0f, dy + n0 * pixels * g.out_c, g.out_c, cols, k, n0 == 0 ? 0.0f : 1.0f,
-             dw, k);
-    }
+    for_each_im2col_chunk(g, x, cols, workspace_bytes, [&](int n0, int rows) {
+        gemm(true, false, g.out_c, k, rows, 1.0f, dy + n0 * pixels_per_sample(g) * g.out_c, g.out_c, cols, k,
+             n0 == 0 ? 0.0f : 1.0f, dw, k);
+    });
 }
 
 }  // namespace gputrain

@@ -161,3 +161,63 @@ TEST_CASE("Aborting the group releases a rank waiting for an asynchronous all-re
     float y = 0;
     REQUIRE_THROWS_WITH(comms[0]->allreduce_sum_start(&y, 1), "stopped because another replica failed");
 }
+
+TEST_CASE("Large asynchronous all-reduces are summed in shared chunks and still equal the rank-order sum") {
+    // 3 chunks of 8192 floats and a partial one; waits that come early help sum,
+    // late ones find the work done. More rounds than the 256 slots, so slots are reused.
+    for (int size : {2, 3, 5}) {
+        INFO(size << " ranks");
+        auto comms = dist::make_local_communicators(size);
+        const size_t length = 3 * 8192 + 1001;
+        const int rounds = 300;
+        std::vector<int> wrong(size, 0);
+        on_ranks(size, [&](int rank) {
+            std::vector<float> buf(length);
+            for (int round = 0; round < rounds; ++round) {
+                for (size_t i = 0; i < length; ++i) buf[i] = value(rank, i % 977, round % 7);
+                if (round % 50 == 0 && rank == round / 50 % size)
+                    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                comms[rank]->allreduce_wait(comms[rank]->allreduce_sum_start(buf.data(), length));
+                for (size_t i = 0; i < length; i += 37) {
+                    float expected = 0;
+                    for (int r = 0; r < size; ++r) expected += value(r, i % 977, round % 7);
+                    if (buf[i] != expected) ++wrong[rank];
+                }
+                if (buf[length - 1] != buf[length - 1 - 977]) ++wrong[rank];  // same inputs, same sum
+            }
+        });
+        REQUIRE(wrong == std::vector<int>(size, 0));
+    }
+}
+
+TEST_CASE("The asynchronous all-reduce's contract is checked: waits in start order, at most 256 in flight") {
+    auto comms = dist::make_local_communicators(2);
+    std::vector<std::string> errors(2);
+    // Buffers outlive the threads: the last rank to start an all-reduce writes into every rank's buffer.
+    std::vector<std::vector<float>> buffers(2, std::vector<float>(300, 1.0f));
+    on_ranks(2, [&](int rank) {
+        try {
+            float* x = buffers[rank].data();
+            const auto first = comms[rank]->allreduce_sum_start(x, 1);
+            const auto second = comms[rank]->allreduce_sum_start(x + 1, 1);
+            (void)first;
+            comms[rank]->allreduce_wait(second);
+        } catch (const gputrain::Error& e) {
+            errors[rank] = e.what();
+        }
+    });
+    REQUIRE(errors[0] == "internal: replica 0 waited for all-reduce 1 where 0 was next");
+    REQUIRE(errors[1] == "internal: replica 1 waited for all-reduce 1 where 0 was next");
+
+    auto fresh = dist::make_local_communicators(2);
+    std::string error;
+    on_ranks(2, [&](int rank) {
+        std::vector<float>& x = buffers[rank];
+        try {
+            for (size_t i = 0; i < 257; ++i) fresh[rank]->allreduce_sum_start(x.data() + i, 1);
+        } catch (const gputrain::Error& e) {
+            if (rank == 0) error = e.what();
+        }
+    });
+    REQUIRE(error == "internal: replica 0 has more than 256 all-reduces in flight");
+}
