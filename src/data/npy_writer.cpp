@@ -26,7 +26,8 @@ void write_npy_float32(const std::string& path, const std::vector<int64_t>& shap
     // The values are written as they lie in memory: every target we build for is little-endian.
     const bool ok = std::fwrite(prefix, 1, sizeof prefix, f.get()) == sizeof prefix &&
                     std::fwrite(header.data(), 1, header.size(), f.get()) == header.size() &&
-                    std::fwrite(values.data(), sizeof(float), values.size(), f.get()) == values.size();
+                    // (An empty array has no data pointer, which fwrite must not be given.)
+                    (values.empty() || std::fwrite(values.data(), sizeof(float), values.size(), f.get()) == values.size());
     if (!ok || std::fclose(f.release()) != 0) throw Error("cannot write '" + path + "': " + std::strerror(errno));
 }
 
