@@ -105,6 +105,14 @@ Loader::Loader(const Dataset& dataset, int64_t global_batch, int replicas, bool 
 
 Loader::~Loader() { stop_producer(); }
 
+void Loader::set_index_only(bool index_only) {
+    if (index_only && part_) throw Error("Loader: a worker's part of the training set is gathered by the loader");
+    stop_producer();
+    std::lock_guard lock(mutex_);
+    index_only_ = index_only;
+    started_ = false;
+}
+
 int64_t Loader::steps_per_epoch() const {
     return part_ ? part_steps_ : (dataset_.size() + global_batch_ - 1) / global_batch_;
 }
@@ -118,6 +126,12 @@ void Loader::start_epoch(int64_t epoch, int64_t first_step) {
     stop_producer();
     {
         std::lock_guard lock(mutex_);
+        if (index_only_) {  // get() makes each batch itself
+            started_ = true;
+            epoch_ = epoch;
+            first_step_ = first_step;
+            return;
+        }
         ready_.clear();
         released_below_ = first_step;
         stopping_ = false;
@@ -135,6 +149,14 @@ std::shared_ptr<const Batch> Loader::get(int64_t step) {
     if (step < first_step_ || step >= steps) {
         throw Error("Loader::get: step " + std::to_string(step) + " is outside epoch " + std::to_string(epoch_) +
                     " (steps " + std::to_string(first_step_) + ".." + std::to_string(steps - 1) + ")");
+    }
+    if (index_only_) {
+        lock.unlock();
+        auto batch = std::make_shared<Batch>();
+        batch->step = step;
+        batch->size = std::min(global_batch_, dataset_.size() - step * global_batch_);
+        batch->shard_begin = shard_offsets(batch->size, replicas_);
+        return batch;
     }
     if (step < released_below_) {
         throw Error("Loader::get: step " + std::to_string(step) + " was already taken by all " +

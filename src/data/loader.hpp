@@ -52,6 +52,12 @@ public:
     Loader(const Loader&) = delete;
     Loader& operator=(const Loader&) = delete;
 
+    // For consumers that copy their rows from the data set themselves, by the
+    // epoch order (train::Replica with the training set resident): batches
+    // then carry no rows (inputs and labels empty), get() makes them at once
+    // and no thread gathers ahead. Set before start_epoch. Not for a worker's part.
+    void set_index_only(bool index_only);
+
     // ceil(size / global_batch); for a worker's part: min over the parts of floor(part / its rows of a batch).
     int64_t steps_per_epoch() const;
 
@@ -77,6 +83,7 @@ private:
     int prefetch_depth_;
     // For a worker's part (data.shard_files): its rows of each global batch and the epoch's steps.
     bool part_ = false;
+    bool index_only_ = false;
     int64_t part_rows_ = 0, part_first_row_ = 0, part_steps_ = 0;
 
     std::mutex mutex_;

@@ -37,10 +37,21 @@ Replica::~Replica() {
         if (pinned_inputs_[slot]) backend_->release_host_pinned(pinned_inputs_[slot]);
         if (pinned_labels_[slot]) backend_->release_host_pinned(pinned_labels_[slot]);
     }
-    if (resident_inputs_) backend_->release(resident_inputs_);
-    if (resident_labels_) backend_->release(resident_labels_);
-    if (resident_order_) backend_->release(resident_order_);
+    release_resident();
     backend_->release(stats_);
+}
+
+void Replica::release_resident() {
+    if (resident_owned_) {
+        backend_->release(resident_inputs_);
+        backend_->release(resident_labels_);
+        backend_->release(resident_order_);
+    }
+    resident_inputs_ = nullptr;
+    resident_labels_ = resident_order_ = nullptr;
+    resident_owned_ = false;
+    resident_rows_ = 0;
+    host_order_.clear();
 }
 
 void Replica::load_shard(const float* host_inputs, const int32_t* host_labels, int64_t begin, int64_t end) {
@@ -53,15 +64,22 @@ void Replica::load_shard(const float* host_inputs, const int32_t* host_labels, i
 bool Replica::make_resident(const data::Dataset& train, const std::string& mode) {
     // A second fit() on the same replicas: the set is uploaded again (it may be another one).
     if (resident()) {
-        backend_->release(resident_inputs_);
-        backend_->release(resident_labels_);
-        backend_->release(resident_order_);
-        resident_inputs_ = nullptr;
-        resident_labels_ = resident_order_ = nullptr;
-        resident_rows_ = 0;
+        release_resident();
         staging_ = backend_->has_device_memory();
     }
-    if (!backend_->has_device_memory() || mode == "false" || train.size() == 0) return false;
+    if (mode == "false" || train.size() == 0) return false;
+    if (train.size() > INT32_MAX) {
+        if (mode == "auto") return false;
+        throw ConfigError("data.resident: the training set has more than 2^31 samples; use data.resident: false");
+    }
+    if (!backend_->has_device_memory()) {  // the CPU: rows are copied from `train` itself
+        resident_inputs_ = const_cast<float*>(train.inputs.data());
+        resident_labels_ = const_cast<int32_t*>(train.labels.data());
+        host_order_.assign(static_cast<size_t>(train.size()), 0);
+        resident_order_ = host_order_.data();
+        resident_rows_ = train.size();
+        return true;
+    }
     const size_t input_bytes = train.inputs.size() * sizeof(float);
     const size_t label_bytes = train.labels.size() * sizeof(int32_t);
     const size_t bytes = input_bytes + 2 * label_bytes;  // inputs, labels, the epoch's order
@@ -71,14 +89,13 @@ bool Replica::make_resident(const data::Dataset& train, const std::string& mode)
         throw ConfigError("data.resident: true: the training set needs " + std::to_string(bytes >> 20) +
                           " MiB on " + backend_->name() + ", which has " + std::to_string(free_bytes >> 20) +
                           " MiB free; use data.resident: auto or false");
-    if (train.size() > INT32_MAX)
-        throw ConfigError("data.resident: the training set has more than 2^31 samples; use data.resident: false");
     resident_inputs_ = static_cast<float*>(backend_->allocate_bytes(input_bytes));
     resident_labels_ = static_cast<int32_t*>(backend_->allocate_bytes(label_bytes));
     resident_order_ = static_cast<int32_t*>(backend_->allocate_bytes(label_bytes));
     backend_->copy_to_device(resident_inputs_, train.inputs.data(), input_bytes);
     backend_->copy_to_device(resident_labels_, train.labels.data(), label_bytes);
     resident_rows_ = train.size();
+    resident_owned_ = true;
     staging_ = false;  // nothing to copy ahead any more
     return true;
 }

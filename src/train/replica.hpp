@@ -48,8 +48,10 @@ public:
     // data.resident (auto | true | false): on a backend with device memory,
     // uploads `train` once when asked to, or (auto) when it takes at most half
     // the free device memory. Call before training, outside collectives (it
-    // allocates). Returns whether the set is resident; the CPU never makes it
-    // so (its batches are in memory already). ConfigError for `true` when it does not fit.
+    // allocates). ConfigError for `true` when it does not fit. On the CPU
+    // (auto or true) nothing is copied: each step's rows are copied straight
+    // from `train`, which must outlive the training run, so that no loader
+    // thread has to gather batches. Returns whether the set is resident.
     bool make_resident(const data::Dataset& train, const std::string& mode);
     bool resident() const { return resident_rows_ > 0; }
 
@@ -92,11 +94,15 @@ private:
     uint64_t copy_tickets_[2] = {};
     bool staged_ = false;
     int64_t staged_step_ = -1;
-    // Resident training set: inputs, labels and the epoch's order on the device.
+    // Resident training set: inputs, labels and the epoch's order on the
+    // device; on the CPU the data set's own arrays and a host order (not owned).
+    void release_resident();
     int64_t resident_rows_ = 0;
+    bool resident_owned_ = false;
     float* resident_inputs_ = nullptr;
     int32_t* resident_labels_ = nullptr;
     int32_t* resident_order_ = nullptr;
+    std::vector<int32_t> host_order_;
     float* stats_ = nullptr;
 };
 

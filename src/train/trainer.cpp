@@ -214,7 +214,10 @@ FitResult Trainer::fit() {
     // A worker's part (data.shard_files) is gathered by the loader in its own
     // order, which the resident index does not follow: copy its batches instead.
     const std::string resident = data_.train.part.count > 1 ? "false" : cfg_.data.resident;
-    for (auto& r : replicas_) r->make_resident(data_.train, resident);
+    bool all_resident = true;
+    for (auto& r : replicas_) all_resident = r->make_resident(data_.train, resident) && all_resident;
+    // Replicas that copy their own rows need no loader thread gathering batches.
+    loader.set_index_only(all_resident);
 
     for (int64_t epoch = state_.epochs_done; epoch < cfg_.training.epochs; ++epoch) {
         const auto start = std::chrono::steady_clock::now();

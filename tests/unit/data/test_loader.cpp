@@ -176,3 +176,32 @@ TEST_CASE("Loaders of two workers: the same global batches, 4 shards, each relea
     std::sort(seen.begin(), seen.end());
     REQUIRE(seen == epoch_order(23, false, 0, 0));
 }
+
+TEST_CASE("An index-only Loader gives each step's size and shards without rows, from any first step") {
+    const Dataset d = numbered_dataset(23);  // batches of 5: four full, a last of 3
+    Loader gathering(d, 5, 3, true, 9);
+    Loader index_only(d, 5, 3, true, 9);
+    index_only.set_index_only(true);
+    for (int64_t first : {0, 2}) {
+        gathering.start_epoch(1, first);
+        index_only.start_epoch(1, first);
+        for (int64_t step = first; step < index_only.steps_per_epoch(); ++step) {
+            INFO("first step " << first << ", step " << step);
+            std::shared_ptr<const Batch> full;
+            for (int consumer = 0; consumer < 3; ++consumer) full = gathering.get(step);
+            const auto bare = index_only.get(step);
+            REQUIRE(bare->step == full->step);
+            REQUIRE(bare->size == full->size);
+            REQUIRE(bare->shard_begin == full->shard_begin);
+            REQUIRE(bare->first_row == 0);
+            REQUIRE(bare->inputs.empty());
+            REQUIRE(bare->labels.empty());
+        }
+        REQUIRE_THROWS_WITH(index_only.get(5), "Loader::get: step 5 is outside epoch 1 (steps " + std::to_string(first) +
+                                                   "..4)");
+    }
+    // Back to gathering: rows again.
+    index_only.set_index_only(false);
+    index_only.start_epoch(0);
+    REQUIRE(index_only.get(0)->labels.size() == 5);
+}

@@ -60,3 +60,29 @@ TEST_CASE("Training learns the blobs, and evaluation agrees across replica count
     REQUIRE(other.loss == Approx(two.loss).epsilon(1e-5));
     REQUIRE(other.accuracy == two.accuracy);
 }
+
+TEST_CASE("CPU replicas that copy their rows from the data set (data.resident) train the loader's weights exactly") {
+    data::DataSplits data;
+    data.train = fixture::blobs(47, 3);
+    for (int64_t batch : {10, 2}) {
+        for (int n : {1, 3}) {
+            INFO(n << " replicas, batch " << batch);
+            auto cfg = fixture::small_job(2, batch);
+            cfg.data.resident = "false";
+            fixture::TempDir d_loader;
+            auto loader_fed = fixture::replicas(cfg, n);
+            fixture::fit(cfg, loader_fed, data, d_loader.path.string());
+            REQUIRE_FALSE(loader_fed[0]->resident());
+            for (const std::string mode : {"true", "auto"}) {
+                INFO("data.resident " << mode);
+                cfg.data.resident = mode;
+                fixture::TempDir d_resident;
+                auto resident = fixture::replicas(cfg, n);
+                fixture::fit(cfg, resident, data, d_resident.path.string());
+                REQUIRE(resident[0]->resident());
+                for (int r = 0; r < n; ++r)
+                    REQUIRE(fixture::params_of(*resident[r]) == fixture::params_of(*loader_fed[0]));
+            }
+        }
+    }
+}
