@@ -19,6 +19,7 @@
 #include "device/devices.hpp"
 #include "optim/schedule.hpp"
 #include "train/cross_replica_comm.hpp"
+#include "train/gradient_buckets.hpp"
 #include "train/parallel.hpp"
 #include "train/strategy.hpp"
 
@@ -87,6 +88,7 @@ void run_steps(train::Replica& r, const config::RunConfig& cfg, const HostBatche
     const bool replicated = r.comm().size() > 1;
     const bool record = r.rank() == 0;
     train::CrossReplicaComm cross(r.comm());
+    train::GradientBuckets buckets(model, cfg.strategy.bucket_mb, r.comm(), model.grad_data());
     const int64_t steps_per_epoch = static_cast<int64_t>(batches.inputs.size());
     const optim::Schedule schedule(cfg.optimizer, steps_per_epoch, cfg.training.epochs);
     const int64_t begin = batches.shard_begin[r.rank()], end = batches.shard_begin[r.rank() + 1];
@@ -124,7 +126,9 @@ void run_steps(train::Replica& r, const config::RunConfig& cfg, const HostBatche
                                         r.stats(), observe);
         lap();
         const double fb_s = std::chrono::duration<double>(mark - fb_start).count();
-        r.comm().allreduce_sum(model.grad_data(), n);
+        // The trainer's all-reduce path (strategy.bucket_mb), started after backward:
+        // the observed backward reports no gradients ready, so nothing overlaps it here.
+        buckets.finish();
         if (replicated && model.state_count() > 0) {
             r.comm().allreduce_sum(model.state_data(), model.state_count());
             be.scale(model.state_data(), model.state_count(), 1.0f / static_cast<float>(r.comm().size()));
