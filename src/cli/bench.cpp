@@ -128,14 +128,14 @@ void run_steps(train::Replica& r, const config::RunConfig& cfg, const HostBatche
         const double fb_s = std::chrono::duration<double>(mark - fb_start).count();
         // The trainer's all-reduce path (strategy.bucket_mb), started after backward:
         // the observed backward reports no gradients ready, so nothing overlaps it here.
-        buckets.finish();
+        const std::optional<bool> sums_finite = buckets.finish();
         if (replicated && model.state_count() > 0) {
             r.comm().allreduce_sum(model.state_data(), model.state_count());
             be.scale(model.state_data(), model.state_count(), 1.0f / static_cast<float>(r.comm().size()));
         }
         const double allreduce_s = lap();
         // As the trainer: the finite check, then the update.
-        if (be.all_finite(model.grad_data(), n))
+        if (sums_finite ? *sums_finite : be.all_finite(model.grad_data(), n))
             r.optimizer().step(model.param_data(), model.grad_data(), schedule.learning_rate(step), step + 1);
         const double optimizer_s = lap();
         const double total_s = std::chrono::duration<double>(mark - start).count();

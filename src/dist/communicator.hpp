@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 namespace gputrain::dist {
 
@@ -36,6 +37,13 @@ public:
     // Returns once the sum may be used: on the host for host memory; in
     // stream order (later work on the rank's stream sees it) for a GPU.
     virtual void allreduce_wait(PendingAllreduce) {}
+    // allreduce_wait, plus whether every element of the sum is finite where
+    // the communicator found that out while summing (LocalCommunicator with
+    // several ranks); std::nullopt where it did not, and the caller must look.
+    virtual std::optional<bool> allreduce_wait_finite(PendingAllreduce pending) {
+        allreduce_wait(pending);
+        return std::nullopt;
+    }
     // The same on host doubles (metrics).
     virtual void allreduce_sum_host(double* data, size_t count) = 0;
     virtual void barrier() = 0;

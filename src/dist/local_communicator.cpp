@@ -1,6 +1,7 @@
 #include "dist/local_communicator.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "core/error.hpp"
@@ -91,6 +92,14 @@ void LocalCommunicator::sum_chunks(LocalGroup::Slot& slot, int ranks, std::atomi
         if (chunk >= slot.chunks) return;
         const size_t begin = static_cast<size_t>(chunk) * LocalGroup::kChunkFloats;
         const size_t end = std::min(slot.count, begin + LocalGroup::kChunkFloats);
+        // The sums' exponent bits say whether any is NaN or infinite (all ones),
+        // checked on the way so that the trainer needs no pass of its own.
+        uint32_t all_ones = 0;
+        const auto note = [&all_ones](float s) {
+            uint32_t bits;
+            std::memcpy(&bits, &s, sizeof bits);
+            all_ones |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+        };
         if (ranks == 2) {  // the common case, written so that it vectorizes
             float* __restrict a = buffers[0];
             float* __restrict b = buffers[1];
@@ -98,24 +107,27 @@ void LocalCommunicator::sum_chunks(LocalGroup::Slot& slot, int ranks, std::atomi
                 const float s = a[i] + b[i];
                 a[i] = s;
                 b[i] = s;
+                note(s);
             }
         } else {
             for (size_t i = begin; i < end; ++i) {
                 float s = buffers[0][i];
                 for (int r = 1; r < ranks; ++r) s += buffers[r][i];
                 for (int r = 0; r < ranks; ++r) buffers[r][i] = s;
+                note(s);
             }
         }
+        if (all_ones) slot.nonfinite.store(1, std::memory_order_relaxed);  // published by chunks_done below
         // acq_rel: whoever sees the final count sees every chunk's writes.
         if (slot.chunks_done.fetch_add(1, std::memory_order_acq_rel) + 1 == slot.chunks) notify_change(changes);
     }
 }
 
-void LocalCommunicator::allreduce_wait(PendingAllreduce pending) {
+std::optional<bool> LocalCommunicator::allreduce_wait_finite(PendingAllreduce pending) {
     LocalGroup& g = *group_;
-    if (g.size_ == 1) {
+    if (g.size_ == 1) {  // nothing was summed, so nothing was checked
         ++next_wait_;
-        return;
+        return std::nullopt;
     }
     if (pending.id != next_wait_ || pending.id >= next_async_) {
         throw Error("internal: replica " + std::to_string(rank_) + " waited for all-reduce " +
@@ -134,6 +146,7 @@ void LocalCommunicator::allreduce_wait(PendingAllreduce pending) {
     if (slot.chunks_done.load(std::memory_order_acquire) != slot.chunks) {
         throw Error("stopped because another replica failed");
     }
+    const bool finite = slot.nonfinite.load(std::memory_order_relaxed) == 0;  // read before the slot is handed on
     if (slot.released.fetch_add(1, std::memory_order_acq_rel) + 1 == static_cast<uint32_t>(g.size_)) {
         // Everyone is done with this all-reduce: hand the slot to id + kSlots.
         slot.arrived.store(0, std::memory_order_relaxed);
@@ -141,9 +154,11 @@ void LocalCommunicator::allreduce_wait(PendingAllreduce pending) {
         slot.next_chunk.store(0, std::memory_order_relaxed);
         slot.chunks_done.store(0, std::memory_order_relaxed);
         slot.released.store(0, std::memory_order_relaxed);
+        slot.nonfinite.store(0, std::memory_order_relaxed);
         slot.serves.store(pending.id + LocalGroup::kSlots, std::memory_order_release);
         notify_change(g.async_changes_);
     }
+    return finite;
 }
 
 void LocalCommunicator::abort() {

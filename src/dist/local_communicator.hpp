@@ -49,6 +49,7 @@ private:
         std::atomic<uint32_t> next_chunk{0};    // the next chunk to claim
         std::atomic<uint32_t> chunks_done{0};   // chunks summed and written to every buffer
         std::atomic<uint32_t> released{0};      // ranks that have returned from allreduce_wait
+        std::atomic<uint32_t> nonfinite{0};     // 1 once a chunk's sum held a NaN or an infinity
         std::vector<float*> buffers;            // by rank
         std::vector<size_t> counts;             // by rank (must agree)
         size_t count = 0;                       // set by the last to post, before `ready`
@@ -67,7 +68,8 @@ public:
     int size() const override { return group_->size(); }
     void allreduce_sum(float* data, size_t count) override;
     PendingAllreduce allreduce_sum_start(float* data, size_t count) override;
-    void allreduce_wait(PendingAllreduce pending) override;
+    void allreduce_wait(PendingAllreduce pending) override { allreduce_wait_finite(pending); }
+    std::optional<bool> allreduce_wait_finite(PendingAllreduce pending) override;
     void allreduce_sum_host(double* data, size_t count) override;
     void barrier() override;
     void abort() override;

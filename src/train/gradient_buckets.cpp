@@ -37,15 +37,21 @@ void GradientBuckets::ready(size_t offset) {
     }
 }
 
-void GradientBuckets::finish() {
+std::optional<bool> GradientBuckets::finish() {
     if (!overlapping_) {
         comm_.allreduce_sum(grads_, total_);
-        return;
+        return std::nullopt;
     }
     ready(0);  // backward reported every layer; this only guards the plan's invariant
-    for (const dist::PendingAllreduce& p : pending_) comm_.allreduce_wait(p);
+    std::optional<bool> finite = true;
+    for (const dist::PendingAllreduce& p : pending_) {
+        const std::optional<bool> bucket = comm_.allreduce_wait_finite(p);
+        if (!bucket) finite = std::nullopt;
+        else if (finite && !*bucket) finite = false;
+    }
     pending_.clear();
     next_ = 0;
+    return finite;
 }
 
 }  // namespace gputrain::train

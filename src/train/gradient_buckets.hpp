@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "dist/communicator.hpp"
@@ -39,8 +40,10 @@ public:
     // (null when not overlapping).
     const nn::GradientsReady& on_ready() const { return on_ready_; }
     // After backward: waits for every bucket (or runs the single all-reduce).
-    // Then the whole buffer holds the sum over replicas.
-    void finish();
+    // Then the whole buffer holds the sum over replicas. Returns whether every
+    // sum is finite when the communicator checked that while summing every
+    // bucket, else std::nullopt (then look with Backend::all_finite).
+    std::optional<bool> finish();
 
     const std::vector<GradientRange>& plan() const { return plan_; }
 

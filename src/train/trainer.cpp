@@ -80,10 +80,12 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
             r.stage_training_shard(*next);
         }
         // Every replica joins every all-reduce, even with an empty shard.
-        buckets.finish();
+        // Whether the gradients are finite: known from the summing (CPU
+        // replicas), else one pass over them.
+        const std::optional<bool> sums_finite = buckets.finish();
         const int64_t global_step = epoch_first_step + step;
         // Identical on every replica after the all-reduce, so all take the same branch.
-        if (!r.backend().all_finite(r.model().grad_data(), n)) {
+        if (!(sums_finite ? *sums_finite : r.backend().all_finite(r.model().grad_data(), n))) {
             if (scaler.absorb_overflow()) {  // fp16: a smaller scale next step
                 if (r.rank() == 0) ++totals.overflow_steps;
             } else {

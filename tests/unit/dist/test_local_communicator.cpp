@@ -1,6 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <limits>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -220,4 +222,46 @@ TEST_CASE("The asynchronous all-reduce's contract is checked: waits in start ord
         }
     });
     REQUIRE(error == "internal: replica 0 has more than 256 all-reduces in flight");
+}
+
+TEST_CASE("The asynchronous all-reduce reports whether every sum is finite, to every rank") {
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    const float big = std::numeric_limits<float>::max();
+    const size_t length = 2 * 8192 + 5;  // three chunks, summed by whichever rank claims them
+    struct Case {
+        const char* what;
+        size_t at;         // element that rank 1 poisons
+        float value;       // what rank 1 puts there (rank 0 puts `big` there when value is big)
+        bool finite;
+    };
+    const std::vector<Case> cases{{"all finite", 0, 1.0f, true},
+                                  {"an infinity in the last chunk", length - 1, inf, false},
+                                  {"a NaN in the first chunk", 3, nan, false},
+                                  {"finite inputs whose sum overflows", 8192 + 7, big, false}};
+    for (int size : {2, 3}) {
+        auto comms = dist::make_local_communicators(size);
+        // 70 rounds of the 4 cases: 280 all-reduces, so each of the 256 slots is
+        // reused, after a poisoned sum as well as after a clean one.
+        for (int round = 0; round < 70; ++round) {
+            for (const Case& c : cases) {
+                INFO(size << " ranks, round " << round << ", " << c.what);
+                std::vector<std::optional<bool>> finite(size);
+                std::vector<std::vector<float>> buffers(size, std::vector<float>(length, 0.5f));
+                on_ranks(size, [&](int rank) {
+                    if (rank == 1) buffers[rank][c.at] = c.value;
+                    if (rank == 0 && c.value == big) buffers[rank][c.at] = big;
+                    finite[rank] = comms[rank]->allreduce_wait_finite(
+                        comms[rank]->allreduce_sum_start(buffers[rank].data(), length));
+                });
+                for (int r = 0; r < size; ++r) {
+                    REQUIRE(finite[r].has_value());
+                    REQUIRE(*finite[r] == c.finite);
+                }
+            }
+        }
+    }
+    // One rank sums nothing, so it cannot tell.
+    auto single = dist::make_local_communicators(1);
+    float x = nan;
+    REQUIRE_FALSE(single[0]->allreduce_wait_finite(single[0]->allreduce_sum_start(&x, 1)).has_value());
 }
