@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <string>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -21,6 +22,20 @@ inline void check_nccl(ncclResult_t status, const char* call, int rank, int devi
     if (status != ncclSuccess)
         throw Error("replica " + std::to_string(rank) + " (cuda:" + std::to_string(device) + "): " + call +
                     " failed: " + ncclGetErrorString(status));
+}
+
+// An event from a free list of reusable ones, or a new one (timing off) when
+// the list is empty. The caller checks the creation with `check`.
+template <typename Check>
+cudaEvent_t take_event_from(std::vector<cudaEvent_t>& free_list, Check check) {
+    if (free_list.empty()) {
+        cudaEvent_t e = nullptr;
+        check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+        return e;
+    }
+    cudaEvent_t e = free_list.back();
+    free_list.pop_back();
+    return e;
 }
 
 }  // namespace gputrain::dist

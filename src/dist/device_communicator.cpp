@@ -201,15 +201,9 @@ private:
     // An event of this rank's device, from its free list or new (the first
     // steps only). Called with the group's mutex held.
     cudaEvent_t take_event(DeviceGroup& g) {
-        auto& pool = g.free_events[static_cast<size_t>(rank_)];
-        if (pool.empty()) {
-            cudaEvent_t e = nullptr;
-            DIST_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-            return e;
-        }
-        cudaEvent_t e = pool.back();
-        pool.pop_back();
-        return e;
+        return take_event_from(g.free_events[static_cast<size_t>(rank_)], [&](cudaError_t status) {
+            check_cuda(status, "cudaEventCreateWithFlags(&e, cudaEventDisableTiming)", rank_, device_);
+        });
     }
 
     std::shared_ptr<DeviceGroup> group_;

@@ -149,14 +149,9 @@ private:
     }
 
     cudaEvent_t take_event() {
-        if (free_events_.empty()) {
-            cudaEvent_t e = nullptr;
-            DIST_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-            return e;
-        }
-        cudaEvent_t e = free_events_.back();
-        free_events_.pop_back();
-        return e;
+        return take_event_from(free_events_, [&](cudaError_t status) {
+            check_cuda(status, "cudaEventCreateWithFlags(&e, cudaEventDisableTiming)", rank_, device_);
+        });
     }
 
     // Waits until `query` (a stream or an event) says the work is done.

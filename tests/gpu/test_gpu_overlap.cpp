@@ -17,16 +17,6 @@ std::vector<float> host_params(train::Replica& r) {
     return out;
 }
 
-config::RunConfig deep_job(int64_t batch) {
-    auto cfg = fixture::small_job(2, batch);
-    cfg.model.layers = {layer("dense", {{"units", "32"}, {"activation", "relu"}}),
-                        layer("dropout", {{"rate", "0.25"}}),
-                        layer("dense", {{"units", "16"}, {"activation", "relu"}}),
-                        layer("dense", {{"units", "8"}, {"activation", "relu"}}),
-                        layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
-    return cfg;
-}
-
 // Trains on the GPU(s) and returns every replica's weights.
 std::vector<std::vector<float>> train_gpu(const config::RunConfig& cfg, const data::DataSplits& data,
                                           bool expect_resident) {
@@ -58,7 +48,7 @@ TEST_CASE("Bucketed all-reduces on the GPU train bit-identical weights to one al
     for (const auto& setup : setups) {
         for (int64_t batch : {16, 2}) {  // batch 2 over 3 replicas leaves a shard empty
             INFO(setup.communicator << ", " << setup.per_gpu << " per GPU on " << setup.devices << ", batch " << batch);
-            auto cfg = deep_job(batch);
+            auto cfg = fixture::deep_job(batch);
             cfg.strategy.communicator = setup.communicator;
             cfg.strategy.replicas_per_gpu = setup.per_gpu;
             cfg.strategy.devices = setup.devices;

@@ -11,17 +11,6 @@ namespace {
 
 constexpr double kFloatsToMb = 4.0 / (1024.0 * 1024.0);
 
-// Four dense layers (224, 528, 136 and 27 parameters) and a dropout without any.
-config::RunConfig deep_job(int64_t batch) {
-    auto cfg = fixture::small_job(2, batch);
-    cfg.model.layers = {layer("dense", {{"units", "32"}, {"activation", "relu"}}),
-                        layer("dropout", {{"rate", "0.25"}}),
-                        layer("dense", {{"units", "16"}, {"activation", "relu"}}),
-                        layer("dense", {{"units", "8"}, {"activation", "relu"}}),
-                        layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
-    return cfg;
-}
-
 std::vector<std::vector<float>> train_with_buckets(config::RunConfig cfg, int replicas, double bucket_mb,
                                                    const data::DataSplits& data) {
     cfg.strategy.bucket_mb = bucket_mb;
@@ -52,7 +41,7 @@ TEST_CASE("Bucket plans close a bucket at the first layer boundary past bucket_m
 }
 
 TEST_CASE("A model reports every layer's gradients in backward order, and the bucket plan follows it") {
-    const auto cfg = deep_job(8);
+    const auto cfg = fixture::deep_job(8);
     auto reps = fixture::replicas(cfg, 1);
     nn::Model& model = reps[0]->model();
     REQUIRE(model.layer_param_offsets() == std::vector<size_t>{0, 224, 224, 752, 888, 915});
@@ -73,7 +62,7 @@ TEST_CASE("Bucketed all-reduces during backward train bit-identical weights to o
     for (int64_t batch : {10, 2}) {  // batch 2 over 3 replicas leaves a shard empty every step
         data::DataSplits data;
         data.train = fixture::blobs(47, 3);
-        const auto cfg = deep_job(batch);
+        const auto cfg = fixture::deep_job(batch);
         for (int n : {2, 3}) {
             INFO(n << " replicas, batch " << batch);
             const auto reference = train_with_buckets(cfg, n, 0, data);

@@ -37,6 +37,19 @@ inline config::RunConfig small_job(int64_t epochs, int64_t batch, const std::str
     return cfg;
 }
 
+// Four dense layers (224, 528, 136 and 27 parameters) and a dropout without
+// any: several buckets of gradients, a layer that skips them.
+inline config::RunConfig deep_job(int64_t batch) {
+    using specs::layer;
+    auto cfg = small_job(2, batch);
+    cfg.model.layers = {layer("dense", {{"units", "32"}, {"activation", "relu"}}),
+                        layer("dropout", {{"rate", "0.25"}}),
+                        layer("dense", {{"units", "16"}, {"activation", "relu"}}),
+                        layer("dense", {{"units", "8"}, {"activation", "relu"}}),
+                        layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
+    return cfg;
+}
+
 // Three Gaussian blobs in 6-D; `n` samples.
 inline data::Dataset blobs(int64_t n, uint64_t seed) {
     data::Dataset d;
