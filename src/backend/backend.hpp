@@ -12,6 +12,7 @@
 #include "backend/conv_geometry.hpp"
 #include "backend/math.hpp"
 #include "backend/precision.hpp"
+#include "core/error.hpp"
 
 namespace gputrain {
 
@@ -88,6 +89,22 @@ public:
     virtual void multiply(const float* a, const float* b, float* out, size_t n) = 0;
     // Whether every x[i] is finite (no NaN, no Inf). Waits for the result on the host.
     virtual bool all_finite(const float* x, size_t n) = 0;
+    // The same test without waiting: `guard` (kGuardWords int32 of backend
+    // memory, zeroed to start) tallies the calls in stream order, so the host
+    // reads it only now and then (train/step_guard.hpp):
+    //   guard[0] = 1 when this call found a NaN or Inf, else 0
+    //   guard[1] = calls that found one        guard[2] = calls
+    //   guard[3] = 1 + the index (guard[2] before the call) of the first that found one; 0 for none
+    static constexpr size_t kGuardWords = 4;
+    virtual void check_finite(const float* x, size_t n, int32_t* guard) = 0;
+    // The same tally for a verdict the caller already has (a communicator
+    // that noted NaN/Inf while summing).
+    virtual void record_finite(int32_t* guard, bool finite) = 0;
+    // Copies up to kUploadBytes of host data to dst in stream order, without
+    // waiting: host_src may be reused at once (the bytes travel as a kernel
+    // argument on a GPU). For per-step scalars (optimizer step sizes).
+    static constexpr size_t kUploadBytes = 64;
+    virtual void upload(void* dst, const void* host_src, size_t bytes) = 0;
 
     // Losses over `rows` samples of `cols` classes with integer labels. Each
     // adds its loss sum to stats[0] and its number of correct argmax
@@ -155,6 +172,26 @@ public:
                            const math::AdamParams& a) = 0;
     virtual void sgd_step(float* params, const float* grads, float* velocity, size_t n,
                           const math::SgdParams& s) = 0;
+    // The same updates with their scalars in backend memory (one AdamParams or
+    // SgdParams written by upload()), so that a replayed graph takes each
+    // step's values; nothing changes when `skip` is not null and *skip != 0
+    // (a step whose gradients were not finite: see check_finite).
+    virtual void adam_step_guarded(float* params, const float* grads, float* m, float* v, size_t n,
+                                   const math::AdamParams* a, const int32_t* skip) = 0;
+    virtual void sgd_step_guarded(float* params, const float* grads, float* velocity, size_t n,
+                                  const math::SgdParams* s, const int32_t* skip) = 0;
+
+    // ---- Graphs: the work of a step recorded once and replayed ----
+    // Whether this backend can record what it queues (CUDA graphs on a GPU).
+    virtual bool can_capture() const { return false; }
+    // From begin_capture to end_capture nothing runs: the work queued on this
+    // backend (and on streams that join it, such as NCCL's) is recorded.
+    // end_capture returns the graph's id for replay(), or throws Error naming
+    // what could not be recorded (then none of that work ran).
+    virtual void begin_capture() { throw Error(name() + ": cannot record graphs"); }
+    virtual int end_capture() { throw Error(name() + ": cannot record graphs"); }
+    // Queues the recorded work again, in stream order.
+    virtual void replay(int /*graph*/) { throw Error(name() + ": cannot record graphs"); }
 };
 
 }  // namespace gputrain

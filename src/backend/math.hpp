@@ -63,6 +63,17 @@ GPUTRAIN_HD void adam_update(float& p, float g, float& m, float& v, const AdamPa
     p -= a.alpha * m / (sqrtf(v) + a.epsilon);
 }
 
+// Backend::check_finite's tally of one verdict into the guard words
+// ([0] this call, [1] calls that found NaN/Inf, [2] calls, [3] 1 + first such call).
+GPUTRAIN_HD void tally_finite(int32_t* guard, bool finite) {
+    guard[0] = finite ? 0 : 1;
+    if (!finite) {
+        guard[1] += 1;
+        if (guard[3] == 0) guard[3] = guard[2] + 1;
+    }
+    guard[2] += 1;
+}
+
 // Keras SGD: v = momentum * v - lr * g; p += v (Nesterov: p += momentum * v - lr * g).
 struct SgdParams {
     float learning_rate, momentum;

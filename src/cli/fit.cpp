@@ -14,6 +14,7 @@
 #include "device/devices.hpp"
 #include "train/checkpointer.hpp"
 #include "train/interrupt.hpp"
+#include "train/step_graphs.hpp"
 #include "train/trainer.hpp"
 
 namespace fs = std::filesystem;
@@ -85,6 +86,7 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size);
     check_classes("training", data.train.num_classes, replicas[0]->model().classes());
     spdlog::info("{}", strategy.describe(cfg.training.batch_size));
+    if (strategy.on_gpu()) spdlog::info("CUDA graphs: {}", train::step_graphs_note(cfg, *replicas[0]));
     if (!quiet) std::printf("%s", replicas[0]->model().summary().c_str());
 
     if (lead) {

@@ -47,7 +47,7 @@ std::vector<std::string> read_metrics(const Section& top) {
 }
 
 TrainingConfig read_training(const Section& top) {
-    const Section s = top.child("training", {"epochs", "batch_size", "shuffle", "seed", "on_nan", "precision"});
+    const Section s = top.child("training", {"epochs", "batch_size", "shuffle", "seed", "on_nan", "precision", "cuda_graphs"});
     TrainingConfig t;
     t.epochs = s.positive_int("epochs", t.epochs);
     t.batch_size = s.positive_int("batch_size", t.batch_size);
@@ -55,6 +55,7 @@ TrainingConfig read_training(const Section& top) {
     t.seed = s.seed("seed", t.seed);
     t.on_nan = s.choice("on_nan", t.on_nan, kOnNanActions);
     t.precision = s.choice("precision", t.precision, kPrecisions);
+    t.cuda_graphs = s.boolean("cuda_graphs", t.cuda_graphs);
     return t;
 }
 

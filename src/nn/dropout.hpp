@@ -15,6 +15,7 @@ public:
     std::string type() const override { return "dropout"; }
     std::string detail() const override;
     Shape build(const Shape& input_shape) override;
+    bool varies_by_step() const override { return rate_ > 0.0f; }
     int64_t scratch_per_sample() const override { return elements_; }
     void set_scratch(float* scratch) override { mask_ = scratch; }
     void forward(const RunContext& ctx, const float* x, float* y, int rows) override;

@@ -94,6 +94,11 @@ public:
     // layer outputs logits; returns whether it did.
     virtual bool strip_final_softmax() { return false; }
 
+    // Whether a training forward/backward queues different work from step to
+    // step for the same rows (dropout: the mask's key names the step), so that
+    // a step recorded as a graph could not be replayed.
+    virtual bool varies_by_step() const { return false; }
+
     // `layer_index` keys random streams (dropout) so they differ between layers.
     void set_index(int index) { index_ = index; }
     int index() const { return index_; }

@@ -10,7 +10,8 @@ public:
     Adam(const config::OptimizerConfig& cfg, Backend& backend, size_t param_count);
     ~Adam() override;
     std::string type() const override { return type_; }
-    void step(float* params, const float* grads, double learning_rate, int64_t step) override;
+    void prepare(double learning_rate, int64_t step) override;
+    void apply(float* params, const float* grads, const int32_t* skip) override;
     std::vector<StateSlot> state() override { return {{"adam_m", m_}, {"adam_v", v_}}; }
 
 private:
@@ -20,6 +21,7 @@ private:
     double beta1_, beta2_, epsilon_, weight_decay_;
     float* m_;
     float* v_;
+    math::AdamParams* scalars_;  // backend memory: the prepared step's AdamParams
 };
 
 }  // namespace gputrain::optim

@@ -21,8 +21,20 @@ class Optimizer {
 public:
     virtual ~Optimizer() = default;
     virtual std::string type() const = 0;
-    // Applies one update with the given learning rate; `step` counts updates from 1.
-    virtual void step(float* params, const float* grads, double learning_rate, int64_t step) = 0;
+    // One update in two parts, so that the kernel's launch can be recorded in
+    // a graph and replayed: prepare() writes this update's scalars (from the
+    // learning rate and `step`, which counts updates from 1) to the backend,
+    // in stream order without waiting; apply() runs the update with the
+    // scalars last prepared, or leaves everything as it is when `skip` is not
+    // null and *skip != 0 (backend memory: a step whose gradients were not
+    // finite, Backend::check_finite).
+    virtual void prepare(double learning_rate, int64_t step) = 0;
+    virtual void apply(float* params, const float* grads, const int32_t* skip) = 0;
+    // Both, unconditionally.
+    void step(float* params, const float* grads, double learning_rate, int64_t step) {
+        prepare(learning_rate, step);
+        apply(params, grads, nullptr);
+    }
     virtual std::vector<StateSlot> state() = 0;
 };
 

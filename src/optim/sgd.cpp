@@ -1,9 +1,15 @@
 #include "optim/sgd.hpp"
 
+#include <cstring>
+
 namespace gputrain::optim {
 
 Sgd::Sgd(const config::OptimizerConfig& cfg, Backend& backend, size_t param_count)
-    : backend_(backend), n_(param_count), momentum_(cfg.momentum), nesterov_(cfg.nesterov) {
+    : backend_(backend),
+      n_(param_count),
+      momentum_(cfg.momentum),
+      nesterov_(cfg.nesterov),
+      scalars_(static_cast<math::SgdParams*>(backend.allocate_bytes(sizeof(math::SgdParams)))) {
     if (momentum_ > 0.0) {
         velocity_ = backend.allocate_floats(param_count);
         backend_.fill(velocity_, n_, 0.0f);
@@ -12,11 +18,20 @@ Sgd::Sgd(const config::OptimizerConfig& cfg, Backend& backend, size_t param_coun
 
 Sgd::~Sgd() {
     if (velocity_) backend_.release(velocity_);
+    backend_.release(scalars_);
 }
 
-void Sgd::step(float* params, const float* grads, double learning_rate, int64_t) {
-    const math::SgdParams s{static_cast<float>(learning_rate), static_cast<float>(momentum_), nesterov_};
-    backend_.sgd_step(params, grads, velocity_, n_, s);
+void Sgd::prepare(double learning_rate, int64_t) {
+    math::SgdParams s;
+    std::memset(&s, 0, sizeof s);  // the padding too: every uploaded byte is defined
+    s.learning_rate = static_cast<float>(learning_rate);
+    s.momentum = static_cast<float>(momentum_);
+    s.nesterov = nesterov_;
+    backend_.upload(scalars_, &s, sizeof s);
+}
+
+void Sgd::apply(float* params, const float* grads, const int32_t* skip) {
+    backend_.sgd_step_guarded(params, grads, velocity_, n_, scalars_, skip);
 }
 
 std::vector<StateSlot> Sgd::state() {

@@ -10,7 +10,8 @@ public:
     Sgd(const config::OptimizerConfig& cfg, Backend& backend, size_t param_count);
     ~Sgd() override;
     std::string type() const override { return "sgd"; }
-    void step(float* params, const float* grads, double learning_rate, int64_t step) override;
+    void prepare(double learning_rate, int64_t step) override;
+    void apply(float* params, const float* grads, const int32_t* skip) override;
     std::vector<StateSlot> state() override;
 
 private:
@@ -19,6 +20,7 @@ private:
     double momentum_;
     bool nesterov_;
     float* velocity_ = nullptr;  // only with momentum
+    math::SgdParams* scalars_;   // backend memory: the prepared step's SgdParams
 };
 
 }  // namespace gputrain::optim

@@ -26,6 +26,8 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
         pinned_labels_[slot] = static_cast<int32_t*>(backend_->allocate_host_pinned(label_bytes));
     }
     stats_ = backend_->allocate_floats(2);
+    guard_ = std::make_unique<StepGuard>(*backend_);
+    graphs_ = std::make_unique<StepGraphs>(*backend_, /*enabled=*/false);
     // The first staged copy must not overtake the zeroing of the buffers above.
     backend_->wait_copies();
 }
@@ -39,6 +41,8 @@ Replica::~Replica() {
     }
     release_resident();
     backend_->release(stats_);
+    graphs_.reset();  // before the backend: its recorded graphs go with it anyway
+    guard_.reset();
 }
 
 void Replica::release_resident() {

@@ -20,6 +20,8 @@
 #include "dist/communicator.hpp"
 #include "nn/model.hpp"
 #include "optim/optimizer.hpp"
+#include "train/step_graphs.hpp"
+#include "train/step_guard.hpp"
 
 namespace gputrain::train {
 
@@ -69,6 +71,11 @@ public:
     // other shard buffer while the current step computes.
     void stage_training_shard(const data::Batch& batch);
 
+    // Which steps had NaN/Inf gradients, tallied on the device.
+    StepGuard& guard() { return *guard_; }
+    // The training step as recorded graphs (off until the trainer enables them).
+    StepGraphs& graphs() { return *graphs_; }
+
     // Device running sums: [loss sum, correct].
     float* stats() { return stats_; }
     void reset_stats();
@@ -104,6 +111,8 @@ private:
     int32_t* resident_order_ = nullptr;
     std::vector<int32_t> host_order_;
     float* stats_ = nullptr;
+    std::unique_ptr<StepGuard> guard_;
+    std::unique_ptr<StepGraphs> graphs_;
 };
 
 }  // namespace gputrain::train

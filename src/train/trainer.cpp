@@ -12,6 +12,7 @@
 #include "train/gradient_buckets.hpp"
 #include "train/interrupt.hpp"
 #include "train/parallel.hpp"
+#include "train/step_graphs.hpp"
 #include "train/tensorboard_writer.hpp"
 
 namespace gputrain::train {
@@ -61,56 +62,75 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
     LossScaler& scaler = scaler_of(r);
     GradientBuckets buckets(r.model(), cfg_.strategy.bucket_mb, r.comm(), r.model().grad_data());
     r.begin_epoch(data_.train.size(), cfg_.training.shuffle, cfg_.training.seed, epoch);
+    // NaN/Inf in the summed gradients: tallied on the device and read at each
+    // progress report (StepGuard), so no step waits for it. fp16's loss
+    // scaling needs each step's verdict at once: then it is read every step.
+    StepGuard& guard = r.guard();
+    guard.reset();
+    const bool every_step = scaler.enabled();
+    const bool sticky = !skip_nonfinite && !every_step;  // stop: no update lands after the bad step
     std::shared_ptr<const data::Batch> next;  // staged while the step before computed (GPU)
     for (int64_t step = start_step; step < steps_per_epoch_; ++step) {
         auto batch = next ? std::move(next) : loader.get(step);
         next.reset();
         const int64_t begin = batch->shard_begin[r.rank()], end = batch->shard_begin[r.rank() + 1];
         r.load_training_shard(*batch, cfg_.training.batch_size);
+        const int64_t global_step = epoch_first_step + step;
+        // This update's scalars go to the device before the step that reads them.
+        r.optimizer().prepare(schedule.learning_rate(global_step), global_step + 1);
         nn::RunContext ctx{r.backend(), true, cfg_.training.seed, epoch, step, begin,
                            replicated ? &cross : nullptr};
         // The loss scale (1 unless fp16) is a power of two: exact to apply and to undo.
         const float loss_scale = scaler.scale();
-        // Buckets of gradients are all-reduced while backward goes on (strategy.bucket_mb).
-        r.model().forward_backward(ctx, r.inputs(), r.labels(), static_cast<int>(end - begin),
-                                   loss_scale / static_cast<float>(batch->size), r.stats(), buckets.on_ready());
+        const int rows = static_cast<int>(end - begin);
+        // The step's work, queued on the backend: the same from step to step
+        // for one shape, so that a GPU records it once and replays it (StepGraphs).
+        const auto queue_step = [&] {
+            // Buckets of gradients are all-reduced while backward goes on (strategy.bucket_mb).
+            r.model().forward_backward(ctx, r.inputs(), r.labels(), rows, loss_scale / static_cast<float>(batch->size),
+                                       r.stats(), buckets.on_ready());
+            // Every replica joins every all-reduce, even with an empty shard.
+            // Whether the sums are finite: known from the summing (CPU
+            // replicas), else one pass over them, on the device.
+            guard.check(r.model().grad_data(), n, buckets.finish());
+            if (loss_scale != 1.0f) r.backend().scale(r.model().grad_data(), n, 1.0f / loss_scale);
+            // Identical on every replica after the all-reduce, so all skip alike.
+            r.optimizer().apply(r.model().param_data(), r.model().grad_data(), guard.skip_flag(sticky));
+            // Non-trainable state (batch norm's moving statistics) follows each
+            // replica's own batches; average it so every replica holds the same
+            // state, as the checkpoint (replica 0's) and evaluation assume.
+            if (replicated && r.model().state_count() > 0) {
+                r.comm().allreduce_sum(r.model().state_data(), r.model().state_count());
+                r.backend().scale(r.model().state_data(), r.model().state_count(),
+                                  1.0f / static_cast<float>(r.comm().size()));
+            }
+        };
+        r.graphs().run({rows, batch->size, r.inputs(), r.labels()}, queue_step);
         // The next step's shard is copied while this step's work runs on the GPU.
         if (r.stages_ahead() && step + 1 < steps_per_epoch_) {
             next = loader.get(step + 1);
             r.stage_training_shard(*next);
         }
-        // Every replica joins every all-reduce, even with an empty shard.
-        // Whether the gradients are finite: known from the summing (CPU
-        // replicas), else one pass over them.
-        const std::optional<bool> sums_finite = buckets.finish();
-        const int64_t global_step = epoch_first_step + step;
-        // Identical on every replica after the all-reduce, so all take the same branch.
-        if (!(sums_finite ? *sums_finite : r.backend().all_finite(r.model().grad_data(), n))) {
-            if (scaler.absorb_overflow()) {  // fp16: a smaller scale next step
+        if (every_step) {  // fp16: the scale for the next step depends on this one
+            if (!guard.read().this_step_bad) {
+                scaler.step_applied();
+            } else if (scaler.absorb_overflow()) {  // a smaller scale next step
                 if (r.rank() == 0) ++totals.overflow_steps;
             } else {
                 if (!skip_nonfinite) throw NonFiniteGradients(epoch, step);
                 if (r.rank() == 0) ++totals.skipped_steps;
             }
-        } else {
-            if (loss_scale != 1.0f) r.backend().scale(r.model().grad_data(), n, 1.0f / loss_scale);
-            scaler.step_applied();
-            r.optimizer().step(r.model().param_data(), r.model().grad_data(), schedule.learning_rate(global_step),
-                               global_step + 1);
-        }
-        // Non-trainable state (batch norm's moving statistics) follows each
-        // replica's own batches; average it so every replica holds the same
-        // state, as the checkpoint (replica 0's) and evaluation assume.
-        if (replicated && r.model().state_count() > 0) {
-            r.comm().allreduce_sum(r.model().state_data(), r.model().state_count());
-            r.backend().scale(r.model().state_data(), r.model().state_count(),
-                              1.0f / static_cast<float>(r.comm().size()));
         }
         samples += batch->size;
         if ((step + 1) % report_every_ == 0 || step + 1 == steps_per_epoch_) {
             // Loss and correct counts differ per replica; the sample count is
             // already global. The third value is how every replica agrees to stop
             // after the same step when a signal arrived (in any process).
+            if (!every_step) {
+                const StepGuard::Tally tally = guard.read();
+                if (tally.bad_steps > 0 && !skip_nonfinite) throw NonFiniteGradients(epoch, start_step + tally.first_bad);
+                if (r.rank() == 0) totals.skipped_steps = tally.bad_steps;
+            }
             double reduced[3];
             r.read_stats(reduced[0], reduced[1]);
             reduced[2] = pending_interrupt() != 0 ? 1.0 : 0.0;
@@ -220,6 +240,7 @@ FitResult Trainer::fit() {
     for (auto& r : replicas_) all_resident = r->make_resident(data_.train, resident) && all_resident;
     // Replicas that copy their own rows need no loader thread gathering batches.
     loader.set_index_only(all_resident);
+    for (auto& r : replicas_) r->graphs().set_enabled(step_graphs_unusable(cfg_, *r).empty());
 
     for (int64_t epoch = state_.epochs_done; epoch < cfg_.training.epochs; ++epoch) {
         const auto start = std::chrono::steady_clock::now();

@@ -36,6 +36,12 @@ void* CpuBackend::allocate_bytes(size_t bytes) {
 void CpuBackend::release(void* ptr) { std::free(ptr); }
 void CpuBackend::copy_to_device(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 
+void CpuBackend::upload(void* dst, const void* host_src, size_t bytes) {
+    if (bytes > kUploadBytes) throw Error("upload: " + std::to_string(bytes) + " bytes; at most " +
+                                          std::to_string(kUploadBytes) + " (use copy_to_device)");
+    std::memcpy(dst, host_src, bytes);
+}
+
 uint64_t CpuBackend::copy_to_device_async(void* dst, const void* pinned_src, size_t bytes) {
     std::memcpy(dst, pinned_src, bytes);
     return 0;
@@ -262,6 +268,18 @@ void CpuBackend::adam_step(float* params, const float* grads, float* m, float* v
         adam_loop_avx2(params, grads, m, v, n, a);
     else
         adam_loop_baseline(params, grads, m, v, n, a);
+}
+
+void CpuBackend::adam_step_guarded(float* params, const float* grads, float* m, float* v, size_t n,
+                                   const math::AdamParams* a, const int32_t* skip) {
+    if (skip && *skip != 0) return;
+    adam_step(params, grads, m, v, n, *a);
+}
+
+void CpuBackend::sgd_step_guarded(float* params, const float* grads, float* velocity, size_t n,
+                                  const math::SgdParams* s, const int32_t* skip) {
+    if (skip && *skip != 0) return;
+    sgd_step(params, grads, velocity, n, *s);
 }
 
 void CpuBackend::sgd_step(float* params, const float* grads, float* velocity, size_t n, const math::SgdParams& s) {

@@ -42,6 +42,9 @@ public:
                          uint64_t first_index) override;
     void multiply(const float* a, const float* b, float* out, size_t n) override;
     bool all_finite(const float* x, size_t n) override;  // cpu_finite.cpp
+    void check_finite(const float* x, size_t n, int32_t* guard) override;
+    void record_finite(int32_t* guard, bool finite) override;
+    void upload(void* dst, const void* host_src, size_t bytes) override;
     void softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols, float grad_scale,
                                float* grad, float* stats) override;
     void cross_entropy_probs(const float* probs, const int32_t* labels, int rows, int cols, float grad_scale,
@@ -77,6 +80,10 @@ public:
     void adam_step(float* params, const float* grads, float* m, float* v, size_t n,
                    const math::AdamParams& a) override;
     void sgd_step(float* params, const float* grads, float* velocity, size_t n, const math::SgdParams& s) override;
+    void adam_step_guarded(float* params, const float* grads, float* m, float* v, size_t n,
+                           const math::AdamParams* a, const int32_t* skip) override;
+    void sgd_step_guarded(float* params, const float* grads, float* velocity, size_t n, const math::SgdParams* s,
+                          const int32_t* skip) override;
 };
 
 // Threads OpenBLAS may use inside one GEMM call (process-wide setting).

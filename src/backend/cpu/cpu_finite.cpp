@@ -39,4 +39,8 @@ bool CpuBackend::all_finite(const float* x, size_t n) {
     return cpu::has_avx2_fma() ? all_finite_avx2(x, n) : all_finite_baseline(x, n);
 }
 
+void CpuBackend::check_finite(const float* x, size_t n, int32_t* guard) { record_finite(guard, all_finite(x, n)); }
+
+void CpuBackend::record_finite(int32_t* guard, bool finite) { math::tally_finite(guard, finite); }
+
 }  // namespace gputrain

@@ -102,6 +102,8 @@ void CudaBackend::destroy() noexcept {
     // Nothing here may throw; a lost context makes every call fail, which is fine.
     (void)cudaSetDevice(device_);
     if (stream_) (void)cudaStreamSynchronize(stream_);
+    for (cudaGraphExec_t exec : graphs_) (void)cudaGraphExecDestroy(exec);
+    graphs_.clear();
     convolution_.reset();
     pool_.free_all();
     if (batch_norm_scratch_) (void)cudaFree(batch_norm_scratch_);
@@ -340,6 +342,23 @@ bool CudaBackend::all_finite(const float* x, size_t n) {
     return count == 0;
 }
 
+void CudaBackend::check_finite(const float* x, size_t n, int32_t* guard) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::check_finite(stream_, x, n, nonfinite_count_, guard));
+}
+
+void CudaBackend::record_finite(int32_t* guard, bool finite) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::record_finite(stream_, guard, finite));
+}
+
+void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
+    if (bytes > kUploadBytes)
+        throw Error(fmt::format("{}: upload: {} bytes; at most {} (use copy_to_device)", name(), bytes, kUploadBytes));
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::upload(stream_, dst, host_src, bytes));
+}
+
 void CudaBackend::multiply(const float* a, const float* b, float* out, size_t n) {
     activate();
     CUDA_CHECK(device_, cuda_kernels::multiply(stream_, a, b, out, n));
@@ -456,6 +475,51 @@ void CudaBackend::adam_step(float* params, const float* grads, float* m, float* 
 void CudaBackend::sgd_step(float* params, const float* grads, float* velocity, size_t n, const math::SgdParams& s) {
     activate();
     CUDA_CHECK(device_, cuda_kernels::sgd_step(stream_, params, grads, velocity, n, s));
+}
+
+void CudaBackend::adam_step_guarded(float* params, const float* grads, float* m, float* v, size_t n,
+                                    const math::AdamParams* a, const int32_t* skip) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::adam_step_guarded(stream_, params, grads, m, v, n, a, skip));
+}
+
+void CudaBackend::sgd_step_guarded(float* params, const float* grads, float* velocity, size_t n,
+                                   const math::SgdParams* s, const int32_t* skip) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::sgd_step_guarded(stream_, params, grads, velocity, n, s, skip));
+}
+
+// ---- graphs ----
+
+void CudaBackend::begin_capture() {
+    activate();
+    CUDA_CHECK(device_, cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+}
+
+int CudaBackend::end_capture() {
+    activate();
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(stream_, &graph);
+    if (ended != cudaSuccess || graph == nullptr) {
+        (void)cudaGetLastError();  // capture errors are not sticky; clear the last-error slot
+        if (graph) (void)cudaGraphDestroy(graph);
+        throw Error(fmt::format("{}: the step could not be recorded as a CUDA graph ({}: {}); set "
+                                "training.cuda_graphs: false",
+                                name(), cudaGetErrorName(ended), cudaGetErrorString(ended)));
+    }
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
+    (void)cudaGraphDestroy(graph);
+    CUDA_CHECK(device_, made);
+    graphs_.push_back(exec);
+    return static_cast<int>(graphs_.size() - 1);
+}
+
+void CudaBackend::replay(int graph) {
+    if (graph < 0 || static_cast<size_t>(graph) >= graphs_.size())
+        throw Error(fmt::format("{}: internal: no recorded graph {}", name(), graph));
+    activate();
+    CUDA_CHECK(device_, cudaGraphLaunch(graphs_[static_cast<size_t>(graph)], stream_));
 }
 
 }  // namespace gputrain

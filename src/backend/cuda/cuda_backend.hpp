@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "backend/cuda/device_pool.hpp"
@@ -19,6 +20,7 @@
 // header does not pull in the CUDA headers.
 struct CUstream_st;
 struct CUevent_st;
+struct CUgraphExec_st;
 struct cublasContext;
 
 namespace gputrain {
@@ -81,6 +83,9 @@ public:
                          uint64_t first_index) override;
     void multiply(const float* a, const float* b, float* out, size_t n) override;
     bool all_finite(const float* x, size_t n) override;
+    void check_finite(const float* x, size_t n, int32_t* guard) override;
+    void record_finite(int32_t* guard, bool finite) override;
+    void upload(void* dst, const void* host_src, size_t bytes) override;
     void softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols, float grad_scale,
                                float* grad, float* stats) override;
     void cross_entropy_probs(const float* probs, const int32_t* labels, int rows, int cols, float grad_scale,
@@ -116,6 +121,18 @@ public:
     void adam_step(float* params, const float* grads, float* m, float* v, size_t n,
                    const math::AdamParams& a) override;
     void sgd_step(float* params, const float* grads, float* velocity, size_t n, const math::SgdParams& s) override;
+    void adam_step_guarded(float* params, const float* grads, float* m, float* v, size_t n,
+                           const math::AdamParams* a, const int32_t* skip) override;
+    void sgd_step_guarded(float* params, const float* grads, float* velocity, size_t n, const math::SgdParams* s,
+                          const int32_t* skip) override;
+
+    // CUDA graphs: stream capture of the compute stream (thread-local mode, so
+    // other replica threads go on queueing their own work), instantiated once
+    // and kept until the backend goes.
+    bool can_capture() const override { return true; }
+    void begin_capture() override;
+    int end_capture() override;
+    void replay(int graph) override;
 
 private:
     void activate() const;  // cudaSetDevice(device_) on the calling thread
@@ -137,6 +154,7 @@ private:
     cublasContext* cublas_ = nullptr;
     void* cublas_workspace_ = nullptr;
     int* nonfinite_count_ = nullptr;  // device counter for all_finite, allocated with the backend
+    std::vector<CUgraphExec_st*> graphs_;  // by the id end_capture returned
     DevicePool pool_;
     std::unique_ptr<CudnnConvolution> convolution_;
     // Per-chunk column sums of the batch-norm reductions (see batch_norm_kernels.hpp).

@@ -131,6 +131,37 @@ __global__ void sgd_momentum_kernel(float* params, const float* grads, float* ve
     }
 }
 
+// The guarded steps (Backend::adam_step_guarded): scalars read from device
+// memory, the whole update skipped when *skip says the gradients were not finite.
+__global__ void adam_guarded_kernel(float* params, const float* grads, float* m, float* v, size_t n,
+                                    const math::AdamParams* scalars, const int32_t* skip) {
+    if (skip && *skip != 0) return;
+    const math::AdamParams a = *scalars;
+    for (size_t i = thread_index(); i < n; i += thread_count()) {
+        float p = params[i], mi = m[i], vi = v[i];
+        math::adam_update(p, grads[i], mi, vi, a);
+        params[i] = p;
+        m[i] = mi;
+        v[i] = vi;
+    }
+}
+
+__global__ void sgd_guarded_kernel(float* params, const float* grads, float* velocity, size_t n,
+                                   const math::SgdParams* scalars, const int32_t* skip) {
+    if (skip && *skip != 0) return;
+    const math::SgdParams s = *scalars;
+    for (size_t i = thread_index(); i < n; i += thread_count()) {
+        if (s.momentum == 0.0f) {  // no velocity buffer (it may be null)
+            params[i] -= s.learning_rate * grads[i];
+            continue;
+        }
+        float p = params[i], vi = velocity[i];
+        math::sgd_momentum_update(p, grads[i], vi, s);
+        params[i] = p;
+        velocity[i] = vi;
+    }
+}
+
 // One grid-stride launch over n items; nothing is launched for n == 0.
 template <class... Params, class... Args>
 cudaError_t launch_1d(cudaStream_t stream, size_t n, void (*kernel)(Params...), Args... args) {
@@ -228,6 +259,16 @@ cudaError_t sgd_step(cudaStream_t stream, float* params, const float* grads, flo
     // Without momentum there is no velocity buffer (it may be null).
     if (s.momentum == 0.0f) return launch_1d(stream, n, sgd_plain_kernel, params, grads, n, s.learning_rate);
     return launch_1d(stream, n, sgd_momentum_kernel, params, grads, velocity, n, s);
+}
+
+cudaError_t adam_step_guarded(cudaStream_t stream, float* params, const float* grads, float* m, float* v, size_t n,
+                              const math::AdamParams* a, const int32_t* skip) {
+    return launch_1d(stream, n, adam_guarded_kernel, params, grads, m, v, n, a, skip);
+}
+
+cudaError_t sgd_step_guarded(cudaStream_t stream, float* params, const float* grads, float* velocity, size_t n,
+                             const math::SgdParams* s, const int32_t* skip) {
+    return launch_1d(stream, n, sgd_guarded_kernel, params, grads, velocity, n, s, skip);
 }
 
 }  // namespace gputrain::cuda_kernels

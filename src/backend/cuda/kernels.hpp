@@ -36,6 +36,14 @@ cudaError_t multiply(cudaStream_t stream, const float* a, const float* b, float*
 // *count += number of blocks that saw a NaN or Inf in x (finite_check.cu); the caller zeroes it.
 cudaError_t count_nonfinite(cudaStream_t stream, const float* x, size_t n, int* count);
 
+// The guard tally of Backend::check_finite: *scratch is zeroed, counted into,
+// then folded into guard (finite_check.cu); record_finite tallies a known verdict.
+cudaError_t check_finite(cudaStream_t stream, const float* x, size_t n, int* scratch, int32_t* guard);
+cudaError_t record_finite(cudaStream_t stream, int32_t* guard, bool finite);
+// dst[0, bytes) = host_src's bytes, carried as a kernel argument (upload.cu).
+constexpr size_t kUploadBytes = 64;
+cudaError_t upload(cudaStream_t stream, void* dst, const void* host_src, size_t bytes);
+
 cudaError_t softmax_cross_entropy(cudaStream_t stream, const float* logits, const int32_t* labels, int rows,
                                   int cols, float grad_scale, float* grad, float* stats);
 cudaError_t cross_entropy_probs(cudaStream_t stream, const float* probs, const int32_t* labels, int rows, int cols,
@@ -51,5 +59,10 @@ cudaError_t adam_step(cudaStream_t stream, float* params, const float* grads, fl
                       const math::AdamParams& a);
 cudaError_t sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, size_t n,
                      const math::SgdParams& s);
+// Scalars in device memory; nothing happens when skip is not null and *skip != 0.
+cudaError_t adam_step_guarded(cudaStream_t stream, float* params, const float* grads, float* m, float* v, size_t n,
+                              const math::AdamParams* a, const int32_t* skip);
+cudaError_t sgd_step_guarded(cudaStream_t stream, float* params, const float* grads, float* velocity, size_t n,
+                             const math::SgdParams* s, const int32_t* skip);
 
 }  // namespace gputrain::cuda_kernels

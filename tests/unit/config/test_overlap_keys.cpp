@@ -1,5 +1,5 @@
-// strategy.bucket_mb and data.resident: read, checked, written back to the
-// resolved YAML, and (changing only speed) kept out of the digest.
+// strategy.bucket_mb, data.resident and training.cuda_graphs: read, checked,
+// written back to the resolved YAML, and (changing only speed) kept out of the digest.
 #include <catch2/catch.hpp>
 
 #include "config/resolved_yaml.hpp"
@@ -36,4 +36,16 @@ TEST_CASE("bucket_mb and resident round-trip through the resolved YAML but stay 
     const RunConfig defaults = load_text(kMinimal);
     CHECK(a.digest == defaults.digest);
     CHECK(load_text(kMinimal, {"training.batch_size=64"}).digest != defaults.digest);
+}
+
+TEST_CASE("training.cuda_graphs defaults to true, takes a boolean, and stays out of the digest") {
+    const RunConfig defaults = load_text(kMinimal);
+    CHECK(defaults.training.cuda_graphs);
+    const RunConfig off = load_text(kMinimal, {"training.cuda_graphs=false"});
+    CHECK_FALSE(off.training.cuda_graphs);
+    CHECK(off.resolved_yaml.find("cuda_graphs: false") != std::string::npos);
+    CHECK_FALSE(load_text(off.resolved_yaml).training.cuda_graphs);
+    CHECK(off.digest == defaults.digest);
+    REQUIRE(error_of(kMinimal, {"training.cuda_graphs=sometimes"}) ==
+            "--set training.cuda_graphs=sometimes: training.cuda_graphs: expected true or false, got 'sometimes'");
 }

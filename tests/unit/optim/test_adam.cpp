@@ -170,3 +170,25 @@ TEST_CASE("make_optimizer rejects an unknown type, listing the known ones") {
         REQUIRE(e.exit_code() == 2);
     }
 }
+
+TEST_CASE("prepare + apply is step(); apply with a raised skip flag changes nothing") {
+    CpuBackend be;
+    OptimizerConfig cfg;
+    cfg.type = "adamw";
+    cfg.learning_rate = 0.01;
+    cfg.weight_decay = 0.01;
+    auto a = gputrain::optim::make_optimizer(cfg, be, 3);
+    auto b = gputrain::optim::make_optimizer(cfg, be, 3);
+    std::vector<float> pa{0.5f, -1.0f, 2.0f}, pb = pa;
+    const std::vector<float> g{0.1f, -0.2f, 0.3f};
+    const int32_t skip = 1, go = 0;
+    a->step(pa.data(), g.data(), 0.01, 1);
+    b->prepare(0.01, 1);
+    b->apply(pb.data(), g.data(), &skip);  // a bad step: nothing moves, not even the moments
+    REQUIRE(pb == std::vector<float>{0.5f, -1.0f, 2.0f});
+    for (const auto& s : b->state()) REQUIRE(std::vector<float>(s.data, s.data + 3) == std::vector<float>(3, 0.0f));
+    b->apply(pb.data(), g.data(), &go);  // the scalars prepared before still hold
+    REQUIRE(pa == pb);
+    REQUIRE(std::vector<float>(slot(*a, "adam_m"), slot(*a, "adam_m") + 3) ==
+            std::vector<float>(slot(*b, "adam_m"), slot(*b, "adam_m") + 3));
+}

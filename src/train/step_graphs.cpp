@@ -1,0 +1,65 @@
+#include "train/step_graphs.hpp"
+
+#include "train/replica.hpp"
+
+namespace gputrain::train {
+
+std::string step_graphs_unusable(const config::RunConfig& cfg, Replica& replica) {
+    if (!replica.backend().can_capture()) return "the " + replica.backend().name() + " backend runs each call directly";
+    if (!cfg.training.cuda_graphs) return "training.cuda_graphs: false";
+    if (cfg.training.precision == "fp16")
+        return "training.precision: fp16 rescales the loss from step to step (its loss scale is a host value)";
+    const nn::Model& model = replica.model();
+    for (size_t i = 0; i < model.layer_count(); ++i)
+        if (model.layer(i).varies_by_step())
+            return "layer '" + model.layer(i).name() + "' (" + model.layer(i).type() +
+                   ") draws a new random mask every step";
+    // One replica only: the device communicator waits on the host, and NCCL
+    // warns that graphs holding its collectives can deadlock with several
+    // GPUs in one process (its guide recommends one GPU per process).
+    if (replica.comm().size() > 1)
+        return std::to_string(replica.comm().size()) +
+               " replicas (graphs are recorded for a single replica; NCCL advises one GPU per process with graphs)";
+    return "";
+}
+
+std::string step_graphs_note(const config::RunConfig& cfg, Replica& replica) {
+    const std::string why = step_graphs_unusable(cfg, replica);
+    return why.empty() ? "on (each step shape is recorded once as a CUDA graph and replayed)" : "off: " + why;
+}
+
+void StepGraphs::run(const Shape& shape, const std::function<void()>& step) {
+    if (!enabled_) return step();
+    Entry* entry = nullptr;
+    for (Entry& e : entries_)
+        if (e.shape == shape) entry = &e;
+    if (!entry) {
+        if (entries_.size() < kMaxShapes) entries_.push_back(Entry{shape, -1});
+        return step();  // the first time: directly
+    }
+    if (entry->graph < 0) {
+        backend_.begin_capture();
+        try {
+            step();
+        } catch (...) {
+            // Leave the stream as it was (the capture is discarded), then report the step's own error.
+            try {
+                (void)backend_.end_capture();
+            } catch (...) {
+            }
+            throw;
+        }
+        try {
+            entry->graph = backend_.end_capture();
+        } catch (const Error& e) {
+            // Nothing recorded ran: run this step directly, and every step after it.
+            enabled_ = false;
+            failure_ = e.what();
+            return step();
+        }
+    }
+    backend_.replay(entry->graph);
+    ++replays_;
+}
+
+}  // namespace gputrain::train

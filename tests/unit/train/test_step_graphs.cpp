@@ -1,0 +1,86 @@
+// StepGraphs' schedule (direct, then recorded, then replayed, per shape) and
+// its failure paths, on a CPU backend that logs the graph calls it is given;
+// the real recording is tested on a GPU (tests/gpu/test_cuda_guarded.cpp).
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.hpp"
+#include "core/error.hpp"
+#include "train/step_graphs.hpp"
+#include "train_fixture.hpp"
+
+using namespace gputrain;
+
+namespace {
+
+class LoggingBackend : public CpuBackend {
+public:
+    bool can_capture() const override { return true; }
+    void begin_capture() override { log.push_back("begin"); }
+    int end_capture() override {
+        log.push_back("end");
+        if (fail_end) throw Error("cannot record: " + std::string("test"));
+        return graphs++;
+    }
+    void replay(int graph) override { log.push_back("replay " + std::to_string(graph)); }
+
+    std::vector<std::string> log;
+    bool fail_end = false;
+    int graphs = 0;
+};
+
+const train::StepGraphs::Shape kFull{16, 32, reinterpret_cast<const void*>(0x1000), nullptr};
+const train::StepGraphs::Shape kLast{5, 21, reinterpret_cast<const void*>(0x1000), nullptr};
+
+}  // namespace
+
+TEST_CASE("Each step shape runs directly once, is recorded the second time, then replayed") {
+    LoggingBackend be;
+    train::StepGraphs graphs(be, true);
+    int ran = 0;
+    const auto step = [&] { ++ran; };
+    for (int i = 0; i < 4; ++i) graphs.run(kFull, step);
+    graphs.run(kLast, step);
+    graphs.run(kLast, step);
+    graphs.run(kFull, step);
+    CHECK(ran == 4);  // kFull: direct + recorded; kLast: the same
+    CHECK(be.log == std::vector<std::string>{"begin", "end", "replay 0", "replay 0", "replay 0", "begin", "end",
+                                             "replay 1", "replay 0"});
+    CHECK(graphs.replays() == 5);
+}
+
+TEST_CASE("Disabled step graphs run every step directly") {
+    LoggingBackend be;
+    train::StepGraphs graphs(be, false);
+    int ran = 0;
+    for (int i = 0; i < 3; ++i) graphs.run(kFull, [&] { ++ran; });
+    CHECK(ran == 3);
+    CHECK(be.log.empty());
+}
+
+TEST_CASE("A step that cannot be recorded runs directly, and graphs stay off") {
+    LoggingBackend be;
+    be.fail_end = true;
+    train::StepGraphs graphs(be, true);
+    int ran = 0;
+    for (int i = 0; i < 4; ++i) graphs.run(kFull, [&] { ++ran; });
+    CHECK(ran == 5);  // direct, recorded (lost), again directly, then two more directly
+    CHECK(be.log == std::vector<std::string>{"begin", "end"});
+    CHECK_FALSE(graphs.enabled());
+    CHECK(graphs.failure() == "cannot record: test");
+}
+
+TEST_CASE("An error inside a recorded step ends the recording and reaches the caller") {
+    LoggingBackend be;
+    train::StepGraphs graphs(be, true);
+    graphs.run(kFull, [] {});
+    REQUIRE_THROWS_WITH(graphs.run(kFull, [] { throw Error("out of memory"); }), "out of memory");
+    CHECK(be.log == std::vector<std::string>{"begin", "end"});
+}
+
+TEST_CASE("On the CPU, step graphs are off and say why") {
+    const auto cfg = fixture::small_job(1, 8);
+    auto reps = fixture::replicas(cfg, 1);
+    CHECK(train::step_graphs_unusable(cfg, *reps[0]) == "the cpu backend runs each call directly");
+    CHECK(train::step_graphs_note(cfg, *reps[0]) == "off: the cpu backend runs each call directly");
+}
