@@ -86,6 +86,10 @@ public:
     // mask_out (n floats) keeps the scale factor or 0 for the backward pass.
     virtual void dropout_forward(const float* x, float* y, float* mask_out, size_t n, float rate, uint64_t key,
                                  uint64_t first_index) = 0;
+    // The same with the key in backend memory: key_words[0] its low and
+    // key_words[1] its high 32 bits (written by upload() before each step).
+    virtual void dropout_forward_keyed(const float* x, float* y, float* mask_out, size_t n, float rate,
+                                       const uint32_t* key_words, uint64_t first_index) = 0;
     virtual void multiply(const float* a, const float* b, float* out, size_t n) = 0;
     // Whether every x[i] is finite (no NaN, no Inf). Waits for the result on the host.
     virtual bool all_finite(const float* x, size_t n) = 0;

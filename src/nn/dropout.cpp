@@ -15,6 +15,26 @@ Shape Dropout::build(const Shape& input_shape) {
     return input_shape;
 }
 
+uint64_t Dropout::key_of(const RunContext& ctx) const {
+    Rng keyed(ctx.seed);
+    const uint64_t key = keyed.split(static_cast<uint64_t>(index_) * 0x100000001ull + 0x5bd1e995u).next_u64() ^
+                         (static_cast<uint64_t>(ctx.epoch) << 40) ^ (static_cast<uint64_t>(ctx.step) << 8);
+    return Rng(key).next_u64();
+}
+
+void Dropout::write_key(const RunContext& ctx) {
+    const uint64_t key = key_of(ctx);
+    if (key_written_ && key == written_key_) return;  // prepared for this step already
+    const uint32_t words[2] = {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)};
+    ctx.backend.upload(key_, words, sizeof words);
+    key_written_ = true;
+    written_key_ = key;
+}
+
+void Dropout::prepare_step(const RunContext& ctx) {
+    if (ctx.training && rate_ > 0.0f) write_key(ctx);
+}
+
 void Dropout::forward(const RunContext& ctx, const float* x, float* y, int rows) {
     const size_t n = static_cast<size_t>(rows) * elements_;
     last_forward_training_ = ctx.training && rate_ > 0.0f;
@@ -22,11 +42,11 @@ void Dropout::forward(const RunContext& ctx, const float* x, float* y, int rows)
         ctx.backend.copy(y, x, n * sizeof(float));
         return;
     }
-    Rng keyed(ctx.seed);
-    const uint64_t key = keyed.split(static_cast<uint64_t>(index_) * 0x100000001ull + 0x5bd1e995u).next_u64() ^
-                         (static_cast<uint64_t>(ctx.epoch) << 40) ^ (static_cast<uint64_t>(ctx.step) << 8);
+    // Nothing to write when prepare_step ran for this step (always in training);
+    // a caller that skipped it still gets the step's mask.
+    write_key(ctx);
     const uint64_t first = static_cast<uint64_t>(ctx.row_offset) * static_cast<uint64_t>(elements_);
-    ctx.backend.dropout_forward(x, y, mask_, n, rate_, Rng(key).next_u64(), first);
+    ctx.backend.dropout_forward_keyed(x, y, mask_, n, rate_, key_, first);
 }
 
 void Dropout::backward(const RunContext& ctx, const float*, const float*, const float* dy, float* dx, int rows) {

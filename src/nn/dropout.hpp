@@ -15,17 +15,29 @@ public:
     std::string type() const override { return "dropout"; }
     std::string detail() const override;
     Shape build(const Shape& input_shape) override;
-    bool varies_by_step() const override { return rate_ > 0.0f; }
+    // The step's mask key goes to backend memory (two 32-bit words at the
+    // start of the scratch block), and the mask kernel reads it there.
+    void prepare_step(const RunContext& ctx) override;
     int64_t scratch_per_sample() const override { return elements_; }
-    void set_scratch(float* scratch) override { mask_ = scratch; }
+    int64_t scratch_fixed() const override { return 2; }
+    void set_scratch(float* scratch) override {
+        key_ = reinterpret_cast<uint32_t*>(scratch);
+        mask_ = scratch + 2;
+    }
     void forward(const RunContext& ctx, const float* x, float* y, int rows) override;
     void backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx,
                   int rows) override;
 
 private:
+    uint64_t key_of(const RunContext& ctx) const;
+    void write_key(const RunContext& ctx);
+
     float rate_;
     int64_t elements_ = 0;
     float* mask_ = nullptr;
+    uint32_t* key_ = nullptr;
+    bool key_written_ = false;
+    uint64_t written_key_ = 0;  // what key_ holds once key_written_
     bool last_forward_training_ = false;
 };
 

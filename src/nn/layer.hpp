@@ -94,10 +94,11 @@ public:
     // layer outputs logits; returns whether it did.
     virtual bool strip_final_softmax() { return false; }
 
-    // Whether a training forward/backward queues different work from step to
-    // step for the same rows (dropout: the mask's key names the step), so that
-    // a step recorded as a graph could not be replayed.
-    virtual bool varies_by_step() const { return false; }
+    // Called before each training step's forward, outside any recorded
+    // graph: writes to backend memory what changes from step to step (dropout's
+    // mask key), so that the work forward queues is the same every step and a
+    // step recorded once can be replayed (train/step_graphs.hpp).
+    virtual void prepare_step(const RunContext& ctx) { (void)ctx; }
 
     // `layer_index` keys random streams (dropout) so they differ between layers.
     void set_index(int index) { index_ = index; }

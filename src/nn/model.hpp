@@ -61,6 +61,11 @@ public:
     // every replica sees the same calls), so that gradient all-reduces can start early.
     void forward_backward(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows,
                           float grad_scale, float* stats, const GradientsReady& ready = nullptr);
+    // Layer::prepare_step on every layer: call before forward_backward when
+    // the step is recorded or replayed as a graph.
+    void prepare_step(const RunContext& ctx) {
+        for (auto& layer : layers_) layer->prepare_step(ctx);
+    }
     // Where each layer's trainable parameters begin in the flat buffer
     // (layers + 1 entries, the last = param_count()): the offsets `ready` reports.
     const std::vector<size_t>& layer_param_offsets() const { return layer_offsets_; }

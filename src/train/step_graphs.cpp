@@ -9,11 +9,6 @@ std::string step_graphs_unusable(const config::RunConfig& cfg, Replica& replica)
     if (!cfg.training.cuda_graphs) return "training.cuda_graphs: false";
     if (cfg.training.precision == "fp16")
         return "training.precision: fp16 rescales the loss from step to step (its loss scale is a host value)";
-    const nn::Model& model = replica.model();
-    for (size_t i = 0; i < model.layer_count(); ++i)
-        if (model.layer(i).varies_by_step())
-            return "layer '" + model.layer(i).name() + "' (" + model.layer(i).type() +
-                   ") draws a new random mask every step";
     // One replica only: the device communicator waits on the host, and NCCL
     // warns that graphs holding its collectives can deadlock with several
     // GPUs in one process (its guide recommends one GPU per process).

@@ -4,9 +4,10 @@
 //
 // What a step queues must then be the same from step to step for the same
 // shape: the same buffers, the same kernel arguments. The per-step values live
-// in backend memory instead (the optimizer's scalars, Optimizer::prepare; the
-// finite flag, StepGuard), and the batch is gathered or copied into the
-// replica's shard buffers before the replay. A step shape is the shard's rows,
+// in backend memory instead (the optimizer's scalars, Optimizer::prepare;
+// dropout's mask key, Layer::prepare_step; the finite flag, StepGuard), written
+// before the replay, as the batch is gathered or copied into the replica's
+// shard buffers before it. A step shape is the shard's rows,
 // the global batch (the loss scale) and the shard buffers (two in turn while
 // copies are staged ahead): a few per run.
 #pragma once

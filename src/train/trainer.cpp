@@ -83,6 +83,7 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
         // The loss scale (1 unless fp16) is a power of two: exact to apply and to undo.
         const float loss_scale = scaler.scale();
         const int rows = static_cast<int>(end - begin);
+        r.model().prepare_step(ctx);  // per-step values (dropout's key), outside any recorded graph
         // The step's work, queued on the backend: the same from step to step
         // for one shape, so that a GPU records it once and replays it (StepGraphs).
         const auto queue_step = [&] {
@@ -274,6 +275,14 @@ FitResult Trainer::fit() {
         record_loss_scale();
         state_.step_in_epoch = 0;
         state_.partial_loss_sum = state_.partial_correct = state_.partial_samples = 0;
+        // Recording a step failed (some call could not be recorded): say so once; the steps ran call by call.
+        if (writer && !graphs_warned_ && !replicas_[0]->graphs().failure().empty()) {
+            graphs_warned_ = true;
+            std::fprintf(options_.out,
+                         "warning: %s; steps run call by call from there on (training.cuda_graphs: false skips "
+                         "the attempt)\n",
+                         replicas_[0]->graphs().failure().c_str());
+        }
         if (totals.skipped_steps > 0 && writer)
             std::fprintf(options_.out, "warning: epoch %lld skipped %lld step%s with NaN or Inf gradients (training.on_nan: skip_step)\n",
                          (long long)epoch + 1, (long long)totals.skipped_steps, totals.skipped_steps == 1 ? "" : "s");

@@ -145,7 +145,25 @@ TEST_CASE("A step that cannot be recorded says so and leaves the stream usable")
     float host[2];
     // A copy to pageable host memory waits for the stream: not allowed while recording.
     REQUIRE_THROWS(gpu.copy_to_host(host, x, sizeof host));
-    REQUIRE_THROWS_WITH(gpu.end_capture(), Catch::Contains("training.cuda_graphs: false"));
+    REQUIRE_THROWS_WITH(gpu.end_capture(), Catch::Contains("could not be recorded as a CUDA graph"));
     gpu.scale(x, 2, 2.0f);
     REQUIRE(buf.download(x, 2) == std::vector<float>{2.0f, 4.0f});  // the recorded scale never ran
+}
+
+TEST_CASE("dropout_forward_keyed reads its key from memory and matches the CPU's dropout_forward") {
+    const size_t n = GENERATE(as<size_t>{}, 1, 257, 10007);
+    INFO("n " << n);
+    const uint64_t key = 0x9e3779b97f4a7c15ull;
+    const std::vector<uint32_t> words{static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)};
+    const auto x = random_vector(n, 31);
+    CpuBackend cpu;
+    std::vector<float> y(n), mask(n);
+    cpu.dropout_forward(x.data(), y.data(), mask.data(), n, 0.3f, key, 17);
+    CudaBackend gpu(0);
+    Buffers buf(gpu);
+    float* gy = buf.zeros<float>(n);
+    float* gmask = buf.zeros<float>(n);
+    gpu.dropout_forward_keyed(buf.upload(x), gy, gmask, n, 0.3f, buf.upload(words), 17);
+    REQUIRE(buf.download(gy, n) == y);
+    REQUIRE(buf.download(gmask, n) == mask);
 }

@@ -94,8 +94,8 @@ TEST_CASE("The reference job reaches the CPU acceptance accuracy on the GPU") {
 
 namespace {
 
-// small_job without its dropout layer: nothing in it changes from step to step.
-config::RunConfig graphable_job(int64_t epochs, int64_t batch) {
+// small_job without its dropout layer.
+config::RunConfig without_dropout(int64_t epochs, int64_t batch) {
     auto cfg = fixture::small_job(epochs, batch);
     cfg.model.layers.erase(cfg.model.layers.begin() + 1);
     return cfg;
@@ -106,40 +106,41 @@ config::RunConfig graphable_job(int64_t epochs, int64_t batch) {
 TEST_CASE("Steps replayed as CUDA graphs give the weights of steps run call by call") {
     data::DataSplits data;
     data.train = fixture::blobs(203, 3);  // batches of 16: 12 full steps and one of 11
-    for (const std::string resident : {"true", "false"}) {  // gathered on the device, or copied in turn
-        INFO("data.resident " << resident);
-        auto cfg = graphable_job(2, 16);
-        cfg.data.resident = resident;
-        fixture::TempDir direct_dir, graph_dir;
-        cfg.training.cuda_graphs = false;
-        auto direct = gpu_replicas(cfg);
-        const auto direct_run = fixture::fit(cfg, direct, data, direct_dir.path.string());
-        REQUIRE(direct[0]->graphs().replays() == 0);
-        cfg.training.cuda_graphs = true;
-        auto graphs = gpu_replicas(cfg);
-        REQUIRE(train::step_graphs_unusable(cfg, *graphs[0]).empty());
-        const auto graph_run = fixture::fit(cfg, graphs, data, graph_dir.path.string());
-        REQUIRE(graphs[0]->graphs().failure().empty());
-        REQUIRE(graphs[0]->graphs().replays() >= 20);
-        // The same kernels on the same data: the same bits.
-        REQUIRE(host_params(*graphs[0]) == host_params(*direct[0]));
-        REQUIRE(graph_run.history[1].loss == Approx(direct_run.history[1].loss).epsilon(1e-6));
-        REQUIRE(graph_run.history[1].accuracy == direct_run.history[1].accuracy);
+    for (const bool dropout : {true, false}) {  // dropout: a new mask key every step, from device memory
+        for (const std::string resident : {"true", "false"}) {  // gathered on the device, or copied in turn
+            INFO("dropout " << dropout << ", data.resident " << resident);
+            auto cfg = dropout ? fixture::small_job(2, 16) : without_dropout(2, 16);
+            cfg.data.resident = resident;
+            fixture::TempDir direct_dir, graph_dir;
+            cfg.training.cuda_graphs = false;
+            auto direct = gpu_replicas(cfg);
+            const auto direct_run = fixture::fit(cfg, direct, data, direct_dir.path.string());
+            REQUIRE(direct[0]->graphs().replays() == 0);
+            cfg.training.cuda_graphs = true;
+            auto graphs = gpu_replicas(cfg);
+            REQUIRE(train::step_graphs_unusable(cfg, *graphs[0]).empty());
+            const auto graph_run = fixture::fit(cfg, graphs, data, graph_dir.path.string());
+            REQUIRE(graphs[0]->graphs().failure().empty());
+            REQUIRE(graphs[0]->graphs().replays() >= 20);
+            // The same kernels on the same data: the same bits.
+            REQUIRE(host_params(*graphs[0]) == host_params(*direct[0]));
+            REQUIRE(graph_run.history[1].loss == Approx(direct_run.history[1].loss).epsilon(1e-6));
+            REQUIRE(graph_run.history[1].accuracy == direct_run.history[1].accuracy);
+        }
     }
 }
 
-TEST_CASE("CUDA graphs are off, with the reason, where a step changes from step to step") {
-    const auto with_dropout = fixture::small_job(1, 16);
-    auto gpu = gpu_replicas(with_dropout);
-    REQUIRE(train::step_graphs_unusable(with_dropout, *gpu[0]) ==
-            "layer '" + gpu[0]->model().layer(1).name() + "' (dropout) draws a new random mask every step");
-    auto fp16 = graphable_job(1, 16);
+TEST_CASE("CUDA graphs are off, with the reason, for fp16 and for replicas sharing the GPU") {
+    auto fp16 = fixture::small_job(1, 16);
+    auto gpu = gpu_replicas(fp16);
     fp16.training.precision = "fp16";
     REQUIRE(train::step_graphs_unusable(fp16, *gpu[0]).find("fp16") != std::string::npos);
-    auto two = graphable_job(1, 16);
+    auto two = fixture::small_job(1, 16);
     two.strategy.replicas_per_gpu = 2;
     auto shared = gpu_replicas(two);
     REQUIRE(train::step_graphs_unusable(two, *shared[0]).rfind("2 replicas", 0) == 0);
+    two.training.cuda_graphs = false;
+    REQUIRE(train::step_graphs_unusable(two, *gpu[0]) == "training.cuda_graphs: false");
 }
 
 TEST_CASE("On the GPU, NaN gradients found at a progress report name their step; no update follows") {
@@ -149,7 +150,7 @@ TEST_CASE("On the GPU, NaN gradients found at a progress report name their step;
     first_two.train = poisoned.train;
     first_two.train.inputs.resize(6 * 16);
     first_two.train.labels.resize(16);
-    auto cfg = graphable_job(1, 8);
+    auto cfg = fixture::small_job(1, 8);
     cfg.training.shuffle = false;
     cfg.logging.every_steps = 4;
     fixture::TempDir dir, dir2;

@@ -332,6 +332,14 @@ void CudaBackend::dropout_forward(const float* x, float* y, float* mask_out, siz
                cuda_kernels::dropout_forward(stream_, x, y, mask_out, n, rate, keep_scale, key, first_index));
 }
 
+void CudaBackend::dropout_forward_keyed(const float* x, float* y, float* mask_out, size_t n, float rate,
+                                        const uint32_t* key_words, uint64_t first_index) {
+    activate();
+    const float keep_scale = 1.0f / (1.0f - rate);
+    CUDA_CHECK(device_, cuda_kernels::dropout_forward_keyed(stream_, x, y, mask_out, n, rate, keep_scale, key_words,
+                                                            first_index));
+}
+
 bool CudaBackend::all_finite(const float* x, size_t n) {
     activate();
     CUDA_CHECK(device_, cudaMemsetAsync(nonfinite_count_, 0, sizeof(int), stream_));
@@ -503,9 +511,8 @@ int CudaBackend::end_capture() {
     if (ended != cudaSuccess || graph == nullptr) {
         (void)cudaGetLastError();  // capture errors are not sticky; clear the last-error slot
         if (graph) (void)cudaGraphDestroy(graph);
-        throw Error(fmt::format("{}: the step could not be recorded as a CUDA graph ({}: {}); set "
-                                "training.cuda_graphs: false",
-                                name(), cudaGetErrorName(ended), cudaGetErrorString(ended)));
+        throw Error(fmt::format("{}: the work could not be recorded as a CUDA graph ({}: {})", name(),
+                                cudaGetErrorName(ended), cudaGetErrorString(ended)));
     }
     cudaGraphExec_t exec = nullptr;
     const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);

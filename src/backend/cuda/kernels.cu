@@ -92,14 +92,26 @@ __global__ void activation_backward_kernel(const float* z, const float* dy, floa
     for (size_t i = thread_index(); i < n; i += thread_count()) dx[i] = dy[i] * f(z[i]);
 }
 
-__global__ void dropout_kernel(const float* x, float* y, float* mask_out, size_t n, float rate, float keep_scale,
-                               uint64_t key, uint64_t first_index) {
+__device__ void dropout_rows(const float* x, float* y, float* mask_out, size_t n, float rate, float keep_scale,
+                             uint64_t key, uint64_t first_index) {
     for (size_t i = thread_index(); i < n; i += thread_count()) {
         // Same (key, first_index + i) as the CPU: masks do not depend on the backend.
         const float m = math::hash_uniform(key, first_index + i) >= rate ? keep_scale : 0.0f;
         mask_out[i] = m;
         y[i] = x[i] * m;
     }
+}
+
+__global__ void dropout_kernel(const float* x, float* y, float* mask_out, size_t n, float rate, float keep_scale,
+                               uint64_t key, uint64_t first_index) {
+    dropout_rows(x, y, mask_out, n, rate, keep_scale, key, first_index);
+}
+
+// The key from device memory, so that a recorded graph takes each step's key.
+__global__ void dropout_keyed_kernel(const float* x, float* y, float* mask_out, size_t n, float rate,
+                                     float keep_scale, const uint32_t* key_words, uint64_t first_index) {
+    dropout_rows(x, y, mask_out, n, rate, keep_scale, key_words[0] | static_cast<uint64_t>(key_words[1]) << 32,
+                 first_index);
 }
 
 __global__ void multiply_kernel(const float* a, const float* b, float* out, size_t n) {
@@ -243,6 +255,11 @@ cudaError_t activation_backward(cudaStream_t stream, Activation a, const float* 
 cudaError_t dropout_forward(cudaStream_t stream, const float* x, float* y, float* mask_out, size_t n, float rate,
                             float keep_scale, uint64_t key, uint64_t first_index) {
     return launch_1d(stream, n, dropout_kernel, x, y, mask_out, n, rate, keep_scale, key, first_index);
+}
+
+cudaError_t dropout_forward_keyed(cudaStream_t stream, const float* x, float* y, float* mask_out, size_t n,
+                                  float rate, float keep_scale, const uint32_t* key_words, uint64_t first_index) {
+    return launch_1d(stream, n, dropout_keyed_kernel, x, y, mask_out, n, rate, keep_scale, key_words, first_index);
 }
 
 cudaError_t multiply(cudaStream_t stream, const float* a, const float* b, float* out, size_t n) {

@@ -32,6 +32,9 @@ cudaError_t softmax_backward(cudaStream_t stream, const float* y, const float* d
 // keep_scale = 1 / (1 - rate), computed once by the caller exactly as the CPU does.
 cudaError_t dropout_forward(cudaStream_t stream, const float* x, float* y, float* mask_out, size_t n, float rate,
                             float keep_scale, uint64_t key, uint64_t first_index);
+// The key read from device memory (low word, high word).
+cudaError_t dropout_forward_keyed(cudaStream_t stream, const float* x, float* y, float* mask_out, size_t n,
+                                  float rate, float keep_scale, const uint32_t* key_words, uint64_t first_index);
 cudaError_t multiply(cudaStream_t stream, const float* a, const float* b, float* out, size_t n);
 // *count += number of blocks that saw a NaN or Inf in x (finite_check.cu); the caller zeroes it.
 cudaError_t count_nonfinite(cudaStream_t stream, const float* x, size_t n, int* count);

@@ -93,3 +93,19 @@ TEST_CASE("Dropout masks follow the global row, so any sharding gives the same m
     whole.layer->forward({whole.backend, true, 3, 2, 8, 0}, x.data(), y_next.data(), 6);
     REQUIRE(y_next != y_whole);
 }
+
+TEST_CASE("Dropout: prepare_step writes the step's key where a recorded mask call reads it") {
+    LayerUnderTest t(std::make_unique<nn::Dropout>(0.4f), {8}, 3);
+    const auto x = harness::random_vector(t.in_size(), 5);
+    const size_t n = t.out_size();
+    std::vector<float> y5(n), y6(n), replayed(n), mask(n);
+    t.layer->forward({t.backend, true, 3, 1, 5, 0}, x.data(), y5.data(), 3);
+    t.layer->prepare_step({t.backend, true, 3, 1, 6, 0});
+    // What replaying step 5's recorded call does after that: the same call,
+    // the key read from the start of the scratch block (dropout.hpp).
+    t.backend.dropout_forward_keyed(x.data(), replayed.data(), mask.data(), n, 0.4f,
+                                    reinterpret_cast<const uint32_t*>(t.scratch.data()), 0);
+    t.layer->forward({t.backend, true, 3, 1, 6, 0}, x.data(), y6.data(), 3);
+    REQUIRE(replayed == y6);
+    REQUIRE(y6 != y5);
+}
