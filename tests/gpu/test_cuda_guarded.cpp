@@ -28,6 +28,24 @@ std::vector<int32_t> tallies(Backend& be, const std::vector<std::vector<float>>&
     return out;
 }
 
+// Two copies of the same parameters, each with its own Adam moments: one
+// stepped directly ([0]), one through the guarded or recorded path ([1]).
+struct TwinAdam {
+    TwinAdam(Buffers& buf, size_t n, uint32_t seed) : initial(random_vector(n, seed)) {
+        for (int i = 0; i < 2; ++i) {
+            params[i] = buf.upload(initial);
+            m[i] = buf.zeros<float>(n);
+            v[i] = buf.zeros<float>(n);
+        }
+        grads = buf.upload(random_vector(n, seed + 1));
+    }
+    std::vector<float> initial;
+    float* params[2];
+    float* m[2];
+    float* v[2];
+    float* grads;
+};
+
 }  // namespace
 
 TEST_CASE("check_finite and record_finite tally like the CPU, at awkward sizes") {
@@ -67,26 +85,22 @@ TEST_CASE("Guarded Adam and SGD match the plain steps and skip on the flag") {
     INFO("n " << n);
     CudaBackend gpu(0);
     Buffers buf(gpu);
-    const auto p0 = random_vector(n, 11), g = random_vector(n, 12);
     const AdamParams a{1e-2f, 0.9f, 0.999f, 1e-7f, 1e-4f};
-    float* plain = buf.upload(p0);
-    float* guarded = buf.upload(p0);
-    float* m1 = buf.zeros<float>(n);
-    float* v1 = buf.zeros<float>(n);
-    float* m2 = buf.zeros<float>(n);
-    float* v2 = buf.zeros<float>(n);
-    float* grads = buf.upload(g);
+    TwinAdam t(buf, n, 11);
     auto* scalars = buf.zeros<AdamParams>(1);
     int32_t* flags = buf.upload(std::vector<int32_t>{0, 1});
     gpu.upload(scalars, &a, sizeof a);
-    gpu.adam_step(plain, grads, m1, v1, n, a);
-    gpu.adam_step_guarded(guarded, grads, m2, v2, n, scalars, flags + 1);  // skipped
-    REQUIRE(buf.download(guarded, n) == p0);
-    REQUIRE(buf.download(m2, n) == std::vector<float>(n, 0.0f));
-    gpu.adam_step_guarded(guarded, grads, m2, v2, n, scalars, flags);
-    REQUIRE(buf.download(guarded, n) == buf.download(plain, n));
-    REQUIRE(buf.download(v2, n) == buf.download(v1, n));
+    gpu.adam_step(t.params[0], t.grads, t.m[0], t.v[0], n, a);
+    gpu.adam_step_guarded(t.params[1], t.grads, t.m[1], t.v[1], n, scalars, flags + 1);  // skipped
+    REQUIRE(buf.download(t.params[1], n) == t.initial);
+    REQUIRE(buf.download(t.m[1], n) == std::vector<float>(n, 0.0f));
+    gpu.adam_step_guarded(t.params[1], t.grads, t.m[1], t.v[1], n, scalars, flags);
+    REQUIRE(buf.download(t.params[1], n) == buf.download(t.params[0], n));
+    REQUIRE(buf.download(t.v[1], n) == buf.download(t.v[0], n));
 
+    float* plain = t.params[0];
+    float* guarded = t.params[1];
+    float* grads = t.grads;
     const SgdParams s{0.05f, 0.9f, true};
     auto* sgd_scalars = buf.zeros<SgdParams>(1);
     gpu.upload(sgd_scalars, &s, sizeof s);
@@ -103,35 +117,28 @@ TEST_CASE("A recorded graph replays the recorded work with the values in memory 
     CudaBackend gpu(0);
     Buffers buf(gpu);
     const size_t n = 1000;
-    const auto p0 = random_vector(n, 21), g = random_vector(n, 22);
-    float* direct = buf.upload(p0);
-    float* replayed = buf.upload(p0);
-    float* m1 = buf.zeros<float>(n);
-    float* v1 = buf.zeros<float>(n);
-    float* m2 = buf.zeros<float>(n);
-    float* v2 = buf.zeros<float>(n);
-    float* grads = buf.upload(g);
+    TwinAdam t(buf, n, 21);
     int32_t* guard = buf.zeros<int32_t>(Backend::kGuardWords);
     auto* scalars = buf.zeros<AdamParams>(1);
-    const auto step_params = [](int t) {
-        const float alpha = 1e-2f * std::sqrt(1.0f - std::pow(0.999f, static_cast<float>(t))) /
-                            (1.0f - std::pow(0.9f, static_cast<float>(t)));
+    const auto step_params = [](int step) {
+        const float alpha = 1e-2f * std::sqrt(1.0f - std::pow(0.999f, static_cast<float>(step))) /
+                            (1.0f - std::pow(0.9f, static_cast<float>(step)));
         return AdamParams{alpha, 0.9f, 0.999f, 1e-7f, 0.0f};
     };
     // Recording runs nothing.
     gpu.begin_capture();
-    gpu.check_finite(grads, n, guard);
-    gpu.adam_step_guarded(replayed, grads, m2, v2, n, scalars, guard);
+    gpu.check_finite(t.grads, n, guard);
+    gpu.adam_step_guarded(t.params[1], t.grads, t.m[1], t.v[1], n, scalars, guard);
     const int graph = gpu.end_capture();
-    REQUIRE(buf.download(replayed, n) == p0);
+    REQUIRE(buf.download(t.params[1], n) == t.initial);
     REQUIRE(buf.download(guard, Backend::kGuardWords) == std::vector<int32_t>(Backend::kGuardWords, 0));
-    for (int t = 1; t <= 3; ++t) {
-        const AdamParams a = step_params(t);
-        gpu.adam_step(direct, grads, m1, v1, n, a);
+    for (int step = 1; step <= 3; ++step) {
+        const AdamParams a = step_params(step);
+        gpu.adam_step(t.params[0], t.grads, t.m[0], t.v[0], n, a);
         gpu.upload(scalars, &a, sizeof a);
         gpu.replay(graph);
     }
-    REQUIRE(buf.download(replayed, n) == buf.download(direct, n));
+    REQUIRE(buf.download(t.params[1], n) == buf.download(t.params[0], n));
     REQUIRE(buf.download(guard, Backend::kGuardWords) == std::vector<int32_t>{0, 0, 3, 0});
     REQUIRE_THROWS_WITH(gpu.replay(graph + 1), Catch::Contains("no recorded graph"));
 }

@@ -144,21 +144,13 @@ TEST_CASE("CUDA graphs are off, with the reason, for fp16 and for replicas shari
 }
 
 TEST_CASE("On the GPU, NaN gradients found at a progress report name their step; no update follows") {
-    data::DataSplits poisoned, first_two;
-    poisoned.train = fixture::blobs(32, 3);
-    poisoned.train.inputs[6 * 20 + 2] = std::nanf("");  // step 3 of 4
-    first_two.train = poisoned.train;
-    first_two.train.inputs.resize(6 * 16);
-    first_two.train.labels.resize(16);
-    auto cfg = fixture::small_job(1, 8);
-    cfg.training.shuffle = false;
-    cfg.logging.every_steps = 4;
+    const auto t = fixture::late_nan();
     fixture::TempDir dir, dir2;
-    auto a = gpu_replicas(cfg);
-    REQUIRE_THROWS_WITH(fixture::fit(cfg, a, poisoned, dir.path.string()),
+    auto a = gpu_replicas(t.cfg);
+    REQUIRE_THROWS_WITH(fixture::fit(t.cfg, a, t.poisoned, dir.path.string()),
                         Catch::StartsWith("training diverged: NaN or Inf in the gradients at epoch 1, step 3/4;"));
     REQUIRE(a[0]->graphs().replays() > 0);  // the bad step ran as a replayed graph
-    auto b = gpu_replicas(cfg);
-    fixture::fit(cfg, b, first_two, dir2.path.string());
+    auto b = gpu_replicas(t.cfg);
+    fixture::fit(t.cfg, b, t.first_two, dir2.path.string());
     REQUIRE(host_params(*a[0]) == host_params(*b[0]));
 }

@@ -118,8 +118,10 @@ __global__ void multiply_kernel(const float* a, const float* b, float* out, size
     for (size_t i = thread_index(); i < n; i += thread_count()) out[i] = a[i] * b[i];
 }
 
-__global__ void adam_kernel(float* params, const float* grads, float* m, float* v, size_t n,
-                            math::AdamParams a) {
+// The optimizer updates over a grid-stride loop, shared by the plain kernels
+// (scalars as arguments) and the guarded ones (scalars in device memory).
+__device__ void adam_rows(float* params, const float* grads, float* m, float* v, size_t n,
+                          const math::AdamParams& a) {
     for (size_t i = thread_index(); i < n; i += thread_count()) {
         float p = params[i], mi = m[i], vi = v[i];
         math::adam_update(p, grads[i], mi, vi, a);
@@ -129,18 +131,32 @@ __global__ void adam_kernel(float* params, const float* grads, float* m, float* 
     }
 }
 
-__global__ void sgd_plain_kernel(float* params, const float* grads, size_t n, float learning_rate) {
+__device__ void sgd_plain_rows(float* params, const float* grads, size_t n, float learning_rate) {
     for (size_t i = thread_index(); i < n; i += thread_count()) params[i] -= learning_rate * grads[i];
 }
 
-__global__ void sgd_momentum_kernel(float* params, const float* grads, float* velocity, size_t n,
-                                    math::SgdParams s) {
+__device__ void sgd_momentum_rows(float* params, const float* grads, float* velocity, size_t n,
+                                  const math::SgdParams& s) {
     for (size_t i = thread_index(); i < n; i += thread_count()) {
         float p = params[i], vi = velocity[i];
         math::sgd_momentum_update(p, grads[i], vi, s);
         params[i] = p;
         velocity[i] = vi;
     }
+}
+
+__global__ void adam_kernel(float* params, const float* grads, float* m, float* v, size_t n,
+                            math::AdamParams a) {
+    adam_rows(params, grads, m, v, n, a);
+}
+
+__global__ void sgd_plain_kernel(float* params, const float* grads, size_t n, float learning_rate) {
+    sgd_plain_rows(params, grads, n, learning_rate);
+}
+
+__global__ void sgd_momentum_kernel(float* params, const float* grads, float* velocity, size_t n,
+                                    math::SgdParams s) {
+    sgd_momentum_rows(params, grads, velocity, n, s);
 }
 
 // The guarded steps (Backend::adam_step_guarded): scalars read from device
@@ -148,30 +164,17 @@ __global__ void sgd_momentum_kernel(float* params, const float* grads, float* ve
 __global__ void adam_guarded_kernel(float* params, const float* grads, float* m, float* v, size_t n,
                                     const math::AdamParams* scalars, const int32_t* skip) {
     if (skip && *skip != 0) return;
-    const math::AdamParams a = *scalars;
-    for (size_t i = thread_index(); i < n; i += thread_count()) {
-        float p = params[i], mi = m[i], vi = v[i];
-        math::adam_update(p, grads[i], mi, vi, a);
-        params[i] = p;
-        m[i] = mi;
-        v[i] = vi;
-    }
+    adam_rows(params, grads, m, v, n, *scalars);
 }
 
 __global__ void sgd_guarded_kernel(float* params, const float* grads, float* velocity, size_t n,
                                    const math::SgdParams* scalars, const int32_t* skip) {
     if (skip && *skip != 0) return;
     const math::SgdParams s = *scalars;
-    for (size_t i = thread_index(); i < n; i += thread_count()) {
-        if (s.momentum == 0.0f) {  // no velocity buffer (it may be null)
-            params[i] -= s.learning_rate * grads[i];
-            continue;
-        }
-        float p = params[i], vi = velocity[i];
-        math::sgd_momentum_update(p, grads[i], vi, s);
-        params[i] = p;
-        velocity[i] = vi;
-    }
+    if (s.momentum == 0.0f)  // no velocity buffer (it may be null)
+        sgd_plain_rows(params, grads, n, s.learning_rate);
+    else
+        sgd_momentum_rows(params, grads, velocity, n, s);
 }
 
 // One grid-stride launch over n items; nothing is launched for n == 0.

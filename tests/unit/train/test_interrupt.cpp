@@ -120,23 +120,15 @@ TEST_CASE("NaN gradients stop training with the epoch, step and last good checkp
 TEST_CASE("NaN gradients found at a later progress report: the right step, and no update after it") {
     // The flag is read only when progress is reported (here once, at the
     // epoch's end); the steps after the bad one are computed but not applied.
-    data::DataSplits poisoned, first_two;
-    poisoned.train = fixture::blobs(32, 3);
-    poisoned.train.inputs[6 * 20 + 2] = std::nanf("");  // step 3 of 4
-    first_two.train = poisoned.train;
-    first_two.train.inputs.resize(6 * 16);
-    first_two.train.labels.resize(16);
-    auto cfg = fixture::small_job(1, 8);
-    cfg.training.shuffle = false;
-    cfg.logging.every_steps = 4;
+    const auto t = fixture::late_nan();
     for (int n : {1, 2}) {  // one replica checks the sums itself; two know it from summing
         INFO(n << " replicas");
         fixture::TempDir dir, dir2;
-        auto a = fixture::replicas(cfg, n);
-        REQUIRE_THROWS_WITH(fixture::fit(cfg, a, poisoned, dir.path.string()),
+        auto a = fixture::replicas(t.cfg, n);
+        REQUIRE_THROWS_WITH(fixture::fit(t.cfg, a, t.poisoned, dir.path.string()),
                             Catch::StartsWith("training diverged: NaN or Inf in the gradients at epoch 1, step 3/4;"));
-        auto b = fixture::replicas(cfg, n);
-        fixture::fit(cfg, b, first_two, dir2.path.string());
+        auto b = fixture::replicas(t.cfg, n);
+        fixture::fit(t.cfg, b, t.first_two, dir2.path.string());
         REQUIRE(fixture::params_of(*a[0]) == fixture::params_of(*b[0]));
     }
 }

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <unistd.h>
@@ -62,6 +63,26 @@ inline data::Dataset blobs(int64_t n, uint64_t seed) {
         for (int k = 0; k < 6; ++k) d.inputs.push_back((k % 3 == label ? 1.0f : 0.0f) + 0.8f * (rng.uniform() - 0.5f));
     }
     return d;
+}
+
+// A NaN found late: 32 blobs with a NaN in sample 20 (step 3 of 4 at batch
+// 8, unshuffled), the same data cut to the 16 samples of the 2 steps before
+// it, and a job that reads the NaN tally only at the epoch's last step.
+struct LateNan {
+    data::DataSplits poisoned, first_two;
+    config::RunConfig cfg;
+};
+inline LateNan late_nan() {
+    LateNan t;
+    t.poisoned.train = blobs(32, 3);
+    t.poisoned.train.inputs[6 * 20 + 2] = std::nanf("");
+    t.first_two.train = t.poisoned.train;
+    t.first_two.train.inputs.resize(6 * 16);
+    t.first_two.train.labels.resize(16);
+    t.cfg = small_job(1, 8);
+    t.cfg.training.shuffle = false;
+    t.cfg.logging.every_steps = 4;
+    return t;
 }
 
 inline std::vector<std::unique_ptr<train::Replica>> replicas(const config::RunConfig& cfg, int n) {
