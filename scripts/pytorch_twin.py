@@ -20,10 +20,14 @@ Two ways to time it:
                `gputrain bench` does; reports the median step and the last loss.
 
   python3 scripts/pytorch_twin.py CONFIG [--set KEY=VALUE]... [--threads N] [--device cpu|cuda]
-          [--epochs N | --steps N [--warmup W]] [--json] [--data DIR]
+          [--epochs N [--cuda-graph] | --steps N [--warmup W]] [--json] [--data DIR]
 
 With --device cuda the model and the whole data set live on the GPU and every
-timed interval ends with a synchronize.
+timed interval ends with a synchronize; the epoch's loss and accuracy sums stay
+on the GPU until its end. --cuda-graph (with --device cuda) captures the whole
+training step once as a CUDA graph (torch.cuda.graph; Adam with
+capturable=True) and replays it for every full batch: PyTorch's fastest way
+to run a small model's step, the peer of gputrain's training.cuda_graphs.
 """
 import argparse
 import gzip
@@ -168,13 +172,15 @@ def build_model(cfg):
     return model, spatial
 
 
-def make_optimizer(cfg, params):
+def make_optimizer(cfg, params, capturable=False):
     o = cfg.get("optimizer", {})
     kind = o.get("type", "adam")
     lr = float(o.get("learning_rate", 1e-3))
     if kind == "adam":
+        # capturable: Adam's step count stays on the GPU, as a CUDA graph needs (PyTorch >= 1.12).
+        extra = {"capturable": True} if capturable else {}
         return torch.optim.Adam(params, lr=lr, betas=(float(o.get("beta1", 0.9)), float(o.get("beta2", 0.999))),
-                                eps=float(o.get("epsilon", 1e-7)))
+                                eps=float(o.get("epsilon", 1e-7)), **extra)
     if kind == "sgd":
         return torch.optim.SGD(params, lr=lr, momentum=float(o.get("momentum", 0.0)),
                                nesterov=bool(o.get("nesterov", False)))
@@ -232,8 +238,52 @@ def train_step(model, optimizer, loss_fn, xb, yb):
     return logits, loss
 
 
+class GraphedStep:
+    """The whole training step (forward, loss, backward, Adam/SGD) captured once
+    as a CUDA graph on static input buffers and replayed, as PyTorch's CUDA
+    graphs guide shows for whole-network capture. Warm-up steps run on a side
+    stream first (required before capture: they create the optimizer's state);
+    the weights are then copied back in place and that state zeroed in place
+    (Adam's step and moments, SGD's momentum: as before a first step), so the
+    timed run starts where the eager one does, on the tensors the graph uses."""
+
+    def __init__(self, model, optimizer, loss_fn, x0, y0):
+        import copy
+        self.x, self.y = x0.clone(), y0.clone()
+        saved_model = copy.deepcopy(model.state_dict())
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                train_step(model, optimizer, loss_fn, self.x, self.y)
+        torch.cuda.current_stream().wait_stream(side)
+        model.load_state_dict(saved_model)
+        with torch.no_grad():
+            for state in optimizer.state.values():
+                for value in state.values():
+                    if torch.is_tensor(value):
+                        value.zero_()
+        self.graph = torch.cuda.CUDAGraph()
+        optimizer.zero_grad(set_to_none=True)
+        with torch.cuda.graph(self.graph):
+            self.logits = model(self.x)
+            self.loss = loss_fn(self.logits, self.y)
+            self.loss.backward()
+            optimizer.step()
+
+    def __call__(self, xb, yb):
+        self.x.copy_(xb)
+        self.y.copy_(yb)
+        self.graph.replay()
+        return self.logits, self.loss
+
+
 def run_epochs(args, cfg, model, optimizer, loss_fn, x, y, log):
     batch = int(cfg["training"]["batch_size"])
+    step_graph = None
+    if args.cuda_graph and len(x) >= batch:
+        step_graph = GraphedStep(model, optimizer, loss_fn, x[:batch], y[:batch])
+        print(f"CUDA graph: {len(x) // batch} full batches per epoch replay the captured step", file=log)
     shuffle = bool(cfg["training"].get("shuffle", True))
     generator = torch.Generator().manual_seed(int(cfg["training"].get("seed", 42)))
     epochs = []
@@ -242,15 +292,28 @@ def run_epochs(args, cfg, model, optimizer, loss_fn, x, y, log):
         sync(args.device)
         start = time.perf_counter()
         order = (torch.randperm(len(x), generator=generator) if shuffle else torch.arange(len(x))).to(x.device)
-        total_loss, correct = 0.0, 0
+        # On the GPU the sums stay on the device until the epoch ends (no wait per
+        # step, as gputrain does); on the CPU .item() costs nothing.
+        total_loss = torch.zeros((), device=x.device) if args.device == "cuda" else 0.0
+        correct = torch.zeros((), dtype=torch.int64, device=x.device) if args.device == "cuda" else 0
+        graphed = len(x) // batch if step_graph else 0  # full batches replay the graph
         for i in range(0, len(x), batch):
             idx = order[i:i + batch]
-            xb, yb = x[idx], y[idx]
-            logits, loss = train_step(model, optimizer, loss_fn, xb, yb)
-            total_loss += loss.item() * len(idx)
-            correct += (logits.argmax(1) == yb).sum().item()
+            if i // batch < graphed:
+                logits, loss = step_graph(x[idx], y[idx])
+                yb = step_graph.y
+            else:
+                xb, yb = x[idx], y[idx]
+                logits, loss = train_step(model, optimizer, loss_fn, xb, yb)
+            if args.device == "cuda":
+                total_loss += loss.detach() * len(idx)
+                correct += (logits.argmax(1) == yb).sum()
+            else:
+                total_loss += loss.item() * len(idx)
+                correct += (logits.argmax(1) == yb).sum().item()
         sync(args.device)
         seconds = time.perf_counter() - start
+        total_loss, correct = float(total_loss), int(correct)
         epochs.append({"epoch": epoch, "seconds": seconds, "loss": total_loss / len(x), "accuracy": correct / len(x)})
         print(f"epoch {epoch}/{args.epochs}: {seconds:.3f}s - loss {epochs[-1]['loss']:.4f} - "
               f"accuracy {epochs[-1]['accuracy']:.4f}", file=log)
@@ -297,6 +360,9 @@ def main():
     parser.add_argument("--epochs", type=int, help="timed epochs (default training.epochs)")
     parser.add_argument("--steps", type=int, help="time this many steps instead of epochs")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps before --steps (default 3)")
+    parser.add_argument("--cuda-graph", action="store_true",
+                        help="with --device cuda and --epochs: capture the training step as a CUDA graph "
+                             "(torch.cuda.graph) and replay it for every full batch")
     parser.add_argument("--data", help="folder with the IDX files (default from the config)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = parser.parse_args()
@@ -306,6 +372,8 @@ def main():
             parser.error(f"--{name.replace('_', '-')} must be at least 1")
     if args.warmup < 0:
         parser.error("--warmup must be at least 0")
+    if args.cuda_graph and (args.device != "cuda" or args.steps):
+        parser.error("--cuda-graph needs --device cuda and times epochs (not --steps)")
 
     global yaml
     try:
@@ -323,7 +391,7 @@ def main():
                 raise TwinError("--device cuda but PyTorch sees no GPU")
             x, y = x.cuda(), y.cuda()
         model = model.to(args.device)
-        optimizer = make_optimizer(cfg, model.parameters())
+        optimizer = make_optimizer(cfg, model.parameters(), capturable=args.cuda_graph)
     except (TwinError, KeyError) as e:
         sys.exit(f"pytorch_twin: {args.config}: {e}")
     loss_fn = nn.CrossEntropyLoss()
@@ -336,7 +404,8 @@ def main():
         args.epochs = args.epochs or int(cfg["training"].get("epochs", 1))
         result = run_epochs(args, cfg, model, optimizer, loss_fn, x, y, log)
     if args.json:
-        result.update({"torch": torch.__version__, "threads": torch.get_num_threads(), "blas_threads": args.blas_threads, "device": args.device})
+        result.update({"torch": torch.__version__, "threads": torch.get_num_threads(), "blas_threads": args.blas_threads,
+                       "device": args.device, "cuda_graph": args.cuda_graph})
         print(json.dumps(result))
 
 

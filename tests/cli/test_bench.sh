@@ -151,4 +151,13 @@ bench_expect_error "unknown argument '--fast'" --fast
 bench_expect_error "--out: folder '$TMP/nope' does not exist" --out "$TMP/nope/table.md"
 bench_expect_error "--device needs cpu or gpu" --device
 
+step "scripts/pytorch_twin.py: --cuda-graph needs --device cuda and epochs (exit 2, before PyTorch loads)"
+for args in "--cuda-graph" "--cuda-graph --device cpu" "--cuda-graph --device cuda --steps 5"; do
+    got=0
+    # shellcheck disable=SC2086
+    python3 scripts/pytorch_twin.py "$config" $args >"$TMP/out" 2>"$TMP/err" || got=$?
+    [ "$got" -eq 2 ] || fail "pytorch_twin.py $args exited $got, expected 2"
+    expect_in "$TMP/err" "--cuda-graph needs --device cuda and times epochs (not --steps)"
+done
+
 echo "PASS"
