@@ -88,20 +88,28 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
     }
 
     // Activations, per-layer scratch and the two activation-gradient buffers.
+    // Each layer's scratch block starts on a 256-byte boundary, as a block of
+    // its own would (cuDNN and vector loads read some of them: a conv's
+    // pre-activation output), whatever the blocks before it hold.
+    const auto scratch_block = [&](const Layer& layer) {
+        constexpr int64_t kAlignFloats = 64;
+        const int64_t floats = max_rows_ * layer.scratch_per_sample() + layer.scratch_fixed();
+        return (floats + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
+    };
     int64_t widest = shape_elements(input_shape_), scratch = 0;
     for (size_t i = 0; i < layers_.size(); ++i) {
         const int64_t n = shape_elements(shapes_[i]);
         widest = std::max(widest, n);
         activations_.push_back(backend_.allocate_floats(static_cast<size_t>(max_rows_ * n)));
         activation_floats_ += static_cast<size_t>(max_rows_ * n);
-        scratch += max_rows_ * layers_[i]->scratch_per_sample() + layers_[i]->scratch_fixed();
+        scratch += scratch_block(*layers_[i]);
     }
     scratch_floats_ = static_cast<size_t>(std::max<int64_t>(1, scratch));
     scratch_ = backend_.allocate_floats(scratch_floats_);
     float* s = scratch_;
     for (auto& layer : layers_) {
         layer->set_scratch(s);
-        s += max_rows_ * layer->scratch_per_sample() + layer->scratch_fixed();
+        s += scratch_block(*layer);
     }
     grad_a_ = backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest));
     grad_b_ = backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest));

@@ -33,6 +33,15 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
 }
 
 Replica::~Replica() {
+    // A copy staged for a step that never came (training stopped) may still
+    // read the pinned buffers. A destructor must not throw: a failed wait (a
+    // lost device) leaves nothing to wait for.
+    for (uint64_t ticket : copy_tickets_) {
+        try {
+            backend_->wait_copy_on_host(ticket);
+        } catch (...) {
+        }
+    }
     for (int slot = 0; slot < 2; ++slot) {
         if (inputs_[slot]) backend_->release(inputs_[slot]);
         if (labels_[slot]) backend_->release(labels_[slot]);

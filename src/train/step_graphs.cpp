@@ -1,5 +1,7 @@
 #include "train/step_graphs.hpp"
 
+#include <exception>
+
 #include "train/replica.hpp"
 
 namespace gputrain::train {
@@ -36,8 +38,21 @@ void StepGraphs::run(const Shape& shape, const std::function<void()>& step) {
         backend_.begin_capture();
         try {
             step();
+        } catch (const std::exception& e) {
+            // A call the recording does not allow fails at once (and spoils
+            // the recording): then end_capture fails too. Nothing recorded
+            // ran, so run this step directly, and every step after it; an
+            // error that has nothing to do with recording comes back there.
+            // Else (the recording is intact) it is the step's own error.
+            try {
+                (void)backend_.end_capture();
+            } catch (const Error&) {
+                enabled_ = false;
+                failure_ = e.what();
+                return step();
+            }
+            throw;
         } catch (...) {
-            // Leave the stream as it was (the capture is discarded), then report the step's own error.
             try {
                 (void)backend_.end_capture();
             } catch (...) {

@@ -44,8 +44,9 @@ public:
     // Queues one step (`step` queues its work on the backend): the first
     // time a shape is seen directly (first calls may set things up: cuBLAS
     // and cuDNN pick kernels, modules load), the second time recorded, then
-    // replayed, and replayed from then on. If recording fails, graphs are
-    // off for the rest of the run (failure() says why) and the step runs directly.
+    // replayed, and replayed from then on. If recording fails (a call fails
+    // while recording, or end_capture does), graphs are off for the rest of
+    // the run (failure() says why) and the step runs directly.
     void run(const Shape& shape, const std::function<void()>& step);
 
     void set_enabled(bool enabled) { enabled_ = enabled; }

@@ -102,6 +102,8 @@ void CudaBackend::destroy() noexcept {
     // Nothing here may throw; a lost context makes every call fail, which is fine.
     (void)cudaSetDevice(device_);
     if (stream_) (void)cudaStreamSynchronize(stream_);
+    // A staged input copy may still read pinned memory or write the pool's.
+    if (copy_stream_) (void)cudaStreamSynchronize(copy_stream_);
     for (cudaGraphExec_t exec : graphs_) (void)cudaGraphExecDestroy(exec);
     graphs_.clear();
     convolution_.reset();

@@ -16,9 +16,13 @@ namespace {
 class LoggingBackend : public CpuBackend {
 public:
     bool can_capture() const override { return true; }
-    void begin_capture() override { log.push_back("begin"); }
+    void begin_capture() override {
+        log.push_back("begin");
+        capturing = true;
+    }
     int end_capture() override {
         log.push_back("end");
+        capturing = false;
         if (fail_end) throw Error("cannot record: " + std::string("test"));
         return graphs++;
     }
@@ -26,6 +30,7 @@ public:
 
     std::vector<std::string> log;
     bool fail_end = false;
+    bool capturing = false;
     int graphs = 0;
 };
 
@@ -68,6 +73,27 @@ TEST_CASE("A step that cannot be recorded runs directly, and graphs stay off") {
     CHECK(be.log == std::vector<std::string>{"begin", "end"});
     CHECK_FALSE(graphs.enabled());
     CHECK(graphs.failure() == "cannot record: test");
+}
+
+TEST_CASE("A call that fails only while recording turns graphs off, and the step runs directly") {
+    LoggingBackend be;
+    train::StepGraphs graphs(be, true);
+    int ran = 0;
+    const auto step = [&] {
+        ++ran;
+        if (be.capturing) {  // as a CUDA call not allowed in a capture: it fails and spoils the recording
+            be.fail_end = true;
+            throw Error("cuda:0: cudaStreamSynchronize(stream_) failed: operation not permitted when stream is capturing");
+        }
+    };
+    graphs.run(kFull, step);
+    graphs.run(kFull, step);  // recorded: fails, then runs directly
+    graphs.run(kFull, step);
+    CHECK(ran == 4);
+    CHECK_FALSE(graphs.enabled());
+    CHECK(graphs.failure() ==
+          "cuda:0: cudaStreamSynchronize(stream_) failed: operation not permitted when stream is capturing");
+    CHECK(be.log == std::vector<std::string>{"begin", "end"});
 }
 
 TEST_CASE("An error inside a recorded step ends the recording and reaches the caller") {
