@@ -1,0 +1,208 @@
+// RecordingBackend: a CpuBackend that records graphs the way CUDA stream
+// capture does, so that the trainer's graph path runs on the CPU. Between
+// begin_capture and end_capture a compute call is not run but kept, with its
+// arguments as they are then (pointers and values: what a CUDA graph's kernel
+// nodes keep); replay runs the kept calls again, reading memory as it is at
+// replay. A call that waits for results on the host (copies to or from host
+// memory, all_finite, allocation) fails while recording and spoils the
+// recording, as it does under CUDA. Any per-step value that a step passed as
+// an argument instead of through memory would be replayed stale, and the
+// weights would differ from a direct run: tests/unit/train/test_graph_replay.cpp.
+#pragma once
+
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "backend/cpu/cpu_backend.hpp"
+#include "core/error.hpp"
+
+namespace fixture {
+
+class RecordingBackend : public gputrain::CpuBackend {
+public:
+    using Activation = gputrain::Activation;
+    using Conv2dGeometry = gputrain::Conv2dGeometry;
+    using Pool2dGeometry = gputrain::Pool2dGeometry;
+    using AdamParams = gputrain::math::AdamParams;
+    using SgdParams = gputrain::math::SgdParams;
+
+    bool can_capture() const override { return true; }
+    void begin_capture() override {
+        recording_ = true;
+        spoiled_ = false;
+        ops_.clear();
+    }
+    int end_capture() override {
+        recording_ = false;
+        if (spoiled_) throw gputrain::Error("cpu: the work could not be recorded (a call waited while recording)");
+        graphs_.push_back(std::move(ops_));
+        ops_.clear();
+        return static_cast<int>(graphs_.size() - 1);
+    }
+    void replay(int graph) override {
+        for (const auto& op : graphs_.at(static_cast<size_t>(graph))) op();
+        ++replays;
+    }
+    int64_t replays = 0;
+
+    // Calls that wait on the host: not allowed while recording.
+    void* allocate_bytes(size_t bytes) override {
+        refuse();
+        return CpuBackend::allocate_bytes(bytes);
+    }
+    void copy_to_device(void* dst, const void* src, size_t bytes) override {
+        refuse();
+        CpuBackend::copy_to_device(dst, src, bytes);
+    }
+    void copy_to_host(void* dst, const void* src, size_t bytes) override {
+        refuse();
+        CpuBackend::copy_to_host(dst, src, bytes);
+    }
+    bool all_finite(const float* x, size_t n) override {
+        refuse();
+        return CpuBackend::all_finite(x, n);
+    }
+    void upload(void* dst, const void* src, size_t bytes) override {
+        if (!recording_) return CpuBackend::upload(dst, src, bytes);
+        std::vector<unsigned char> bytes_now(static_cast<const unsigned char*>(src),
+                                             static_cast<const unsigned char*>(src) + bytes);
+        ops_.push_back([this, dst, bytes_now] { CpuBackend::upload(dst, bytes_now.data(), bytes_now.size()); });
+    }
+
+// Recorded while recording, run at once otherwise.
+#define GPUTRAIN_RECORDED(call)                                    \
+    do {                                                           \
+        if (recording_) {                                          \
+            ops_.push_back([=, this] { CpuBackend::call; });       \
+            return;                                                \
+        }                                                          \
+        CpuBackend::call;                                          \
+    } while (0)
+
+    void copy(void* dst, const void* src, size_t bytes) override { GPUTRAIN_RECORDED(copy(dst, src, bytes)); }
+    void gather_rows(void* dst, const void* src, const int32_t* idx, int rows, size_t words) override {
+        GPUTRAIN_RECORDED(gather_rows(dst, src, idx, rows, words));
+    }
+    void fill(float* x, size_t n, float value) override { GPUTRAIN_RECORDED(fill(x, n, value)); }
+    void scale(float* x, size_t n, float alpha) override { GPUTRAIN_RECORDED(scale(x, n, alpha)); }
+    void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
+              float beta, float* c, int ldc) override {
+        GPUTRAIN_RECORDED(gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+    }
+    void add_bias(float* y, const float* bias, int rows, int cols) override {
+        GPUTRAIN_RECORDED(add_bias(y, bias, rows, cols));
+    }
+    void sum_rows(const float* dy, float* db, int rows, int cols) override {
+        GPUTRAIN_RECORDED(sum_rows(dy, db, rows, cols));
+    }
+    void activation_forward(Activation a, const float* x, float* y, size_t n) override {
+        GPUTRAIN_RECORDED(activation_forward(a, x, y, n));
+    }
+    void activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx,
+                             size_t n) override {
+        GPUTRAIN_RECORDED(activation_backward(a, x, y, dy, dx, n));
+    }
+    void softmax_forward(const float* x, float* y, int rows, int cols) override {
+        GPUTRAIN_RECORDED(softmax_forward(x, y, rows, cols));
+    }
+    void softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols) override {
+        GPUTRAIN_RECORDED(softmax_backward(y, dy, dx, rows, cols));
+    }
+    void dropout_forward(const float* x, float* y, float* mask, size_t n, float rate, uint64_t key,
+                         uint64_t first) override {
+        GPUTRAIN_RECORDED(dropout_forward(x, y, mask, n, rate, key, first));
+    }
+    void dropout_forward_keyed(const float* x, float* y, float* mask, size_t n, float rate, const uint32_t* key,
+                               uint64_t first) override {
+        GPUTRAIN_RECORDED(dropout_forward_keyed(x, y, mask, n, rate, key, first));
+    }
+    void multiply(const float* a, const float* b, float* out, size_t n) override {
+        GPUTRAIN_RECORDED(multiply(a, b, out, n));
+    }
+    void check_finite(const float* x, size_t n, int32_t* guard) override { GPUTRAIN_RECORDED(check_finite(x, n, guard)); }
+    void record_finite(int32_t* guard, bool finite) override { GPUTRAIN_RECORDED(record_finite(guard, finite)); }
+    void softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols, float scale,
+                               float* grad, float* stats) override {
+        GPUTRAIN_RECORDED(softmax_cross_entropy(logits, labels, rows, cols, scale, grad, stats));
+    }
+    void cross_entropy_probs(const float* probs, const int32_t* labels, int rows, int cols, float scale, float* grad,
+                             float* stats) override {
+        GPUTRAIN_RECORDED(cross_entropy_probs(probs, labels, rows, cols, scale, grad, stats));
+    }
+    void mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float scale, float* grad,
+                            float* stats) override {
+        GPUTRAIN_RECORDED(mean_squared_error(y, labels, rows, cols, scale, grad, stats));
+    }
+    void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, float* y, void* ws,
+                        size_t ws_bytes) override {
+        GPUTRAIN_RECORDED(conv2d_forward(g, x, w, y, ws, ws_bytes));
+    }
+    void conv2d_backward_data(const Conv2dGeometry& g, const float* dy, const float* w, float* dx, void* ws,
+                              size_t ws_bytes) override {
+        GPUTRAIN_RECORDED(conv2d_backward_data(g, dy, w, dx, ws, ws_bytes));
+    }
+    void conv2d_backward_filter(const Conv2dGeometry& g, const float* x, const float* dy, float* dw, void* ws,
+                                size_t ws_bytes) override {
+        GPUTRAIN_RECORDED(conv2d_backward_filter(g, x, dy, dw, ws, ws_bytes));
+    }
+    void pool2d_forward(const Pool2dGeometry& g, const float* x, float* y) override {
+        GPUTRAIN_RECORDED(pool2d_forward(g, x, y));
+    }
+    void pool2d_backward(const Pool2dGeometry& g, const float* x, const float* y, const float* dy,
+                         float* dx) override {
+        GPUTRAIN_RECORDED(pool2d_backward(g, x, y, dy, dx));
+    }
+    void batch_norm_sums(const float* x, int rows, int channels, float* sums) override {
+        GPUTRAIN_RECORDED(batch_norm_sums(x, rows, channels, sums));
+    }
+    void batch_norm_finalize(const float* sums, float count, int channels, float eps, float momentum,
+                             float* mean_invstd, float* moving_mean, float* moving_var) override {
+        GPUTRAIN_RECORDED(batch_norm_finalize(sums, count, channels, eps, momentum, mean_invstd, moving_mean, moving_var));
+    }
+    void batch_norm_apply(const float* x, const float* mean_invstd, const float* gamma, const float* beta, float* y,
+                          int rows, int channels) override {
+        GPUTRAIN_RECORDED(batch_norm_apply(x, mean_invstd, gamma, beta, y, rows, channels));
+    }
+    void batch_norm_backward_sums(const float* x, const float* dy, const float* mean_invstd, int rows, int channels,
+                                  float* sums) override {
+        GPUTRAIN_RECORDED(batch_norm_backward_sums(x, dy, mean_invstd, rows, channels, sums));
+    }
+    void batch_norm_backward_data(const float* x, const float* dy, const float* mean_invstd, const float* gamma,
+                                  const float* sums, float count, float* dx, int rows, int channels) override {
+        GPUTRAIN_RECORDED(batch_norm_backward_data(x, dy, mean_invstd, gamma, sums, count, dx, rows, channels));
+    }
+    void batch_norm_inference(const float* x, const float* moving_mean, const float* moving_var, float eps,
+                              const float* gamma, const float* beta, float* y, int rows, int channels) override {
+        GPUTRAIN_RECORDED(batch_norm_inference(x, moving_mean, moving_var, eps, gamma, beta, y, rows, channels));
+    }
+    void adam_step(float* p, const float* g, float* m, float* v, size_t n, const AdamParams& a) override {
+        GPUTRAIN_RECORDED(adam_step(p, g, m, v, n, a));
+    }
+    void sgd_step(float* p, const float* g, float* velocity, size_t n, const SgdParams& s) override {
+        GPUTRAIN_RECORDED(sgd_step(p, g, velocity, n, s));
+    }
+    void adam_step_guarded(float* p, const float* g, float* m, float* v, size_t n, const AdamParams* a,
+                           const int32_t* skip) override {
+        GPUTRAIN_RECORDED(adam_step_guarded(p, g, m, v, n, a, skip));
+    }
+    void sgd_step_guarded(float* p, const float* g, float* velocity, size_t n, const SgdParams* s,
+                          const int32_t* skip) override {
+        GPUTRAIN_RECORDED(sgd_step_guarded(p, g, velocity, n, s, skip));
+    }
+#undef GPUTRAIN_RECORDED
+
+private:
+    void refuse() {
+        if (!recording_) return;
+        spoiled_ = true;
+        throw gputrain::Error("cpu: a call that waits on the host, while recording");
+    }
+
+    bool recording_ = false;
+    bool spoiled_ = false;
+    std::vector<std::function<void()>> ops_;
+    std::vector<std::vector<std::function<void()>>> graphs_;
+};
+
+}  // namespace fixture

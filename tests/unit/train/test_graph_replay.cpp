@@ -1,0 +1,92 @@
+// The trainer's graph path end to end on the CPU: a backend that records and
+// replays like CUDA graphs (recording_backend.hpp) must train to the same
+// weights, bit for bit, as running every call directly. This holds only if
+// everything that changes from step to step reaches the recorded calls through
+// memory: the optimizer's step size (a decaying schedule here), dropout's key,
+// the batch, the finite flag.
+#include "dist/local_communicator.hpp"
+#include "recording_backend.hpp"
+#include "train/step_graphs.hpp"
+#include "train_fixture.hpp"
+
+using namespace gputrain;
+
+namespace {
+
+std::vector<std::unique_ptr<train::Replica>> recording_replicas(const config::RunConfig& cfg) {
+    std::vector<std::unique_ptr<train::Replica>> out;
+    auto comms = dist::make_local_communicators(1);
+    out.push_back(std::make_unique<train::Replica>(cfg, std::make_unique<fixture::RecordingBackend>(),
+                                                   std::move(comms[0]), cfg.training.batch_size));
+    return out;
+}
+
+int64_t replays_of(train::Replica& r) { return static_cast<fixture::RecordingBackend&>(r.backend()).replays; }
+
+}  // namespace
+
+TEST_CASE("Recorded and replayed steps train to the weights of direct steps") {
+    data::DataSplits data;
+    data.train = fixture::blobs(203, 3);  // batches of 16: 12 full steps and one of 11
+    for (const std::string optimizer : {"adam", "sgd"}) {
+        for (const std::string resident : {"true", "false"}) {
+            INFO(optimizer << ", data.resident " << resident);
+            auto cfg = fixture::small_job(3, 16, optimizer);  // with dropout
+            cfg.data.resident = resident;
+            cfg.optimizer.schedule.type = "exponential_decay";  // a new learning rate every step
+            cfg.optimizer.schedule.decay_steps = 7;
+            cfg.optimizer.schedule.decay_rate = 0.5;
+            fixture::TempDir direct_dir, graph_dir;
+            auto direct = fixture::replicas(cfg, 1);
+            const auto direct_run = fixture::fit(cfg, direct, data, direct_dir.path.string());
+            auto graphs = recording_replicas(cfg);
+            REQUIRE(train::step_graphs_unusable(cfg, *graphs[0]).empty());
+            const auto graph_run = fixture::fit(cfg, graphs, data, graph_dir.path.string());
+            REQUIRE(graphs[0]->graphs().failure().empty());
+            // 3 epochs x 13 steps: each of the 2 shapes runs directly once, then is replayed.
+            REQUIRE(graphs[0]->graphs().replays() == 3 * 13 - 2);
+            REQUIRE(replays_of(*graphs[0]) == 3 * 13 - 2);
+            REQUIRE(fixture::params_of(*graphs[0]) == fixture::params_of(*direct[0]));
+            for (size_t e = 0; e < 3; ++e) {
+                REQUIRE(graph_run.history[e].loss == direct_run.history[e].loss);
+                REQUIRE(graph_run.history[e].accuracy == direct_run.history[e].accuracy);
+            }
+        }
+    }
+}
+
+TEST_CASE("The recording backend keeps arguments and reads memory at replay, as CUDA graphs do") {
+    fixture::RecordingBackend be;
+    std::vector<uint32_t> key{7, 0};
+    const std::vector<float> x(64, 1.0f);
+    std::vector<float> from_memory(64), from_argument(64), mask(64);
+    be.begin_capture();
+    be.dropout_forward_keyed(x.data(), from_memory.data(), mask.data(), x.size(), 0.5f, key.data(), 0);
+    be.dropout_forward(x.data(), from_argument.data(), mask.data(), x.size(), 0.5f, 7, 0);
+    const int graph = be.end_capture();
+    REQUIRE(from_memory == std::vector<float>(64, 0.0f));  // recording runs nothing
+    key = {8, 0};
+    be.replay(graph);
+    std::vector<float> with7(64), with8(64);
+    be.dropout_forward(x.data(), with7.data(), mask.data(), x.size(), 0.5f, 7, 0);
+    be.dropout_forward(x.data(), with8.data(), mask.data(), x.size(), 0.5f, 8, 0);
+    REQUIRE(with7 != with8);
+    REQUIRE(from_memory == with8);    // read at replay
+    REQUIRE(from_argument == with7);  // kept from the recording
+    be.begin_capture();
+    std::vector<float> host(4);
+    REQUIRE_THROWS(be.copy_to_host(host.data(), x.data(), 16));  // waits on the host: not while recording
+    REQUIRE_THROWS_WITH(be.end_capture(), Catch::Contains("could not be recorded"));
+}
+
+TEST_CASE("On the recording backend, NaN found at a report stops with the weights before it") {
+    const auto t = fixture::late_nan();
+    fixture::TempDir dir, dir2;
+    auto a = recording_replicas(t.cfg);
+    REQUIRE_THROWS_WITH(fixture::fit(t.cfg, a, t.poisoned, dir.path.string()),
+                        Catch::StartsWith("training diverged: NaN or Inf in the gradients at epoch 1, step 3/4;"));
+    REQUIRE(replays_of(*a[0]) == 3);  // step 1 ran directly, steps 2-4 as replays (3 held the NaN)
+    auto b = fixture::replicas(t.cfg, 1);
+    fixture::fit(t.cfg, b, t.first_two, dir2.path.string());
+    REQUIRE(fixture::params_of(*a[0]) == fixture::params_of(*b[0]));
+}
