@@ -55,6 +55,33 @@ TEST_CASE("Recorded and replayed steps train to the weights of direct steps") {
     }
 }
 
+TEST_CASE("A CNN with batch norm and dropout: replayed steps give the direct weights and moving statistics") {
+    using specs::layer;
+    data::DataSplits data;
+    data.train = fixture::blobs(150, 4);  // batches of 16: 9 full steps and one of 6
+    auto cfg = fixture::small_job(2, 16);
+    cfg.model.layers = {layer("reshape", {{"target_shape", "3,2,1"}}),
+                        layer("conv2d", {{"filters", "4"}, {"kernel_size", "2"}, {"padding", "same"},
+                                         {"use_bias", "false"}}),
+                        layer("batch_norm", {{"momentum", "0.9"}}),
+                        layer("relu"),
+                        layer("max_pool2d", {{"pool_size", "2,1"}, {"padding", "same"}}),
+                        layer("flatten"),
+                        layer("dropout", {{"rate", "0.2"}}),
+                        layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
+    fixture::TempDir direct_dir, graph_dir;
+    auto direct = fixture::replicas(cfg, 1);
+    fixture::fit(cfg, direct, data, direct_dir.path.string());
+    auto graphs = recording_replicas(cfg);
+    fixture::fit(cfg, graphs, data, graph_dir.path.string());
+    REQUIRE(replays_of(*graphs[0]) == 2 * 10 - 2);
+    REQUIRE(fixture::params_of(*graphs[0]) == fixture::params_of(*direct[0]));
+    const auto state = [](train::Replica& r) {
+        return std::vector<float>(r.model().state_data(), r.model().state_data() + r.model().state_count());
+    };
+    REQUIRE(state(*graphs[0]) == state(*direct[0]));
+}
+
 TEST_CASE("The recording backend keeps arguments and reads memory at replay, as CUDA graphs do") {
     fixture::RecordingBackend be;
     std::vector<uint32_t> key{7, 0};
