@@ -27,6 +27,13 @@ public:
     using AdamParams = gputrain::math::AdamParams;
     using SgdParams = gputrain::math::SgdParams;
 
+    // device_memory: behave like a GPU for the replica (copies staged one step
+    // ahead into two buffers used in turn, a data set made resident by copying
+    // it), all still in host memory and done at once.
+    explicit RecordingBackend(bool device_memory = false) : device_memory_(device_memory) {}
+    bool has_device_memory() const override { return device_memory_; }
+    size_t free_device_bytes() override { return device_memory_ ? size_t{1} << 30 : 0; }
+
     bool can_capture() const override { return true; }
     void begin_capture() override {
         recording_ = true;
@@ -199,6 +206,7 @@ private:
         throw gputrain::Error("cpu: a call that waits on the host, while recording");
     }
 
+    bool device_memory_;
     bool recording_ = false;
     bool spoiled_ = false;
     std::vector<std::function<void()>> ops_;
