@@ -129,7 +129,8 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
             // after the same step when a signal arrived (in any process).
             if (!every_step) {
                 const StepGuard::Tally tally = guard.read();
-                if (tally.bad_steps > 0 && !skip_nonfinite) throw NonFiniteGradients(epoch, start_step + tally.first_bad);
+                if (tally.bad_steps > 0 && !skip_nonfinite)
+                    throw NonFiniteGradients(epoch, start_step + tally.first_bad);
                 if (r.rank() == 0) totals.skipped_steps = tally.bad_steps;
             }
             double reduced[3];
