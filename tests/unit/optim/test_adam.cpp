@@ -65,6 +65,14 @@ void run_against_reference(const OptimizerConfig& cfg, double wd) {
     }
 }
 
+OptimizerConfig adamw(double learning_rate, double weight_decay) {
+    OptimizerConfig cfg;
+    cfg.type = "adamw";
+    cfg.learning_rate = learning_rate;
+    cfg.weight_decay = weight_decay;
+    return cfg;
+}
+
 }  // namespace
 
 TEST_CASE("Adam follows the Keras formulas over three steps") {
@@ -94,10 +102,7 @@ TEST_CASE("AdamW decays the weights by lr * weight_decay before the Adam update"
 
 TEST_CASE("AdamW with a zero gradient only decays") {
     CpuBackend be;
-    OptimizerConfig cfg;
-    cfg.type = "adamw";
-    cfg.learning_rate = 0.01;
-    cfg.weight_decay = 0.004;
+    const OptimizerConfig cfg = adamw(0.01, 0.004);
     auto opt = gputrain::optim::make_optimizer(cfg, be, 2);
     std::vector<float> p{1.0f, -3.0f};
     const std::vector<float> g{0.0f, 0.0f};
@@ -173,10 +178,7 @@ TEST_CASE("make_optimizer rejects an unknown type, listing the known ones") {
 
 TEST_CASE("prepare + apply is step(); apply with a raised skip flag changes nothing") {
     CpuBackend be;
-    OptimizerConfig cfg;
-    cfg.type = "adamw";
-    cfg.learning_rate = 0.01;
-    cfg.weight_decay = 0.01;
+    const OptimizerConfig cfg = adamw(0.01, 0.01);
     auto a = gputrain::optim::make_optimizer(cfg, be, 3);
     auto b = gputrain::optim::make_optimizer(cfg, be, 3);
     std::vector<float> pa{0.5f, -1.0f, 2.0f}, pb = pa;

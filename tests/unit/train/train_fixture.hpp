@@ -85,6 +85,13 @@ inline LateNan late_nan() {
     return t;
 }
 
+// Trains late_nan()'s job on replicas from make() (a callable returning
+// replicas for a config): the poisoned set must stop with the error naming
+// step 3, and leave the weights (params(replica)) of a run on the 2 clean steps.
+// Returns the replicas that stopped.
+template <class MakeReplicas, class Params>
+std::vector<std::unique_ptr<train::Replica>> check_late_nan_stop(const MakeReplicas& make, const Params& params);
+
 inline std::vector<std::unique_ptr<train::Replica>> replicas(const config::RunConfig& cfg, int n) {
     device::Discovery found;
     found.cpu.logical_cores = 1;
@@ -126,6 +133,19 @@ inline double relative_difference(const std::vector<float>& a, const std::vector
         scale = std::max(scale, static_cast<double>(std::abs(a[i])));
     }
     return diff / scale;
+}
+
+template <class MakeReplicas, class Params>
+std::vector<std::unique_ptr<train::Replica>> check_late_nan_stop(const MakeReplicas& make, const Params& params) {
+    const auto t = late_nan();
+    TempDir dir, dir2;
+    auto stopped = make(t.cfg);
+    REQUIRE_THROWS_WITH(fit(t.cfg, stopped, t.poisoned, dir.path.string()),
+                        Catch::StartsWith("training diverged: NaN or Inf in the gradients at epoch 1, step 3/4;"));
+    auto clean = make(t.cfg);
+    fit(t.cfg, clean, t.first_two, dir2.path.string());
+    REQUIRE(params(*stopped[0]) == params(*clean[0]));
+    return stopped;
 }
 
 }  // namespace fixture
