@@ -20,7 +20,7 @@ Two ways to time it:
                `gputrain bench` does; reports the median step and the last loss.
 
   python3 scripts/pytorch_twin.py CONFIG [--set KEY=VALUE]... [--threads N] [--device cpu|cuda]
-          [--epochs N [--cuda-graph] | --steps N [--warmup W]] [--json] [--data DIR]
+          [--epochs N [--cuda-graph] | --steps N [--warmup W]] [--autocast bf16] [--json] [--data DIR]
 
 With --device cuda the model and the whole data set live on the GPU and every
 timed interval ends with a synchronize; the epoch's loss and accuracy sums stay
@@ -28,6 +28,8 @@ on the GPU until its end. --cuda-graph (with --device cuda) captures the whole
 training step once as a CUDA graph (torch.cuda.graph; Adam with
 capturable=True) and replays it for every full batch: PyTorch's fastest way
 to run a small model's step, the peer of gputrain's training.cuda_graphs.
+--autocast bf16 runs forward under torch.autocast(dtype=torch.bfloat16), the
+peer of training.precision: bf16 (works on the CPU too, slowly).
 """
 import argparse
 import gzip
@@ -170,6 +172,23 @@ def build_model(cfg):
             if m.bias is not None:
                 nn.init.zeros_(m.bias)
     return model, spatial
+
+
+def under_autocast(model, device):
+    """The model under torch.autocast in bf16: matrix products and convolutions
+    in bfloat16, fp32 weights and logits (bf16 needs no loss scaling), as
+    PyTorch's mixed-precision recipe does; the peer of training.precision: bf16."""
+
+    class Autocast(nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x):
+            with torch.autocast(device_type=device, dtype=torch.bfloat16):
+                return self.inner(x).float()
+
+    return Autocast(model)
 
 
 def make_optimizer(cfg, params, capturable=False):
@@ -363,6 +382,8 @@ def main():
     parser.add_argument("--cuda-graph", action="store_true",
                         help="with --device cuda and --epochs: capture the training step as a CUDA graph "
                              "(torch.cuda.graph) and replay it for every full batch")
+    parser.add_argument("--autocast", choices=["bf16"],
+                        help="run forward under torch.autocast in this precision (fp32 weights)")
     parser.add_argument("--data", help="folder with the IDX files (default from the config)")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
     args = parser.parse_args()
@@ -391,12 +412,15 @@ def main():
                 raise TwinError("--device cuda but PyTorch sees no GPU")
             x, y = x.cuda(), y.cuda()
         model = model.to(args.device)
+        if args.autocast:
+            model = under_autocast(model, args.device)
         optimizer = make_optimizer(cfg, model.parameters(), capturable=args.cuda_graph)
     except (TwinError, KeyError) as e:
         sys.exit(f"pytorch_twin: {args.config}: {e}")
     loss_fn = nn.CrossEntropyLoss()
     log = sys.stderr if args.json else sys.stdout
-    print(f"PyTorch {torch.__version__} on {args.device}, {torch.get_num_threads()} thread(s) (BLAS: {args.blas_threads}), "
+    print(f"PyTorch {torch.__version__} on {args.device}{' (autocast ' + args.autocast + ')' if args.autocast else ''}, "
+          f"{torch.get_num_threads()} thread(s) (BLAS: {args.blas_threads}), "
           f"{len(x)} training samples, batch {cfg['training']['batch_size']}", file=log)
     if args.steps:
         result = run_steps(args, cfg, model, optimizer, loss_fn, x, y, log)
@@ -405,7 +429,7 @@ def main():
         result = run_epochs(args, cfg, model, optimizer, loss_fn, x, y, log)
     if args.json:
         result.update({"torch": torch.__version__, "threads": torch.get_num_threads(), "blas_threads": args.blas_threads,
-                       "device": args.device, "cuda_graph": args.cuda_graph})
+                       "device": args.device, "cuda_graph": args.cuda_graph, "autocast": args.autocast})
         print(json.dumps(result))
 
 

@@ -159,5 +159,9 @@ for args in "--cuda-graph" "--cuda-graph --device cpu" "--cuda-graph --device cu
     [ "$got" -eq 2 ] || fail "pytorch_twin.py $args exited $got, expected 2"
     expect_in "$TMP/err" "--cuda-graph needs --device cuda and times epochs (not --steps)"
 done
+got=0
+python3 scripts/pytorch_twin.py "$config" --autocast fp16 >"$TMP/out" 2>"$TMP/err" || got=$?
+[ "$got" -eq 2 ] || fail "pytorch_twin.py --autocast fp16 exited $got, expected 2"
+expect_in "$TMP/err" "argument --autocast: invalid choice: 'fp16'"
 
 echo "PASS"
