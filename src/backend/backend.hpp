@@ -109,6 +109,11 @@ public:
     // argument on a GPU). For per-step scalars (optimizer step sizes).
     static constexpr size_t kUploadBytes = 64;
     virtual void upload(void* dst, const void* host_src, size_t bytes) = 0;
+    // What a too-large upload says (each backend prefixes what it must).
+    static std::string upload_too_large(size_t bytes) {
+        return "upload: " + std::to_string(bytes) + " bytes; at most " + std::to_string(kUploadBytes) +
+               " (use copy_to_device)";
+    }
 
     // Losses over `rows` samples of `cols` classes with integer labels. Each
     // adds its loss sum to stats[0] and its number of correct argmax

@@ -63,6 +63,12 @@ GPUTRAIN_HD void adam_update(float& p, float g, float& m, float& v, const AdamPa
     p -= a.alpha * m / (sqrtf(v) + a.epsilon);
 }
 
+// A 64-bit key kept in memory as two 32-bit words, low word first
+// (Backend::dropout_forward_keyed).
+GPUTRAIN_HD uint64_t join_key_words(const uint32_t* words) {
+    return words[0] | static_cast<uint64_t>(words[1]) << 32;
+}
+
 // Backend::check_finite's tally of one verdict into the guard words
 // ([0] this call, [1] calls that found NaN/Inf, [2] calls, [3] 1 + first such call).
 GPUTRAIN_HD void tally_finite(int32_t* guard, bool finite) {

@@ -50,8 +50,7 @@ Replica::~Replica() {
     }
     release_resident();
     backend_->release(stats_);
-    graphs_.reset();  // before the backend: its recorded graphs go with it anyway
-    guard_.reset();
+    // guard_ and graphs_ go next, before backend_ (members are destroyed in reverse order).
 }
 
 void Replica::release_resident() {

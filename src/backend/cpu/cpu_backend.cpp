@@ -37,8 +37,7 @@ void CpuBackend::release(void* ptr) { std::free(ptr); }
 void CpuBackend::copy_to_device(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
 
 void CpuBackend::upload(void* dst, const void* host_src, size_t bytes) {
-    if (bytes > kUploadBytes) throw Error("upload: " + std::to_string(bytes) + " bytes; at most " +
-                                          std::to_string(kUploadBytes) + " (use copy_to_device)");
+    if (bytes > kUploadBytes) throw Error(upload_too_large(bytes));
     std::memcpy(dst, host_src, bytes);
 }
 

@@ -42,8 +42,7 @@ public:
                          uint64_t first_index) override;
     void dropout_forward_keyed(const float* x, float* y, float* mask_out, size_t n, float rate,
                                const uint32_t* key_words, uint64_t first_index) override {
-        dropout_forward(x, y, mask_out, n, rate, key_words[0] | static_cast<uint64_t>(key_words[1]) << 32,
-                        first_index);
+        dropout_forward(x, y, mask_out, n, rate, math::join_key_words(key_words), first_index);
     }
     void multiply(const float* a, const float* b, float* out, size_t n) override;
     bool all_finite(const float* x, size_t n) override;  // cpu_finite.cpp

@@ -363,8 +363,8 @@ void CudaBackend::record_finite(int32_t* guard, bool finite) {
 }
 
 void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
-    if (bytes > kUploadBytes)
-        throw Error(fmt::format("{}: upload: {} bytes; at most {} (use copy_to_device)", name(), bytes, kUploadBytes));
+    static_assert(cuda_kernels::kUploadBytes == kUploadBytes, "the upload kernel carries Backend::kUploadBytes");
+    if (bytes > kUploadBytes) throw Error(name() + ": " + upload_too_large(bytes));
     activate();
     CUDA_CHECK(device_, cuda_kernels::upload(stream_, dst, host_src, bytes));
 }

@@ -110,8 +110,7 @@ __global__ void dropout_kernel(const float* x, float* y, float* mask_out, size_t
 // The key from device memory, so that a recorded graph takes each step's key.
 __global__ void dropout_keyed_kernel(const float* x, float* y, float* mask_out, size_t n, float rate,
                                      float keep_scale, const uint32_t* key_words, uint64_t first_index) {
-    dropout_rows(x, y, mask_out, n, rate, keep_scale, key_words[0] | static_cast<uint64_t>(key_words[1]) << 32,
-                 first_index);
+    dropout_rows(x, y, mask_out, n, rate, keep_scale, math::join_key_words(key_words), first_index);
 }
 
 __global__ void multiply_kernel(const float* a, const float* b, float* out, size_t n) {
