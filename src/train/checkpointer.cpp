@@ -1,11 +1,13 @@
 #include "train/checkpointer.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <regex>
@@ -190,9 +192,18 @@ void Checkpointer::prepare(size_t checkpoint_bytes) const {
     std::error_code ec;
     fs::create_directories(dir_, ec);
     if (ec) throw Error("cannot create checkpoint folder '" + dir_ + "': " + ec.message() + "; set checkpoint.dir or --run-dir to a writable folder");
-    static const std::regex temporary(".*\\.safetensors\\.tmp-[0-9]+");
-    for (const auto& entry : fs::directory_iterator(dir_, ec))
-        if (std::regex_match(entry.path().filename().string(), temporary)) fs::remove(entry.path(), ec);
+    // Leftovers of a killed run: temporary files whose writer is gone. A live
+    // writer's (another process training into the same folder) stays.
+    static const std::regex temporary(".*\\.safetensors\\.tmp-([0-9]+)");
+    std::smatch match;
+    for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (!std::regex_match(name, match, temporary)) continue;
+        const long long pid = std::strtoll(match[1].str().c_str(), nullptr, 10);
+        const bool writer_alive = pid > 0 && pid <= INT32_MAX && pid != ::getpid() &&
+                                  (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+        if (!writer_alive) fs::remove(entry.path(), ec);
+    }
     const fs::path probe = fs::path(dir_) / (".write-test-" + std::to_string(::getpid()));
     {
         std::FILE* f = std::fopen(probe.c_str(), "w");

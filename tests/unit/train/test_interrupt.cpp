@@ -2,6 +2,7 @@
 // cannot go on as planned.
 #include <csignal>
 #include <fstream>
+#include <unistd.h>
 
 #include "checkpoint/safetensors.hpp"
 #include "core/error.hpp"
@@ -182,12 +183,16 @@ TEST_CASE("Leftovers of a killed run: temporary files go, metrics rows past the 
     fixture::fit(cfg, a, data, dir.path.string());
     // As if killed while writing a checkpoint and while appending a metrics row.
     std::ofstream(dir.path / "last.safetensors.tmp-99999") << "half a checkpoint";
+    // Another process writing into the same folder right now (this test's parent is alive).
+    const std::string live = "last.safetensors.tmp-" + std::to_string(::getppid());
+    std::ofstream(dir.path / live) << "being written";
     std::ofstream(dir.path / "metrics.csv", std::ios::app) << "4,0.1";
     REQUIRE(lines_of(dir.path / "metrics.csv").size() == 5);
 
     auto b = fixture::replicas(cfg, 1);
     fixture::fit(cfg, b, data, dir.path.string(), (dir.path / "epoch-001.safetensors").string());
     REQUIRE_FALSE(fs::exists(dir.path / "last.safetensors.tmp-99999"));
+    REQUIRE(fs::exists(dir.path / live));
     const auto csv = lines_of(dir.path / "metrics.csv");
     REQUIRE(csv.size() == 4);  // header, epoch 1 from the first run, epochs 2 and 3 rewritten
     REQUIRE(csv[1].rfind("1,", 0) == 0);
