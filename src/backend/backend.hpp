@@ -78,6 +78,17 @@ public:
     virtual void activation_forward(Activation a, const float* x, float* y, size_t n) = 0;
     virtual void activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx,
                                      size_t n) = 0;
+    // The bias add and the activation of a dense or conv layer in one pass,
+    // bit for bit what add_bias then activation_forward compute:
+    // z[r, c] += bias[c] (none when bias is null), kept for the backward pass,
+    // and y = a(z). Element-wise activations only (not linear, not softmax).
+    virtual void bias_activation_forward(Activation a, float* z, const float* bias, float* y, int rows,
+                                         int cols) = 0;
+    // Their gradients in one pass, bit for bit what activation_backward then
+    // sum_rows compute: dz = dy * a'(z, y) (dz may be z or dy) and, when db is
+    // not null, db[c] = sum over r of dz[r, c].
+    virtual void activation_bias_backward(Activation a, const float* z, const float* y, const float* dy, float* dz,
+                                          float* db, int rows, int cols) = 0;
     // Row-wise softmax over `cols`.
     virtual void softmax_forward(const float* x, float* y, int rows, int cols) = 0;
     virtual void softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols) = 0;

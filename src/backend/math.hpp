@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "backend/activation.hpp"
+
 #if defined(__CUDACC__)
 #define GPUTRAIN_HD __host__ __device__ __forceinline__
 #else
@@ -36,6 +38,29 @@ GPUTRAIN_HD float gelu_grad(float x) {
     const float cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f));
     const float pdf = 0.39894228040143268f * expf(-0.5f * x * x);
     return cdf + x * pdf;
+}
+
+// The element-wise activations by kind, for kernels specialised per kind at
+// compile time (the fused bias + activation passes). The gradient formula
+// takes the input z (relu, gelu) or the output y (sigmoid, tanh), as the
+// plain passes do.
+template <Activation A>
+GPUTRAIN_HD float activate(float z) {
+    static_assert(A == Activation::relu || A == Activation::sigmoid || A == Activation::tanh ||
+                  A == Activation::gelu);
+    if constexpr (A == Activation::relu) return relu(z);
+    if constexpr (A == Activation::sigmoid) return sigmoid(z);
+    if constexpr (A == Activation::tanh) return tanh_act(z);
+    if constexpr (A == Activation::gelu) return gelu(z);
+}
+template <Activation A>
+GPUTRAIN_HD float activation_grad(float z, float y) {
+    static_assert(A == Activation::relu || A == Activation::sigmoid || A == Activation::tanh ||
+                  A == Activation::gelu);
+    if constexpr (A == Activation::relu) return relu_grad(z);
+    if constexpr (A == Activation::sigmoid) return sigmoid_grad_from_output(y);
+    if constexpr (A == Activation::tanh) return tanh_grad_from_output(y);
+    if constexpr (A == Activation::gelu) return gelu_grad(z);
 }
 
 // Counter-based uniform in [0,1): the same (key, index) always gives the same

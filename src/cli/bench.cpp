@@ -120,7 +120,8 @@ void run_steps(train::Replica& r, const config::RunConfig& cfg, const HostBatche
         mark = start;
         r.load_shard(batches.inputs[b].data(), batches.labels[b].data(), begin, end);
         const double input_s = lap();
-        nn::RunContext ctx{be, true, cfg.training.seed, 0, step % steps_per_epoch, begin, replicated ? &cross : nullptr};
+        nn::RunContext ctx{be, true, cfg.training.seed, 0, step % steps_per_epoch, begin,
+                           replicated ? &cross : nullptr, cfg.training.fused_kernels};
         const auto fb_start = mark;
         model.forward_backward_observed(ctx, r.inputs(), r.labels(), rows, 1.0f / static_cast<float>(batches.batch),
                                         r.stats(), observe);

@@ -47,7 +47,8 @@ std::vector<std::string> read_metrics(const Section& top) {
 }
 
 TrainingConfig read_training(const Section& top) {
-    const Section s = top.child("training", {"epochs", "batch_size", "shuffle", "seed", "on_nan", "precision", "cuda_graphs"});
+    const Section s = top.child("training", {"epochs", "batch_size", "shuffle", "seed", "on_nan", "precision", "cuda_graphs",
+                                                      "fused_kernels"});
     TrainingConfig t;
     t.epochs = s.positive_int("epochs", t.epochs);
     t.batch_size = s.positive_int("batch_size", t.batch_size);
@@ -56,6 +57,7 @@ TrainingConfig read_training(const Section& top) {
     t.on_nan = s.choice("on_nan", t.on_nan, kOnNanActions);
     t.precision = s.choice("precision", t.precision, kPrecisions);
     t.cuda_graphs = s.boolean("cuda_graphs", t.cuda_graphs);
+    t.fused_kernels = s.boolean("fused_kernels", t.fused_kernels);
     return t;
 }
 

@@ -83,6 +83,7 @@ struct TrainingConfig {
     std::string on_nan = "stop";     // stop | skip_step: what a non-finite gradient does
     std::string precision = "fp32";  // fp32 | tf32 | bf16 | fp16: what GPU matrix products compute in
     bool cuda_graphs = true;         // GPU: replay each step shape as a recorded CUDA graph where possible
+    bool fused_kernels = true;       // a layer's bias + activation (and their gradients) in one pass each
 };
 
 // Every replica is a thread with its own copy of the model; past this many,

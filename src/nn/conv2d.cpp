@@ -92,21 +92,17 @@ void Conv2d::forward(const RunContext& ctx, const float* x, float* y, int rows) 
     const int pixels = static_cast<int>(rows * out_pixels()), channels = g.out_c;
     float* z = s_.activation == Activation::linear ? y : pre_activation_;
     be.conv2d_forward(g, x, kernel_, z, workspace_, workspace_bytes_);
-    if (s_.use_bias) be.add_bias(z, bias_, pixels, channels);
-    if (s_.activation != Activation::linear) activation_step_forward(be, s_.activation, z, y, pixels, channels);
+    bias_activation_step_forward(be, s_.activation, z, s_.use_bias ? bias_ : nullptr, y, pixels, channels,
+                                 ctx.fused);
 }
 
 void Conv2d::backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx, int rows) {
     Backend& be = ctx.backend;
     const Conv2dGeometry g = geometry(rows);
     const int pixels = static_cast<int>(rows * out_pixels()), channels = g.out_c;
-    const float* dz = dy;
-    if (s_.activation != Activation::linear) {
-        activation_step_backward(be, s_.activation, pre_activation_, y, dy, pre_activation_, pixels, channels);
-        dz = pre_activation_;
-    }
+    const float* dz = activation_bias_step_backward(be, s_.activation, pre_activation_, y, dy, pre_activation_,
+                                                    s_.use_bias ? bias_grad_ : nullptr, pixels, channels, ctx.fused);
     be.conv2d_backward_filter(g, x, dz, kernel_grad_, workspace_, workspace_bytes_);
-    if (s_.use_bias) be.sum_rows(dz, bias_grad_, pixels, channels);
     if (dx) be.conv2d_backward_data(g, dz, kernel_, dx, workspace_, workspace_bytes_);
 }
 

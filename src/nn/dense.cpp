@@ -49,22 +49,17 @@ void Dense::forward(const RunContext& ctx, const float* x, float* y, int rows) {
               k = static_cast<int>(in_features_);
     float* z = activation_ == Activation::linear ? y : pre_activation_;
     be.gemm(false, false, m, n, k, 1.0f, x, k, kernel_, n, 0.0f, z, n);
-    if (use_bias_) be.add_bias(z, bias_, m, n);
-    if (activation_ != Activation::linear) activation_step_forward(be, activation_, z, y, m, n);
+    bias_activation_step_forward(be, activation_, z, use_bias_ ? bias_ : nullptr, y, m, n, ctx.fused);
 }
 
 void Dense::backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx, int rows) {
     Backend& be = ctx.backend;
     const int m = static_cast<int>(rows * rows_per_sample_), n = static_cast<int>(units_),
               k = static_cast<int>(in_features_);
-    const float* dz = dy;
-    if (activation_ != Activation::linear) {
-        // dz overwrites z: z is not needed once its derivative is taken.
-        activation_step_backward(be, activation_, pre_activation_, y, dy, pre_activation_, m, n);
-        dz = pre_activation_;
-    }
+    // dz overwrites z: z is not needed once its derivative is taken.
+    const float* dz = activation_bias_step_backward(be, activation_, pre_activation_, y, dy, pre_activation_,
+                                                    use_bias_ ? bias_grad_ : nullptr, m, n, ctx.fused);
     be.gemm(true, false, k, n, m, 1.0f, x, k, dz, n, 0.0f, kernel_grad_, n);
-    if (use_bias_) be.sum_rows(dz, bias_grad_, m, n);
     if (dx) be.gemm(false, true, m, k, n, 1.0f, dz, n, kernel_, n, 0.0f, dx, k);
 }
 

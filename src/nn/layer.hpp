@@ -48,6 +48,7 @@ struct RunContext {
     int64_t step = 0;             // step within the epoch
     int64_t row_offset = 0;       // index of this shard's first row within the global batch
     CrossReplica* cross_replica = nullptr;  // null on a single replica
+    bool fused = true;            // training.fused_kernels: bias + activation in one pass (activation_step.hpp)
 };
 
 class Layer {

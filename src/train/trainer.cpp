@@ -79,7 +79,7 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
         // This update's scalars go to the device before the step that reads them.
         r.optimizer().prepare(schedule.learning_rate(global_step), global_step + 1);
         nn::RunContext ctx{r.backend(), true, cfg_.training.seed, epoch, step, begin,
-                           replicated ? &cross : nullptr};
+                           replicated ? &cross : nullptr, cfg_.training.fused_kernels};
         // The loss scale (1 unless fp16) is a power of two: exact to apply and to undo.
         const float loss_scale = scaler.scale();
         const int rows = static_cast<int>(end - begin);

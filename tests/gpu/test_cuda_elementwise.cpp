@@ -11,7 +11,10 @@ namespace {
 struct Shape {
     int rows, cols;
 };
-const std::vector<Shape> kShapes{{1, 1}, {7, 1}, {1, 7}, {33, 7}, {1000, 10}, {4097, 3}, {3, 4097}, {129, 785}};
+// The last two: many rows over few columns (a conv layer's bias), which
+// column sums split into chunks of rows.
+const std::vector<Shape> kShapes{{1, 1},    {7, 1},     {1, 7},      {33, 7},      {1000, 10},
+                                 {4097, 3}, {3, 4097}, {129, 785}, {25088, 32}, {70001, 5}};
 
 }  // namespace
 

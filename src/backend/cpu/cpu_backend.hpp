@@ -36,6 +36,10 @@ public:
     void activation_forward(Activation a, const float* x, float* y, size_t n) override;
     void activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx,
                              size_t n) override;
+    // Fused passes (cpu_fused.cpp).
+    void bias_activation_forward(Activation a, float* z, const float* bias, float* y, int rows, int cols) override;
+    void activation_bias_backward(Activation a, const float* z, const float* y, const float* dy, float* dz,
+                                  float* db, int rows, int cols) override;
     void softmax_forward(const float* x, float* y, int rows, int cols) override;
     void softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols) override;
     void dropout_forward(const float* x, float* y, float* mask_out, size_t n, float rate, uint64_t key,

@@ -1,14 +1,10 @@
 // Batch-normalization kernels of the CUDA backend, on the math.hpp formulas.
 // Our own kernels rather than cuDNN's fused batch norm: synchronized BN needs
 // the per-replica sums as a separate step (all-reduced between calls), which
-// cuDNN's API does not expose.
-//
-// The column sums over [rows, C]: a grid of (32-column tiles) x (row chunks);
-// in a block, 16 thread rows each add every 16th row of the chunk, then a
-// shared-memory tree adds the 16 partial sums. Each chunk's sums go to scratch
-// and a second kernel adds the chunks in order. Every order is fixed, so the
-// sums are the same on every run.
+// cuDNN's API does not expose. The per-channel sums are column sums
+// (column_sums.cuh): deterministic, the same on every run.
 #include "backend/cuda/batch_norm_kernels.hpp"
+#include "backend/cuda/column_sums.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/math.hpp"
 
@@ -16,110 +12,28 @@ namespace gputrain::cuda_kernels {
 
 namespace {
 
-constexpr int kTileCols = 32;
-constexpr int kRowGroups = 16;
-// A chunk of rows is worth a block only when each of its 16 thread rows gets
-// a few rows to add; fewer chunks than this many rows each would mostly wait.
-constexpr int kMinRowsPerChunk = 64;
-// Blocks enough to fill an H200's 132 SMs a few times over.
-constexpr int kTargetBlocks = 512;
-
 // The two pairs of quantities summed per column.
 struct ValueAndSquare {  // x, x^2
+    static constexpr int kCount = 2;
     const float* x;
-    __device__ void operator()(size_t i, int, float& a, float& b) const {
-        const float v = x[i];
-        a = v;
-        b = v * v;
+    __device__ void operator()(size_t i, int, float* v) const {
+        const float value = x[i];
+        v[0] = value;
+        v[1] = value * value;
     }
 };
 struct GradAndGradXhat {  // dy, dy * xhat
+    static constexpr int kCount = 2;
     const float* x;
     const float* dy;
     const float* mean_invstd;
     int channels;
-    __device__ void operator()(size_t i, int c, float& a, float& b) const {
+    __device__ void operator()(size_t i, int c, float* v) const {
         const float g = dy[i];
-        a = g;
-        b = g * ((x[i] - mean_invstd[c]) * mean_invstd[channels + c]);
+        v[0] = g;
+        v[1] = g * ((x[i] - mean_invstd[c]) * mean_invstd[channels + c]);
     }
 };
-
-// out[chunk * 2C + c] and out[chunk * 2C + C + c] for chunk = blockIdx.y;
-// blockIdx.x strides over the column tiles.
-template <class Terms>
-__global__ void column_sums_kernel(Terms terms, int rows, int channels, int rows_per_chunk, float* out) {
-    __shared__ float part_a[kRowGroups][kTileCols + 1];
-    __shared__ float part_b[kRowGroups][kTileCols + 1];
-    const int row_begin = blockIdx.y * rows_per_chunk;
-    const int row_end = min(row_begin + rows_per_chunk, rows);
-    float* chunk_out = out + static_cast<size_t>(blockIdx.y) * 2 * channels;
-    const int tiles = (channels + kTileCols - 1) / kTileCols;
-    // The loop bound is the same for every thread of the block, so all of
-    // them reach the barriers.
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const int c = tile * kTileCols + static_cast<int>(threadIdx.x);
-        float a = 0.0f, b = 0.0f;
-        if (c < channels)
-            for (int r = row_begin + static_cast<int>(threadIdx.y); r < row_end; r += kRowGroups) {
-                float ta, tb;
-                terms(static_cast<size_t>(r) * channels + c, c, ta, tb);
-                a += ta;
-                b += tb;
-            }
-        part_a[threadIdx.y][threadIdx.x] = a;
-        part_b[threadIdx.y][threadIdx.x] = b;
-        __syncthreads();
-        for (int half = kRowGroups / 2; half > 0; half /= 2) {
-            if (static_cast<int>(threadIdx.y) < half) {
-                part_a[threadIdx.y][threadIdx.x] += part_a[threadIdx.y + half][threadIdx.x];
-                part_b[threadIdx.y][threadIdx.x] += part_b[threadIdx.y + half][threadIdx.x];
-            }
-            __syncthreads();
-        }
-        if (threadIdx.y == 0 && c < channels) {
-            chunk_out[c] = part_a[0][threadIdx.x];
-            chunk_out[channels + c] = part_b[0][threadIdx.x];
-        }
-        __syncthreads();
-    }
-}
-
-// sums[j] = sum over chunks of partial[chunk * n + j], n = 2C.
-__global__ void add_chunks_kernel(const float* partial, int chunks, size_t n, float* sums) {
-    for (size_t j = thread_index(); j < n; j += thread_count()) {
-        float total = 0.0f;
-        for (int k = 0; k < chunks; ++k) total += partial[static_cast<size_t>(k) * n + j];
-        sums[j] = total;
-    }
-}
-
-template <class Terms>
-cudaError_t column_sums(cudaStream_t stream, Terms terms, int rows, int channels, float* sums, float* scratch,
-                        size_t scratch_floats) {
-    if (channels <= 0) return cudaSuccess;
-    rows = std::max(rows, 0);  // 0 rows still writes sums = 0
-    const size_t n = 2 * static_cast<size_t>(channels);
-    const int tiles = (channels + kTileCols - 1) / kTileCols;
-    int chunks = std::max(1, rows / kMinRowsPerChunk);
-    chunks = std::min(chunks, std::max(1, kTargetBlocks / tiles));
-    chunks = static_cast<int>(std::min<size_t>(static_cast<size_t>(chunks), scratch_floats / n));
-    if (chunks <= 1) {  // one chunk: straight into sums
-        const dim3 grid(blocks_for(static_cast<size_t>(channels), kTileCols), 1);
-        column_sums_kernel<<<grid, dim3(kTileCols, kRowGroups), 0, stream>>>(terms, rows, channels, std::max(rows, 1),
-                                                                             sums);
-        return cudaGetLastError();
-    }
-    const int rows_per_chunk = (rows + chunks - 1) / chunks;
-    chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;  // no empty chunk at the end
-    const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(chunks));
-    column_sums_kernel<<<grid, dim3(kTileCols, kRowGroups), 0, stream>>>(terms, rows, channels, rows_per_chunk,
-                                                                         scratch);
-    const cudaError_t status = cudaGetLastError();
-    if (status != cudaSuccess) return status;
-    add_chunks_kernel<<<blocks_for(n), kBlockThreads, 0, stream>>>(scratch, chunks, n, sums);
-    return cudaGetLastError();
-}
 
 __global__ void finalize_kernel(const float* sums, float count, int channels, float eps, float momentum,
                                 float* mean_invstd, float* moving_mean, float* moving_var) {

@@ -20,10 +20,11 @@ namespace {
 // never allocates (cuBLAS would otherwise take it from its own pool).
 constexpr size_t kCublasWorkspaceBytes = 32u << 20;
 
-// Batch-norm reductions split the rows into chunks and keep each chunk's
-// 2 * channels sums here (1 MiB: 512 chunks of 256 channels; wider layers use
-// fewer chunks, which their many columns make up for).
-constexpr size_t kBatchNormScratchFloats = size_t{256} << 10;
+// Column sums (bias gradients, batch-norm statistics) split the rows into
+// chunks and keep each chunk's sums here (1 MiB: 512 chunks of 256 columns, or
+// of 128 channels' two sums; wider layers use fewer chunks, which their many
+// columns make up for).
+constexpr size_t kColumnScratchFloats = size_t{256} << 10;
 
 std::string format_bytes(size_t bytes) {
     static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
@@ -76,9 +77,11 @@ CudaBackend::CudaBackend(int device) : device_(device), pool_(device) {
         // Fixed, like the cuBLAS workspace: outside the pool, whose figures
         // count what the replica itself allocates.
         void* scratch = nullptr;
-        CUDA_CHECK(device_, cudaMalloc(&scratch, kBatchNormScratchFloats * sizeof(float)));
-        batch_norm_scratch_ = static_cast<float*>(scratch);
-        CUDA_CHECK(device_, cudaMalloc(reinterpret_cast<void**>(&nonfinite_count_), sizeof(int)));
+        CUDA_CHECK(device_, cudaMalloc(&scratch, kColumnScratchFloats * sizeof(float)));
+        column_scratch_ = static_cast<float*>(scratch);
+        CUDA_CHECK(device_, cudaMalloc(reinterpret_cast<void**>(&nonfinite_count_), kFiniteWords * sizeof(int)));
+        // check_finite's words start at zero and its last block leaves them so.
+        CUDA_CHECK(device_, cudaMemsetAsync(nonfinite_count_, 0, kFiniteWords * sizeof(int), stream_));
         cudaStream_t copy_stream = nullptr;
         CUDA_CHECK(device_, cudaStreamCreateWithFlags(&copy_stream, cudaStreamNonBlocking));
         copy_stream_ = copy_stream;
@@ -108,8 +111,8 @@ void CudaBackend::destroy() noexcept {
     graphs_.clear();
     convolution_.reset();
     pool_.free_all();
-    if (batch_norm_scratch_) (void)cudaFree(batch_norm_scratch_);
-    batch_norm_scratch_ = nullptr;
+    if (column_scratch_) (void)cudaFree(column_scratch_);
+    column_scratch_ = nullptr;
     if (cublas_) (void)cublasDestroy(cublas_);
     if (cublas_workspace_) (void)cudaFree(cublas_workspace_);
     if (nonfinite_count_) (void)cudaFree(nonfinite_count_);
@@ -298,7 +301,23 @@ void CudaBackend::add_bias(float* y, const float* bias, int rows, int cols) {
 
 void CudaBackend::sum_rows(const float* dy, float* db, int rows, int cols) {
     activate();
-    CUDA_CHECK(device_, cuda_kernels::sum_rows(stream_, dy, db, rows, cols));
+    CUDA_CHECK(device_, cuda_kernels::sum_rows(stream_, dy, db, rows, cols, column_scratch_, kColumnScratchFloats));
+}
+
+void CudaBackend::bias_activation_forward(Activation a, float* z, const float* bias, float* y, int rows, int cols) {
+    if (a == Activation::linear || a == Activation::softmax)
+        throw Error(name() + ": bias_activation_forward: " + activation_name(a) + " is not element-wise");
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::bias_activation_forward(stream_, a, z, bias, y, rows, cols));
+}
+
+void CudaBackend::activation_bias_backward(Activation a, const float* z, const float* y, const float* dy, float* dz,
+                                           float* db, int rows, int cols) {
+    if (a == Activation::linear || a == Activation::softmax)
+        throw Error(name() + ": activation_bias_backward: " + activation_name(a) + " is not element-wise");
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::activation_bias_backward(stream_, a, z, y, dy, dz, db, rows, cols,
+                                                               column_scratch_, kColumnScratchFloats));
 }
 
 void CudaBackend::activation_forward(Activation a, const float* x, float* y, size_t n) {
@@ -354,7 +373,7 @@ bool CudaBackend::all_finite(const float* x, size_t n) {
 
 void CudaBackend::check_finite(const float* x, size_t n, int32_t* guard) {
     activate();
-    CUDA_CHECK(device_, cuda_kernels::check_finite(stream_, x, n, nonfinite_count_, guard));
+    CUDA_CHECK(device_, cuda_kernels::check_finite(stream_, x, n, nonfinite_count_ + 1, guard));
 }
 
 void CudaBackend::record_finite(int32_t* guard, bool finite) {
@@ -435,8 +454,8 @@ void CudaBackend::pool2d_backward(const Pool2dGeometry& g, const float* x, const
 
 void CudaBackend::batch_norm_sums(const float* x, int rows, int channels, float* sums) {
     activate();
-    CUDA_CHECK(device_, cuda_kernels::batch_norm_sums(stream_, x, rows, channels, sums, batch_norm_scratch_,
-                                                      kBatchNormScratchFloats));
+    CUDA_CHECK(device_, cuda_kernels::batch_norm_sums(stream_, x, rows, channels, sums, column_scratch_,
+                                                      kColumnScratchFloats));
 }
 
 void CudaBackend::batch_norm_finalize(const float* sums, float count, int channels, float eps, float momentum,
@@ -463,7 +482,7 @@ void CudaBackend::batch_norm_backward_sums(const float* x, const float* dy, cons
                                            int channels, float* sums) {
     activate();
     CUDA_CHECK(device_, cuda_kernels::batch_norm_backward_sums(stream_, x, dy, mean_invstd, rows, channels, sums,
-                                                               batch_norm_scratch_, kBatchNormScratchFloats));
+                                                               column_scratch_, kColumnScratchFloats));
 }
 
 void CudaBackend::batch_norm_backward_data(const float* x, const float* dy, const float* mean_invstd,

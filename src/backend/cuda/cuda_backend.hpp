@@ -74,6 +74,9 @@ public:
               int ldb, float beta, float* c, int ldc) override;
     void add_bias(float* y, const float* bias, int rows, int cols) override;
     void sum_rows(const float* dy, float* db, int rows, int cols) override;
+    void bias_activation_forward(Activation a, float* z, const float* bias, float* y, int rows, int cols) override;
+    void activation_bias_backward(Activation a, const float* z, const float* y, const float* dy, float* dz,
+                                  float* db, int rows, int cols) override;
     void activation_forward(Activation a, const float* x, float* y, size_t n) override;
     void activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx,
                              size_t n) override;
@@ -155,12 +158,16 @@ private:
     uint64_t next_ticket_ = 1;  // 0 stands for "no copy"
     cublasContext* cublas_ = nullptr;
     void* cublas_workspace_ = nullptr;
-    int* nonfinite_count_ = nullptr;  // device counter for all_finite, allocated with the backend
+    // Device words allocated with the backend: [0] all_finite's counter,
+    // [1] and [2] check_finite's (blocks that saw a NaN or Inf, blocks done).
+    static constexpr size_t kFiniteWords = 3;
+    int* nonfinite_count_ = nullptr;
     std::vector<CUgraphExec_st*> graphs_;  // by the id end_capture returned
     DevicePool pool_;
     std::unique_ptr<CudnnConvolution> convolution_;
-    // Per-chunk column sums of the batch-norm reductions (see batch_norm_kernels.hpp).
-    float* batch_norm_scratch_ = nullptr;
+    // Per-chunk column sums of sum_rows, activation_bias_backward and the
+    // batch-norm reductions (see backend/cuda/column_sums.cuh).
+    float* column_scratch_ = nullptr;
 };
 
 std::unique_ptr<Backend> make_cuda_backend(int device);

@@ -31,4 +31,12 @@ __device__ __forceinline__ int warp_index() { return static_cast<int>(thread_ind
 __device__ __forceinline__ int warp_count() { return static_cast<int>(thread_count() / kWarpSize); }
 __device__ __forceinline__ int lane_index() { return static_cast<int>(threadIdx.x % kWarpSize); }
 
+// One grid-stride launch over n items; nothing is launched for n == 0.
+template <class... Params, class... Args>
+cudaError_t launch_1d(cudaStream_t stream, size_t n, void (*kernel)(Params...), Args... args) {
+    if (n == 0) return cudaSuccess;
+    kernel<<<blocks_for(n), kBlockThreads, 0, stream>>>(args...);
+    return cudaGetLastError();
+}
+
 }  // namespace gputrain::cuda_kernels

@@ -1,7 +1,8 @@
 // Element-wise kernels of the CUDA backend and the fused optimizer steps. The
 // formulas come from backend/math.hpp, the same inline functions the CPU
 // backend runs, so the two backends differ only in rounding of the hardware
-// functions. Row-wise kernels (softmax, losses) are in row_kernels.cu.
+// functions. Row-wise kernels (softmax, losses) are in row_kernels.cu, the
+// bias passes (plain and fused with the activation) in bias_kernels.cu.
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/kernels.hpp"
 
@@ -21,37 +22,6 @@ __global__ void scale_matrix_kernel(float* c, size_t n, int cols, int ld, float 
     for (size_t i = thread_index(); i < n; i += thread_count()) {
         float& e = c[(i / cols) * ld + i % cols];
         e = beta == 0.0f ? 0.0f : e * beta;
-    }
-}
-
-__global__ void add_bias_kernel(float* y, const float* bias, size_t n, int cols) {
-    for (size_t i = thread_index(); i < n; i += thread_count()) y[i] += bias[i % cols];
-}
-
-// Column sums over a tile of 32 columns: 16 thread rows each sum every 16th
-// matrix row (coalesced: neighbouring threads read neighbouring columns), then
-// thread row 0 adds the 16 partial sums.
-constexpr int kSumTileCols = 32;
-constexpr int kSumRowGroups = 16;
-
-__global__ void sum_rows_kernel(const float* dy, float* db, int rows, int cols) {
-    __shared__ float partial[kSumRowGroups][kSumTileCols + 1];
-    const int tiles = (cols + kSumTileCols - 1) / kSumTileCols;
-    // The loop bound is the same for every thread of the block, so all of
-    // them reach both barriers.
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const int c = tile * kSumTileCols + static_cast<int>(threadIdx.x);
-        float sum = 0.0f;
-        if (c < cols)
-            for (int r = threadIdx.y; r < rows; r += kSumRowGroups) sum += dy[static_cast<size_t>(r) * cols + c];
-        partial[threadIdx.y][threadIdx.x] = sum;
-        __syncthreads();
-        if (threadIdx.y == 0 && c < cols) {
-            float total = 0.0f;
-            for (int g = 0; g < kSumRowGroups; ++g) total += partial[g][threadIdx.x];
-            db[c] = total;
-        }
-        __syncthreads();
     }
 }
 
@@ -176,14 +146,6 @@ __global__ void sgd_guarded_kernel(float* params, const float* grads, float* vel
         sgd_momentum_rows(params, grads, velocity, n, s);
 }
 
-// One grid-stride launch over n items; nothing is launched for n == 0.
-template <class... Params, class... Args>
-cudaError_t launch_1d(cudaStream_t stream, size_t n, void (*kernel)(Params...), Args... args) {
-    if (n == 0) return cudaSuccess;
-    kernel<<<blocks_for(n), kBlockThreads, 0, stream>>>(args...);
-    return cudaGetLastError();
-}
-
 }  // namespace
 
 cudaError_t fill(cudaStream_t stream, float* x, size_t n, float value) {
@@ -198,21 +160,6 @@ cudaError_t scale_matrix(cudaStream_t stream, float* c, int rows, int cols, int 
     if (rows <= 0 || cols <= 0) return cudaSuccess;
     const size_t n = static_cast<size_t>(rows) * cols;
     return launch_1d(stream, n, scale_matrix_kernel, c, n, cols, ld, beta);
-}
-
-cudaError_t add_bias(cudaStream_t stream, float* y, const float* bias, int rows, int cols) {
-    if (rows <= 0 || cols <= 0) return cudaSuccess;
-    const size_t n = static_cast<size_t>(rows) * cols;
-    return launch_1d(stream, n, add_bias_kernel, y, bias, n, cols);
-}
-
-cudaError_t sum_rows(cudaStream_t stream, const float* dy, float* db, int rows, int cols) {
-    // rows == 0 still writes db = 0, as the CPU does.
-    if (cols <= 0) return cudaSuccess;
-    const dim3 block(kSumTileCols, kSumRowGroups);
-    sum_rows_kernel<<<blocks_for(static_cast<size_t>(cols), kSumTileCols), block, 0, stream>>>(dy, db,
-                                                                                              std::max(rows, 0), cols);
-    return cudaGetLastError();
 }
 
 cudaError_t activation_forward(cudaStream_t stream, Activation a, const float* x, float* y, size_t n) {

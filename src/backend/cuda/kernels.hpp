@@ -19,8 +19,20 @@ cudaError_t scale(cudaStream_t stream, float* x, size_t n, float alpha);
 // c[r, j] *= beta for j < cols (row stride ld); beta == 0 writes 0 whatever c held.
 cudaError_t scale_matrix(cudaStream_t stream, float* c, int rows, int cols, int ld, float beta);
 
+// The bias passes (bias_kernels.cu). Column sums reduce over row chunks into
+// `scratch` (scratch_floats floats of device memory the backend owns) as the
+// batch-norm sums do (column_sums.cuh): the same on every run.
 cudaError_t add_bias(cudaStream_t stream, float* y, const float* bias, int rows, int cols);
-cudaError_t sum_rows(cudaStream_t stream, const float* dy, float* db, int rows, int cols);
+cudaError_t sum_rows(cudaStream_t stream, const float* dy, float* db, int rows, int cols, float* scratch,
+                     size_t scratch_floats);
+// Backend::bias_activation_forward and activation_bias_backward: `a` is
+// relu, sigmoid, tanh or gelu (cudaErrorInvalidValue otherwise). The sums
+// of activation_bias_backward are chunked exactly as sum_rows chunks them.
+cudaError_t bias_activation_forward(cudaStream_t stream, Activation a, float* z, const float* bias, float* y,
+                                    int rows, int cols);
+cudaError_t activation_bias_backward(cudaStream_t stream, Activation a, const float* z, const float* y,
+                                     const float* dy, float* dz, float* db, int rows, int cols, float* scratch,
+                                     size_t scratch_floats);
 
 // `a` is linear, relu, sigmoid, tanh or gelu (softmax is row-wise: the caller routes it).
 cudaError_t activation_forward(cudaStream_t stream, Activation a, const float* x, float* y, size_t n);
@@ -39,9 +51,10 @@ cudaError_t multiply(cudaStream_t stream, const float* a, const float* b, float*
 // *count += number of blocks that saw a NaN or Inf in x (finite_check.cu); the caller zeroes it.
 cudaError_t count_nonfinite(cudaStream_t stream, const float* x, size_t n, int* count);
 
-// The guard tally of Backend::check_finite: *scratch is zeroed, counted into,
-// then folded into guard (finite_check.cu); record_finite tallies a known verdict.
-cudaError_t check_finite(cudaStream_t stream, const float* x, size_t n, int* scratch, int32_t* guard);
+// The guard tally of Backend::check_finite in one launch: state (2 ints of
+// device memory, zero before the first call) is left zero after each call
+// (finite_check.cu); record_finite tallies a known verdict.
+cudaError_t check_finite(cudaStream_t stream, const float* x, size_t n, int* state, int32_t* guard);
 cudaError_t record_finite(cudaStream_t stream, int32_t* guard, bool finite);
 // dst[0, bytes) = host_src's bytes, carried as a kernel argument (upload.cu).
 constexpr size_t kUploadBytes = 64;

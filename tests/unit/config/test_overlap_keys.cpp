@@ -1,4 +1,4 @@
-// strategy.bucket_mb, data.resident and training.cuda_graphs: read, checked,
+// strategy.bucket_mb, data.resident, training.cuda_graphs and training.fused_kernels: read, checked,
 // written back to the resolved YAML, and (changing only speed) kept out of the digest.
 #include <catch2/catch.hpp>
 
@@ -48,4 +48,16 @@ TEST_CASE("training.cuda_graphs defaults to true, takes a boolean, and stays out
     CHECK(off.digest == defaults.digest);
     REQUIRE(error_of(kMinimal, {"training.cuda_graphs=sometimes"}) ==
             "--set training.cuda_graphs=sometimes: training.cuda_graphs: expected true or false, got 'sometimes'");
+}
+
+TEST_CASE("training.fused_kernels defaults to true, takes a boolean, and stays out of the digest") {
+    const RunConfig defaults = load_text(kMinimal);
+    CHECK(defaults.training.fused_kernels);
+    const RunConfig off = load_text(kMinimal, {"training.fused_kernels=false"});
+    CHECK_FALSE(off.training.fused_kernels);
+    CHECK(off.resolved_yaml.find("fused_kernels: false") != std::string::npos);
+    CHECK_FALSE(load_text(off.resolved_yaml).training.fused_kernels);
+    CHECK(off.digest == defaults.digest);
+    REQUIRE(error_of(kMinimal, {"training.fused_kernels=1.5"}) ==
+            "--set training.fused_kernels=1.5: training.fused_kernels: expected true or false, got '1.5'");
 }

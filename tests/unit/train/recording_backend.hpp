@@ -110,6 +110,13 @@ public:
                              size_t n) override {
         GPUTRAIN_RECORDED(activation_backward(a, x, y, dy, dx, n));
     }
+    void bias_activation_forward(Activation a, float* z, const float* bias, float* y, int rows, int cols) override {
+        GPUTRAIN_RECORDED(bias_activation_forward(a, z, bias, y, rows, cols));
+    }
+    void activation_bias_backward(Activation a, const float* z, const float* y, const float* dy, float* dz, float* db,
+                                  int rows, int cols) override {
+        GPUTRAIN_RECORDED(activation_bias_backward(a, z, y, dy, dz, db, rows, cols));
+    }
     void softmax_forward(const float* x, float* y, int rows, int cols) override {
         GPUTRAIN_RECORDED(softmax_forward(x, y, rows, cols));
     }

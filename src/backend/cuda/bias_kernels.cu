@@ -1,0 +1,103 @@
+// The bias passes of the CUDA backend: add_bias and sum_rows, and the fused
+// forms that end a dense or conv layer (Backend::bias_activation_forward,
+// activation_bias_backward), which do the activation in the same sweep. The
+// fused forms compute what the plain pairs compute, bit for bit: the same
+// math.hpp formulas, the product dy * a'(z) rounded on its own (__fmul_rn:
+// never contracted into the sum that follows), and the bias gradient summed
+// by the same column_sums chunking as sum_rows.
+#include "backend/cuda/column_sums.cuh"
+#include "backend/cuda/kernel_launch.cuh"
+#include "backend/cuda/kernels.hpp"
+
+namespace gputrain::cuda_kernels {
+
+namespace {
+
+__global__ void add_bias_kernel(float* y, const float* bias, size_t n, int cols) {
+    for (size_t i = thread_index(); i < n; i += thread_count()) y[i] += bias[i % cols];
+}
+
+template <Activation A>
+__global__ void bias_activation_kernel(float* z, const float* bias, float* y, size_t n, int cols) {
+    for (size_t i = thread_index(); i < n; i += thread_count()) {
+        float v = z[i];
+        if (bias) {
+            v += bias[i % cols];
+            z[i] = v;
+        }
+        y[i] = math::activate<A>(v);
+    }
+}
+
+// dz = dy * a'(z, y): the element-wise half, for a layer without a bias.
+template <Activation A>
+__global__ void activation_grad_kernel(const float* z, const float* y, const float* dy, float* dz, size_t n) {
+    for (size_t i = thread_index(); i < n; i += thread_count())
+        dz[i] = __fmul_rn(dy[i], math::activation_grad<A>(z[i], y[i]));
+}
+
+struct Column {  // sum_rows: the values themselves
+    static constexpr int kCount = 1;
+    const float* x;
+    __device__ void operator()(size_t i, int, float* v) const { v[0] = x[i]; }
+};
+
+// The gradient through the activation, written to dz as it is summed.
+template <Activation A>
+struct ActivationGrad {
+    static constexpr int kCount = 1;
+    const float* z;
+    const float* y;
+    const float* dy;
+    float* dz;
+    __device__ void operator()(size_t i, int, float* v) const {
+        const float d = __fmul_rn(dy[i], math::activation_grad<A>(z[i], y[i]));
+        dz[i] = d;
+        v[0] = d;
+    }
+};
+
+size_t elements(int rows, int cols) {
+    return rows <= 0 || cols <= 0 ? 0 : static_cast<size_t>(rows) * cols;
+}
+
+}  // namespace
+
+cudaError_t add_bias(cudaStream_t stream, float* y, const float* bias, int rows, int cols) {
+    const size_t n = elements(rows, cols);
+    return launch_1d(stream, n, add_bias_kernel, y, bias, n, cols);
+}
+
+cudaError_t sum_rows(cudaStream_t stream, const float* dy, float* db, int rows, int cols, float* scratch,
+                     size_t scratch_floats) {
+    // rows == 0 still writes db = 0, as the CPU does.
+    return column_sums(stream, Column{dy}, rows, cols, db, scratch, scratch_floats);
+}
+
+cudaError_t bias_activation_forward(cudaStream_t stream, Activation a, float* z, const float* bias, float* y,
+                                    int rows, int cols) {
+    const size_t n = elements(rows, cols);
+    cudaError_t status = cudaErrorInvalidValue;
+    with_elementwise_activation(a, [&](auto kind) {
+        status = launch_1d(stream, n, bias_activation_kernel<decltype(kind)::value>, z, bias, y, n, cols);
+    });
+    return status;
+}
+
+cudaError_t activation_bias_backward(cudaStream_t stream, Activation a, const float* z, const float* y,
+                                     const float* dy, float* dz, float* db, int rows, int cols, float* scratch,
+                                     size_t scratch_floats) {
+    cudaError_t status = cudaErrorInvalidValue;
+    with_elementwise_activation(a, [&](auto kind) {
+        constexpr Activation kind_value = decltype(kind)::value;
+        if (db)
+            status = column_sums(stream, ActivationGrad<kind_value>{z, y, dy, dz}, rows, cols, db, scratch,
+                                 scratch_floats);
+        else
+            status = launch_1d(stream, elements(rows, cols), activation_grad_kernel<kind_value>, z, y, dy, dz,
+                               elements(rows, cols));
+    });
+    return status;
+}
+
+}  // namespace gputrain::cuda_kernels

@@ -1,0 +1,72 @@
+// The fused bias + activation passes on the GPU: against the CPU's, and
+// against the GPU's own plain pairs (add_bias + activation_forward,
+// activation_backward + sum_rows), which they must equal bit for bit.
+#include "parity.hpp"
+
+using namespace gpu_test;
+using gputrain::Activation;
+
+namespace {
+
+struct Shape {
+    int rows, cols;
+};
+// Awkward sizes, W1's hidden layer (32 x 128), and a conv layer's output
+// (25088 pixels x 32 channels), whose bias gradient is summed in row chunks.
+const std::vector<Shape> kShapes{{1, 1}, {7, 1}, {33, 7}, {32, 128}, {3, 4097}, {25088, 32}};
+
+struct Pass {
+    std::vector<float> z, y, dz, db;
+};
+
+// Forward then backward, fused or as the plain pairs, from the same inputs.
+Pass run(Backend& be, Activation a, const Shape& s, bool fused, bool with_bias) {
+    const size_t n = static_cast<size_t>(s.rows) * s.cols, cols = static_cast<size_t>(s.cols);
+    auto z0 = random_vector(n, 11, -4.0f, 4.0f);
+    if (n > 3) z0[0] = 0.0f;  // relu's kink
+    const auto bias = random_vector(cols, 12), dy = random_vector(n, 13);
+    Buffers buf(be);
+    float* z = buf.upload(z0);
+    const float* b = with_bias ? buf.upload(bias) : nullptr;
+    float* y = buf.zeros<float>(n);
+    float* dz = buf.zeros<float>(n);
+    float* db = with_bias ? buf.upload(std::vector<float>(cols, 77.0f)) : nullptr;  // overwritten
+    const float* d_dy = buf.upload(dy);
+    if (fused) {
+        be.bias_activation_forward(a, z, b, y, s.rows, s.cols);
+        be.activation_bias_backward(a, z, y, d_dy, dz, db, s.rows, s.cols);
+    } else {
+        if (b) be.add_bias(z, b, s.rows, s.cols);
+        be.activation_forward(a, z, y, n);
+        be.activation_backward(a, z, y, d_dy, dz, n);
+        if (db) be.sum_rows(dz, db, s.rows, s.cols);
+    }
+    Pass out{buf.download(z, n), buf.download(y, n), buf.download(dz, n), {}};
+    if (db) out.db = buf.download(db, cols);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("Fused bias + activation passes equal the GPU's plain pairs bit for bit and match the CPU") {
+    const Activation a = GENERATE(Activation::relu, Activation::sigmoid, Activation::tanh, Activation::gelu);
+    const bool with_bias = GENERATE(true, false);
+    CpuBackend cpu;
+    CudaBackend gpu(0);
+    for (const Shape& s : kShapes) {
+        INFO(gputrain::activation_name(a) << " " << s.rows << " x " << s.cols << (with_bias ? " bias" : " no bias"));
+        const Pass fused = run(gpu, a, s, true, with_bias);
+        const Pass plain = run(gpu, a, s, false, with_bias);
+        require_identical(fused.z, plain.z);
+        require_identical(fused.y, plain.y);
+        require_identical(fused.dz, plain.dz);
+        require_identical(fused.db, plain.db);
+        const Pass host = run(cpu, a, s, true, with_bias);
+        require_identical(fused.z, host.z);  // one float add per element
+        // expf, tanhf and erff may differ by an ulp or two between glibc and CUDA.
+        require_close(fused.y, host.y, 1e-5, 1e-6);
+        require_close(fused.dz, host.dz, 1e-5, 1e-6);
+        // Different summation orders: the error of a float sum grows with its length.
+        require_close(fused.db, host.db, 1e-5, 2e-7 * s.rows);
+    }
+}
