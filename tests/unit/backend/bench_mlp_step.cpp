@@ -1,7 +1,8 @@
 // bench_mlp_step: times each CpuBackend call of one training step of the
 // reference MLP (configs/fashion_mnist_mlp.yaml: 784-128-10, Adam, batch 32 on
 // one replica or 16 on each of two), with the GEMMs through OpenBLAS and through
-// cpu::small_gemm, and Adam with and without denormals flushed to zero. Best
+// cpu::small_gemm, the bias + relu passes plain and fused, and Adam with and
+// without denormals flushed to zero. Best
 // and median of many repetitions: on a shared machine other load only ever
 // adds time, so the best is the machine's speed and the median its weather.
 // Not a test: run it by hand (build-dir/tests/unit/backend/bench_mlp_step [repetitions]).
@@ -115,12 +116,22 @@ int main(int argc, char** argv) {
                 be.sum_rows(z1.data(), db1, rows, hidden);
             });
             part("dW1 = x^T dz (GEMM)", [&] { gemm(true, false, in, hidden, rows, x.data(), in, z1.data(), hidden, dw1, hidden); });
+            // The same two passes fused (training.fused_kernels: true), after the plain ones above.
+            const Timing fused_forward = time_us(repetitions, [&] {
+                be.bias_activation_forward(Activation::relu, z1.data(), b1.data(), h.data(), rows, hidden);
+            });
+            const Timing fused_backward = time_us(repetitions, [&] {
+                be.activation_bias_backward(Activation::relu, z1.data(), h.data(), dh.data(), z1.data(), db1, rows,
+                                            hidden);
+            });
             const Timing unneeded = time_us(repetitions, [&] {
                 gemm(false, true, rows, in, hidden, z1.data(), hidden, w1.data(), hidden, dx.data(), in);
             });
             part("all_finite(gradients)", [&] { (void)be.all_finite(grads.data(), params); });
             std::printf("  %-44s %9.1f %9.1f\n", "sum (without Adam)", total_best, total_median);
             report("[dx = dz W1^T, which Flatten discards]", unneeded);
+            report("[+ b1, relu: fused in one pass]", fused_forward);
+            report("[relu backward, db1: fused in one pass]", fused_backward);
         }
     }
 
