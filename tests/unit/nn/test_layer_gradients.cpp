@@ -7,12 +7,14 @@
 using namespace gputrain;
 using harness::LayerUnderTest;
 
-TEST_CASE("Dense gradients match finite differences for every activation") {
+TEST_CASE("Dense gradients match finite differences for every activation, fused passes or plain") {
+    const bool fused = GENERATE(true, false);
     for (Activation act : {Activation::linear, Activation::relu, Activation::sigmoid, Activation::tanh,
                            Activation::gelu, Activation::softmax}) {
-        INFO("activation " << activation_name(act));
+        INFO("activation " << activation_name(act) << (fused ? ", fused" : ", plain"));
         LayerUnderTest t(std::make_unique<nn::Dense>(4, act, true), {5}, 3);
         nn::RunContext ctx{t.backend, true};
+        ctx.fused = fused;
         harness::gradient_check(t, ctx);
     }
 }
