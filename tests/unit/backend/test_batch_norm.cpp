@@ -8,17 +8,13 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "random_data.hpp"
+
+using test_data::random_vector;
 
 using gputrain::CpuBackend;
 
 namespace {
-
-std::vector<float> random_vector(size_t n, std::mt19937& rng, float lo, float hi) {
-    std::uniform_real_distribution<float> d(lo, hi);
-    std::vector<float> v(n);
-    for (float& x : v) x = d(rng);
-    return v;
-}
 
 struct Stats {
     std::vector<double> mean, var;  // biased variance

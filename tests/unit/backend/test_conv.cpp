@@ -8,6 +8,9 @@
 
 #include "backend/cpu/cpu_backend.hpp"
 #include "core/error.hpp"
+#include "random_data.hpp"
+
+using test_data::random_vector;
 
 using gputrain::Conv2dGeometry;
 using gputrain::CpuBackend;
@@ -30,13 +33,6 @@ Conv2dGeometry geometry_of(const ConvCase& c) {
     g.out_h = (c.in_h + c.pad_top + c.pad_bottom - (c.dilation_h * (c.kernel_h - 1) + 1)) / c.stride_h + 1;
     g.out_w = (c.in_w + c.pad_left + c.pad_right - (c.dilation_w * (c.kernel_w - 1) + 1)) / c.stride_w + 1;
     return g;
-}
-
-std::vector<float> random_vector(size_t n, std::mt19937& rng) {
-    std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-    std::vector<float> v(n);
-    for (float& x : v) x = d(rng);
-    return v;
 }
 
 size_t x_size(const Conv2dGeometry& g) { return static_cast<size_t>(g.batch) * g.in_h * g.in_w * g.in_c; }

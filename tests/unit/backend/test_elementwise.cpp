@@ -5,6 +5,9 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "random_data.hpp"
+
+using test_data::random_vector;
 
 using gputrain::Activation;
 using gputrain::CpuBackend;
@@ -31,14 +34,6 @@ double reference(Activation a, double x) {
     }
     FAIL("no element-wise reference for softmax");
     return 0;
-}
-
-std::vector<float> random_vector(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> d(lo, hi);
-    std::vector<float> v(n);
-    for (auto& e : v) e = d(rng);
-    return v;
 }
 
 }  // namespace

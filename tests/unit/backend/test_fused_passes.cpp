@@ -9,19 +9,14 @@
 
 #include "backend/cpu/cpu_backend.hpp"
 #include "core/error.hpp"
+#include "random_data.hpp"
+
+using test_data::random_vector;
 
 using gputrain::Activation;
 using gputrain::CpuBackend;
 
 namespace {
-
-std::vector<float> random_vector(size_t n, uint32_t seed, float lo = -3.0f, float hi = 3.0f) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> d(lo, hi);
-    std::vector<float> v(n);
-    for (auto& e : v) e = d(rng);
-    return v;
-}
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
@@ -69,8 +64,8 @@ TEST_CASE("bias_activation_forward equals add_bias then activation_forward, bit 
     INFO(gputrain::activation_name(a) << " " << s.rows << "x" << s.cols << (with_bias ? " with bias" : " no bias"));
     CpuBackend be;
     const size_t n = static_cast<size_t>(s.rows) * s.cols;
-    const auto z0 = random_vector(n, 1);
-    const auto bias = random_vector(static_cast<size_t>(s.cols), 2);
+    const auto z0 = random_vector(n, 1, -3.0f, 3.0f);
+    const auto bias = random_vector(static_cast<size_t>(s.cols), 2, -3.0f, 3.0f);
 
     auto z_plain = z0;
     std::vector<float> y_plain(n);
@@ -95,7 +90,7 @@ TEST_CASE("activation_bias_backward equals activation_backward then sum_rows, bi
     INFO(gputrain::activation_name(a) << " " << s.rows << "x" << s.cols);
     CpuBackend be;
     const size_t n = static_cast<size_t>(s.rows) * s.cols;
-    const auto z = random_vector(n, 3);
+    const auto z = random_vector(n, 3, -3.0f, 3.0f);
     std::vector<float> y(n);
     be.activation_forward(a, z.data(), y.data(), n);
     const auto dy = random_vector(n, 4, -1.0f, 1.0f);

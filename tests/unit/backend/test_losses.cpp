@@ -7,6 +7,9 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "random_data.hpp"
+
+using test_data::random_vector;
 
 using gputrain::CpuBackend;
 
@@ -61,14 +64,6 @@ void check_gradient(const RowLoss& f, const std::vector<float>& x, const std::ve
             REQUIRE(grad[r * cols + c] == Approx(grad_scale * (lp - lm) / (2 * h)).epsilon(1e-3).margin(1e-6));
         }
     }
-}
-
-std::vector<float> random_vector(size_t n, uint32_t seed, float lo, float hi) {
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> d(lo, hi);
-    std::vector<float> v(n);
-    for (auto& e : v) e = d(rng);
-    return v;
 }
 
 // Probabilities: each row a softmax of random logits (sums to 1, all inside the clip range).
