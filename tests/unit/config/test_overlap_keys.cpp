@@ -38,26 +38,22 @@ TEST_CASE("bucket_mb and resident round-trip through the resolved YAML but stay 
     CHECK(load_text(kMinimal, {"training.batch_size=64"}).digest != defaults.digest);
 }
 
-TEST_CASE("training.cuda_graphs defaults to true, takes a boolean, and stays out of the digest") {
+TEST_CASE("training.cuda_graphs and training.fused_kernels default to true, take a boolean, stay out of the digest") {
+    struct Key {
+        std::string name;
+        bool TrainingConfig::*field;
+    };
+    const Key key = GENERATE(Key{"cuda_graphs", &TrainingConfig::cuda_graphs},
+                             Key{"fused_kernels", &TrainingConfig::fused_kernels});
+    INFO("training." << key.name);
     const RunConfig defaults = load_text(kMinimal);
-    CHECK(defaults.training.cuda_graphs);
-    const RunConfig off = load_text(kMinimal, {"training.cuda_graphs=false"});
-    CHECK_FALSE(off.training.cuda_graphs);
-    CHECK(off.resolved_yaml.find("cuda_graphs: false") != std::string::npos);
-    CHECK_FALSE(load_text(off.resolved_yaml).training.cuda_graphs);
+    CHECK(defaults.training.*key.field);
+    const RunConfig off = load_text(kMinimal, {"training." + key.name + "=false"});
+    CHECK_FALSE(off.training.*key.field);
+    CHECK(off.resolved_yaml.find(key.name + ": false") != std::string::npos);
+    CHECK_FALSE(load_text(off.resolved_yaml).training.*key.field);
     CHECK(off.digest == defaults.digest);
-    REQUIRE(error_of(kMinimal, {"training.cuda_graphs=sometimes"}) ==
-            "--set training.cuda_graphs=sometimes: training.cuda_graphs: expected true or false, got 'sometimes'");
-}
-
-TEST_CASE("training.fused_kernels defaults to true, takes a boolean, and stays out of the digest") {
-    const RunConfig defaults = load_text(kMinimal);
-    CHECK(defaults.training.fused_kernels);
-    const RunConfig off = load_text(kMinimal, {"training.fused_kernels=false"});
-    CHECK_FALSE(off.training.fused_kernels);
-    CHECK(off.resolved_yaml.find("fused_kernels: false") != std::string::npos);
-    CHECK_FALSE(load_text(off.resolved_yaml).training.fused_kernels);
-    CHECK(off.digest == defaults.digest);
-    REQUIRE(error_of(kMinimal, {"training.fused_kernels=1.5"}) ==
-            "--set training.fused_kernels=1.5: training.fused_kernels: expected true or false, got '1.5'");
+    const std::string set = "training." + key.name + "=sometimes";
+    REQUIRE(error_of(kMinimal, {set}) ==
+            "--set " + set + ": training." + key.name + ": expected true or false, got 'sometimes'");
 }
