@@ -30,6 +30,12 @@ capturable=True) and replays it for every full batch: PyTorch's fastest way
 to run a small model's step, the peer of gputrain's training.cuda_graphs.
 --autocast bf16 runs forward under torch.autocast(dtype=torch.bfloat16), the
 peer of training.precision: bf16 (works on the CPU too, slowly).
+
+On a GPU the twin computes in what gputrain's training.precision asks for,
+not in PyTorch's defaults (which let cuDNN run fp32 convolutions in TF32):
+fp32 turns TF32 off for matrix products and convolutions, tf32 turns it on for
+both, and bf16/fp16 (with --autocast) leave convolutions in TF32, as gputrain
+runs them in those modes. The line printed at the start says which.
 """
 import argparse
 import gzip
@@ -61,6 +67,17 @@ def import_libraries(threads, blas_threads):
     import torch
     from torch import nn
     torch.set_num_threads(threads)
+
+
+def set_tf32(cfg, autocast):
+    """TF32 on the GPU as gputrain's training.precision has it; returns a note for the log."""
+    precision = "bf16" if autocast else str(cfg.get("training", {}).get("precision", "fp32"))
+    matmul = precision == "tf32"
+    convolutions = precision != "fp32"
+    torch.backends.cuda.matmul.allow_tf32 = matmul
+    torch.backends.cudnn.allow_tf32 = convolutions
+    return (f"precision {precision}: TF32 {'on' if matmul else 'off'} for matrix products, "
+            f"{'on' if convolutions else 'off'} for convolutions")
 
 
 def load_config(path, overrides):
@@ -411,6 +428,7 @@ def main():
             if not torch.cuda.is_available():
                 raise TwinError("--device cuda but PyTorch sees no GPU")
             x, y = x.cuda(), y.cuda()
+            tf32_note = set_tf32(cfg, args.autocast)
         model = model.to(args.device)
         if args.autocast:
             model = under_autocast(model, args.device)
@@ -419,6 +437,8 @@ def main():
         sys.exit(f"pytorch_twin: {args.config}: {e}")
     loss_fn = nn.CrossEntropyLoss()
     log = sys.stderr if args.json else sys.stdout
+    if args.device == "cuda":
+        print(tf32_note, file=log)
     print(f"PyTorch {torch.__version__} on {args.device}{' (autocast ' + args.autocast + ')' if args.autocast else ''}, "
           f"{torch.get_num_threads()} thread(s) (BLAS: {args.blas_threads}), "
           f"{len(x)} training samples, batch {cfg['training']['batch_size']}", file=log)

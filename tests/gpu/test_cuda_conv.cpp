@@ -3,6 +3,7 @@
 // right (asymmetric, which cuDNN does not do natively), 'valid' with unused
 // trailing rows, stride 2, dilation 2, even kernels, batch 1, one channel.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "backend/cuda/cuda_check.hpp"
@@ -168,6 +169,32 @@ TEST_CASE("conv2d at the Fashion-MNIST CNN's shapes matches the CPU") {
     check_conv(keras_conv(16, 28, 28, 1, 32, 3, 3, 1, 1, 1, 1, true));
     check_conv(keras_conv(16, 14, 14, 32, 64, 3, 3, 1, 1, 1, 1, true));
     check_conv(keras_conv(16, 14, 14, 32, 64, 3, 3, 2, 2, 1, 1, true));
+}
+
+TEST_CASE("conv2d under training.precision tf32/bf16 runs on TF32 tensor cores, close to the CPU") {
+    // TF32 keeps 10 of fp32's 23 mantissa bits: each product of numbers in
+    // [-1, 1] is off by up to about 1e-3, and a sum of n of them drifts like
+    // sqrt(n); 4e-3 * sqrt(n) is many times that, and far below what a wrong
+    // layout or padding gives (errors the size of the values). What this
+    // checks is that algorithms are found and set up right with tensor ops
+    // allowed, not TF32's accuracy.
+    const Precision precision = GENERATE(Precision::tf32, Precision::bf16);
+    for (const Conv2dGeometry& g : {keras_conv(16, 28, 28, 1, 32, 3, 3, 1, 1, 1, 1, true),
+                                    keras_conv(16, 14, 14, 32, 64, 3, 3, 1, 1, 1, 1, true),
+                                    keras_conv(2, 8, 10, 3, 4, 3, 3, 2, 2, 1, 1, true)}) {
+        INFO(describe(g));
+        CpuBackend cpu;
+        CudaBackend gpu(0);
+        gpu.set_precision(precision);
+        const ConvResults fast = run_conv(gpu, g, g, 5), exact = run_conv(cpu, g, g, 5);
+        const auto tolerance = [](double terms) { return 4e-3 * std::sqrt(terms); };
+        require_close(fast.y, exact.y, 1e-2, tolerance(g.kernel_h * g.kernel_w * g.in_c));
+        require_close(fast.dx, exact.dx, 1e-2, tolerance(g.kernel_h * g.kernel_w * g.out_c));
+        require_close(fast.dw, exact.dw, 1e-2, tolerance(g.batch * g.out_h * g.out_w));
+        // And back to FP32 on the same backend: the plans are made again, exact as before.
+        gpu.set_precision(Precision::fp32);
+        require_conv_close(run_conv(gpu, g, g, 5), exact, g);
+    }
 }
 
 TEST_CASE("conv2d with a workspace sized for the full batch runs the last, shorter batch") {

@@ -294,6 +294,11 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float al
                                        &beta, c, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
 }
 
+void CudaBackend::set_precision(Precision precision) {
+    precision_ = precision;
+    convolution_->allow_tensor_ops(precision != Precision::fp32);
+}
+
 void CudaBackend::add_bias(float* y, const float* bias, int rows, int cols) {
     activate();
     CUDA_CHECK(device_, cuda_kernels::add_bias(stream_, y, bias, rows, cols));

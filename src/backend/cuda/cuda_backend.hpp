@@ -45,7 +45,9 @@ public:
     void* stream_handle() const;
     // GEMMs in TF32/bf16/fp16 tensor-core math on fp32 data (fp32 by default).
     // Convolutions stay fp32 whatever the precision (docs/config.md).
-    void set_precision(Precision precision) override { precision_ = precision; }
+    // GEMMs in `precision`; convolutions in TF32 unless fp32 (cuDNN has no
+    // bf16 or fp16 compute on fp32 data short of down-converting the tensors).
+    void set_precision(Precision precision) override;
     DevicePoolStats pool_stats() const { return pool_.stats(); }
 
     // Memory is zeroed like CpuBackend's. copy_to_device returns once the

@@ -44,20 +44,20 @@ std::string describe(const Conv2dGeometry& g) {
                        g.stride_w, g.dilation_h, g.dilation_w, g.pad_top, g.pad_left);
 }
 
-// The first usable algorithm of cuDNN's ranking: succeeded, plain FP32 (the
-// math type the descriptor asked for; never a tensor-op/TF32 one), a
-// workspace within the cap (asked through `workspace_of`, not the ranking's
-// estimate), deterministic when one such exists.
+// The first usable algorithm of cuDNN's ranking: succeeded, plain FP32
+// (CUDNN_FMA_MATH) unless tensor ops are allowed (then any math type: TF32 on
+// fp32 data), a workspace within the cap (asked through `workspace_of`, not
+// the ranking's estimate), deterministic when one such exists.
 template <class Perf, class WorkspaceOf>
-bool choose(const std::vector<Perf>& ranking, int returned, size_t cap, WorkspaceOf workspace_of, Perf& chosen,
-            size_t& chosen_bytes) {
+bool choose(const std::vector<Perf>& ranking, int returned, bool tensor_ops, size_t cap, WorkspaceOf workspace_of,
+            Perf& chosen, size_t& chosen_bytes) {
     for (const bool need_deterministic : {true, false}) {
         for (int i = 0; i < returned; ++i) {
             const Perf& p = ranking[static_cast<size_t>(i)];
-            if (p.status != CUDNN_STATUS_SUCCESS || p.mathType != CUDNN_FMA_MATH) continue;
+            if (p.status != CUDNN_STATUS_SUCCESS || (!tensor_ops && p.mathType != CUDNN_FMA_MATH)) continue;
             if (need_deterministic && p.determinism != CUDNN_DETERMINISTIC) continue;
             size_t bytes = 0;
-            if (!workspace_of(p.algo, bytes) || bytes > cap) continue;
+            if (!workspace_of(p.algo, p.mathType, bytes) || bytes > cap) continue;
             chosen = p;
             chosen_bytes = bytes;
             return true;
@@ -67,20 +67,20 @@ bool choose(const std::vector<Perf>& ranking, int returned, size_t cap, Workspac
 }
 
 // One direction's algorithm: cuDNN's ranking (count_of() entries, filled by
-// rank_into), the entry `choose` takes, its workspace folded into max_bytes.
-// Throws no_algorithm() when none fits.
+// rank_into), the entry `choose` takes (algorithm and math type), its
+// workspace folded into max_bytes. Throws no_algorithm() when none fits.
 template <class Perf, class CountOf, class RankInto, class WorkspaceOf, class NoAlgorithm>
-auto pick(CountOf count_of, RankInto rank_into, WorkspaceOf workspace_of, size_t cap, size_t& max_bytes,
-          NoAlgorithm no_algorithm) {
+Perf pick(CountOf count_of, RankInto rank_into, WorkspaceOf workspace_of, bool tensor_ops, size_t cap,
+          size_t& max_bytes, NoAlgorithm no_algorithm) {
     const int count = count_of();
     int returned = 0;
     std::vector<Perf> ranking(static_cast<size_t>(std::max(count, 1)));
     rank_into(count, &returned, ranking.data());
     Perf chosen{};
     size_t bytes = 0;
-    if (!choose(ranking, returned, cap, workspace_of, chosen, bytes)) throw no_algorithm();
+    if (!choose(ranking, returned, tensor_ops, cap, workspace_of, chosen, bytes)) throw no_algorithm();
     max_bytes = std::max(max_bytes, bytes);
-    return chosen.algo;
+    return chosen;
 }
 
 }  // namespace
@@ -107,6 +107,10 @@ struct CudnnConvolution::Plan {
     cudnnConvolutionFwdAlgo_t forward_algo{};
     cudnnConvolutionBwdDataAlgo_t backward_data_algo{};
     cudnnConvolutionBwdFilterAlgo_t backward_filter_algo{};
+    // The math type each direction's algorithm was ranked with; set on the
+    // descriptor before each call (they may differ with tensor ops allowed).
+    cudnnMathType_t forward_math = CUDNN_FMA_MATH, backward_data_math = CUDNN_FMA_MATH,
+                    backward_filter_math = CUDNN_FMA_MATH;
     size_t algorithm_bytes = 0;  // the largest of the three workspaces
 
     size_t total_bytes() const { return copy_bytes + algorithm_bytes; }
@@ -162,9 +166,9 @@ const CudnnConvolution::Plan& CudnnConvolution::plan_for(const Conv2dGeometry& g
     CUDNN_CHECK(device_, cudnnSetConvolution2dDescriptor(p.conv, layout.h.cudnn_pad, layout.w.cudnn_pad, g.stride_h,
                                                          g.stride_w, g.dilation_h, g.dilation_w,
                                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-    // FMA_MATH, not DEFAULT_MATH: on Ampere and later DEFAULT_MATH lets FP32
-    // convolutions run in TF32 (~1e-3 relative error).
-    CUDNN_CHECK(device_, cudnnSetConvolutionMathType(p.conv, CUDNN_FMA_MATH));
+    // FMA_MATH unless tensor ops are allowed: on Ampere and later DEFAULT_MATH
+    // lets FP32 convolutions run in TF32 (~1e-3 relative error).
+    CUDNN_CHECK(device_, cudnnSetConvolutionMathType(p.conv, tensor_ops_ ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
 
     // Our layout arithmetic must give cuDNN the geometry's output size.
     int n = 0, c = 0, h = 0, w = 0;
@@ -174,56 +178,74 @@ const CudnnConvolution::Plan& CudnnConvolution::plan_for(const Conv2dGeometry& g
                                 describe(g), n, h, w, c, extent_h, extent_w));
 
     const auto no_algorithm = [&](const char* direction) {
-        return Error(fmt::format("cuda:{}: {}: cuDNN offers no FP32 {} algorithm within a {} byte workspace", device_,
-                                 describe(g), direction, algorithm_cap));
+        return Error(fmt::format("cuda:{}: {}: cuDNN offers no {} {} algorithm within a {} byte workspace", device_,
+                                 describe(g), tensor_ops_ ? "FP32/TF32" : "FP32", direction, algorithm_cap));
+    };
+    // With tensor ops allowed, puts `math` on the descriptor, which carries one
+    // at a time: each ranking is asked under DEFAULT_MATH, each candidate's
+    // workspace under its own math type. FP32 plans keep FMA_MATH throughout.
+    const auto use_math = [&](cudnnMathType_t math) {
+        return !tensor_ops_ || cudnnSetConvolutionMathType(p.conv, math) == CUDNN_STATUS_SUCCESS;
     };
     // Each direction: how many algorithms cuDNN ranks, the ranking, and the
     // workspace one of them needs; pick() does the rest.
-    p.forward_algo = pick<cudnnConvolutionFwdAlgoPerf_t>(
+    const auto forward_algo_perf = pick<cudnnConvolutionFwdAlgoPerf_t>(
         [&] {
             int count = 0;
             CUDNN_CHECK(device_, cudnnGetConvolutionForwardAlgorithmMaxCount(handle_, &count));
             return count;
         },
         [&](int count, int* returned, cudnnConvolutionFwdAlgoPerf_t* ranking) {
+            use_math(CUDNN_DEFAULT_MATH);
             CUDNN_CHECK(device_, cudnnGetConvolutionForwardAlgorithm_v7(handle_, p.x, p.filter, p.conv, p.y, count,
                                                                         returned, ranking));
         },
-        [&](cudnnConvolutionFwdAlgo_t algo, size_t& bytes) {
+        [&](cudnnConvolutionFwdAlgo_t algo, cudnnMathType_t math, size_t& bytes) {
+            if (!use_math(math)) return false;
             return cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.filter, p.conv, p.y, algo, &bytes) ==
                    CUDNN_STATUS_SUCCESS;
         },
-        algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("forward"); });
-    p.backward_data_algo = pick<cudnnConvolutionBwdDataAlgoPerf_t>(
+        tensor_ops_, algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("forward"); });
+    p.forward_algo = forward_algo_perf.algo;
+    p.forward_math = forward_algo_perf.mathType;
+    const auto backward_data_algo_perf = pick<cudnnConvolutionBwdDataAlgoPerf_t>(
         [&] {
             int count = 0;
             CUDNN_CHECK(device_, cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle_, &count));
             return count;
         },
         [&](int count, int* returned, cudnnConvolutionBwdDataAlgoPerf_t* ranking) {
+            use_math(CUDNN_DEFAULT_MATH);
             CUDNN_CHECK(device_, cudnnGetConvolutionBackwardDataAlgorithm_v7(handle_, p.filter, p.y, p.conv, p.x,
                                                                              count, returned, ranking));
         },
-        [&](cudnnConvolutionBwdDataAlgo_t algo, size_t& bytes) {
+        [&](cudnnConvolutionBwdDataAlgo_t algo, cudnnMathType_t math, size_t& bytes) {
+            if (!use_math(math)) return false;
             return cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, p.filter, p.y, p.conv, p.x, algo, &bytes) ==
                    CUDNN_STATUS_SUCCESS;
         },
-        algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("backward-data"); });
-    p.backward_filter_algo = pick<cudnnConvolutionBwdFilterAlgoPerf_t>(
+        tensor_ops_, algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("backward-data"); });
+    p.backward_data_algo = backward_data_algo_perf.algo;
+    p.backward_data_math = backward_data_algo_perf.mathType;
+    const auto backward_filter_algo_perf = pick<cudnnConvolutionBwdFilterAlgoPerf_t>(
         [&] {
             int count = 0;
             CUDNN_CHECK(device_, cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle_, &count));
             return count;
         },
         [&](int count, int* returned, cudnnConvolutionBwdFilterAlgoPerf_t* ranking) {
+            use_math(CUDNN_DEFAULT_MATH);
             CUDNN_CHECK(device_, cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle_, p.x, p.y, p.conv, p.filter,
                                                                                count, returned, ranking));
         },
-        [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t& bytes) {
+        [&](cudnnConvolutionBwdFilterAlgo_t algo, cudnnMathType_t math, size_t& bytes) {
+            if (!use_math(math)) return false;
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, p.x, p.y, p.conv, p.filter, algo,
                                                                   &bytes) == CUDNN_STATUS_SUCCESS;
         },
-        algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("backward-filter"); });
+        tensor_ops_, algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("backward-filter"); });
+    p.backward_filter_algo = backward_filter_algo_perf.algo;
+    p.backward_filter_math = backward_filter_algo_perf.mathType;
     p.algorithm_bytes = align_up(p.algorithm_bytes);
     return *plans_.emplace(key, std::move(plan)).first->second;
 }
@@ -239,6 +261,19 @@ const CudnnConvolution::Plan& CudnnConvolution::plan_for_call(const Conv2dGeomet
                                 "conv2d_workspace_bytes)",
                                 device_, describe(g), workspace_bytes, plan.total_bytes()));
     return plan;
+}
+
+void CudnnConvolution::allow_tensor_ops(bool allowed) {
+    if (allowed == tensor_ops_) return;
+    tensor_ops_ = allowed;
+    plans_.clear();  // chosen under the other math type
+}
+
+void CudnnConvolution::set_math(const Plan& plan, cudnnMathType_t math) {
+    // FP32 plans keep FMA_MATH throughout; with tensor ops the three
+    // directions may have been ranked under different math types. Host-side
+    // descriptor state only: nothing is queued, so this is fine in a graph.
+    if (tensor_ops_) CUDNN_CHECK(device_, cudnnSetConvolutionMathType(plan.conv, math));
 }
 
 size_t CudnnConvolution::workspace_bytes(const Conv2dGeometry& g) {
@@ -260,6 +295,7 @@ void CudnnConvolution::forward(const Conv2dGeometry& g, const float* x, const fl
     if (g.batch <= 0) return;
     const Plan& p = plan_for_call(g, workspace_bytes);
     const float* input = cudnn_input(p, g, x, workspace);
+    set_math(p, p.forward_math);
     const float one = 1.0f, zero = 0.0f;
     CUDNN_CHECK(device_, cudnnConvolutionForward(handle_, &one, p.x, input, p.filter, w, p.conv, p.forward_algo,
                                                  p.algorithm_workspace(workspace), p.algorithm_bytes, &zero, p.y, y));
@@ -273,6 +309,7 @@ void CudnnConvolution::backward_data(const Conv2dGeometry& g, const float* dy, c
     // the copy back crops it (extension rows) or fills 0 (cropped-off rows,
     // which no window reads).
     float* target = p.copies_input ? static_cast<float*>(workspace) : dx;
+    set_math(p, p.backward_data_math);
     const float one = 1.0f, zero = 0.0f;
     CUDNN_CHECK(device_, cudnnConvolutionBackwardData(handle_, &one, p.filter, w, p.y, dy, p.conv,
                                                       p.backward_data_algo, p.algorithm_workspace(workspace),
@@ -291,6 +328,7 @@ void CudnnConvolution::backward_filter(const Conv2dGeometry& g, const float* x, 
     }
     const Plan& p = plan_for_call(g, workspace_bytes);
     const float* input = cudnn_input(p, g, x, workspace);
+    set_math(p, p.backward_filter_math);
     const float one = 1.0f, zero = 0.0f;
     CUDNN_CHECK(device_, cudnnConvolutionBackwardFilter(handle_, &one, p.x, input, p.y, dy, p.conv,
                                                         p.backward_filter_algo, p.algorithm_workspace(workspace),

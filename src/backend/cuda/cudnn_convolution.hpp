@@ -6,6 +6,8 @@
 // (cudnnGetConvolution*Algorithm_v7): the first one that succeeds, is
 // deterministic (else any), runs in plain FP32 (CUDNN_FMA_MATH: no TF32, so
 // results agree with the CPU to ~1e-6 relative) and whose workspace fits.
+// With allow_tensor_ops(true) (training.precision tf32, bf16 or fp16) any math
+// type cuDNN ranks is taken: TF32 tensor cores on the fp32 data.
 //
 // Asymmetric padding: cuDNN pads both sides by the same amount. Where that
 // cannot give the geometry's windows (Keras' 'same' with the odd pixel at the
@@ -41,6 +43,10 @@ public:
     // comes on top): enough for the fast algorithms at training batch sizes.
     static constexpr size_t kMaxAlgorithmWorkspaceBytes = size_t{256} << 20;
 
+    // Whether algorithms may use tensor ops (TF32 on fp32 data). Plans made
+    // under the other setting are dropped; set it before training starts.
+    void allow_tensor_ops(bool allowed);
+
     // Backend::conv2d_workspace_bytes: the padded copy plus the largest
     // workspace of the three algorithms chosen for `g`.
     size_t workspace_bytes(const Conv2dGeometry& g);
@@ -60,6 +66,8 @@ private:
     const Plan& plan_for(const Conv2dGeometry& g, size_t algorithm_cap);
     // The plan for a call given `workspace_bytes`; throws Error when they are too few.
     const Plan& plan_for_call(const Conv2dGeometry& g, size_t workspace_bytes);
+    // Puts a direction's math type on the plan's descriptor before its call.
+    void set_math(const Plan& plan, cudnnMathType_t math);
     // x as cuDNN reads it: x itself, or its padded copy in the workspace.
     const float* cudnn_input(const Plan& plan, const Conv2dGeometry& g, const float* x, void* workspace);
 
@@ -67,6 +75,7 @@ private:
     cudaStream_t stream_;
     cudnnHandle_t handle_ = nullptr;
     std::map<GeometryKey, std::unique_ptr<Plan>> plans_;
+    bool tensor_ops_ = false;
 };
 
 }  // namespace gputrain
