@@ -120,6 +120,10 @@ public:
     // argument on a GPU). For per-step scalars (optimizer step sizes).
     static constexpr size_t kUploadBytes = 64;
     virtual void upload(void* dst, const void* host_src, size_t bytes) = 0;
+    // What a fused pass says when given linear or softmax.
+    static std::string not_elementwise(const std::string& backend, const char* call, Activation a) {
+        return backend + ": " + call + ": " + activation_name(a) + " is not element-wise";
+    }
     // What a too-large upload says (each backend prefixes what it must).
     static std::string upload_too_large(size_t bytes) {
         return "upload: " + std::to_string(bytes) + " bytes; at most " + std::to_string(kUploadBytes) +

@@ -45,9 +45,12 @@ GPUTRAIN_HD float gelu_grad(float x) {
 // takes the input z (relu, gelu) or the output y (sigmoid, tanh), as the
 // plain passes do.
 template <Activation A>
+constexpr bool kElementwise =
+    A == Activation::relu || A == Activation::sigmoid || A == Activation::tanh || A == Activation::gelu;
+
+template <Activation A>
 GPUTRAIN_HD float activate(float z) {
-    static_assert(A == Activation::relu || A == Activation::sigmoid || A == Activation::tanh ||
-                  A == Activation::gelu);
+    static_assert(kElementwise<A>);
     if constexpr (A == Activation::relu) return relu(z);
     if constexpr (A == Activation::sigmoid) return sigmoid(z);
     if constexpr (A == Activation::tanh) return tanh_act(z);
@@ -55,8 +58,7 @@ GPUTRAIN_HD float activate(float z) {
 }
 template <Activation A>
 GPUTRAIN_HD float activation_grad(float z, float y) {
-    static_assert(A == Activation::relu || A == Activation::sigmoid || A == Activation::tanh ||
-                  A == Activation::gelu);
+    static_assert(kElementwise<A>);
     if constexpr (A == Activation::relu) return relu_grad(z);
     if constexpr (A == Activation::sigmoid) return sigmoid_grad_from_output(y);
     if constexpr (A == Activation::tanh) return tanh_grad_from_output(y);

@@ -33,10 +33,10 @@ public:
               int ldb, float beta, float* c, int ldc) override;
     void add_bias(float* y, const float* bias, int rows, int cols) override;
     void sum_rows(const float* dy, float* db, int rows, int cols) override;
+    // Element-wise activations, plain and fused with the bias (cpu_activation.cpp).
     void activation_forward(Activation a, const float* x, float* y, size_t n) override;
     void activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx,
                              size_t n) override;
-    // Fused passes (cpu_fused.cpp).
     void bias_activation_forward(Activation a, float* z, const float* bias, float* y, int rows, int cols) override;
     void activation_bias_backward(Activation a, const float* z, const float* y, const float* dy, float* dz,
                                   float* db, int rows, int cols) override;

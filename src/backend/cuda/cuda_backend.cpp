@@ -311,7 +311,7 @@ void CudaBackend::sum_rows(const float* dy, float* db, int rows, int cols) {
 
 void CudaBackend::bias_activation_forward(Activation a, float* z, const float* bias, float* y, int rows, int cols) {
     if (a == Activation::linear || a == Activation::softmax)
-        throw Error(name() + ": bias_activation_forward: " + activation_name(a) + " is not element-wise");
+        throw Error(not_elementwise(name(), "bias_activation_forward", a));
     activate();
     CUDA_CHECK(device_, cuda_kernels::bias_activation_forward(stream_, a, z, bias, y, rows, cols));
 }
@@ -319,7 +319,7 @@ void CudaBackend::bias_activation_forward(Activation a, float* z, const float* b
 void CudaBackend::activation_bias_backward(Activation a, const float* z, const float* y, const float* dy, float* dz,
                                            float* db, int rows, int cols) {
     if (a == Activation::linear || a == Activation::softmax)
-        throw Error(name() + ": activation_bias_backward: " + activation_name(a) + " is not element-wise");
+        throw Error(not_elementwise(name(), "activation_bias_backward", a));
     activate();
     CUDA_CHECK(device_, cuda_kernels::activation_bias_backward(stream_, a, z, y, dy, dz, db, rows, cols,
                                                                column_scratch_, kColumnScratchFloats));

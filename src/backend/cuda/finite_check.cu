@@ -11,16 +11,20 @@ namespace gputrain::cuda_kernels {
 
 namespace {
 
-__global__ void count_nonfinite_kernel(const float* x, size_t n, int* count) {
+// Whether this block's share of x holds a NaN or Inf (every thread gets the
+// answer; every thread of the block must call it).
+__device__ bool block_saw_nonfinite(const float* x, size_t n) {
     int bad = 0;
     for (size_t i = thread_index(); i < n; i += thread_count()) bad |= !isfinite(x[i]);
-    if (__syncthreads_or(bad) && threadIdx.x == 0) atomicAdd(count, 1);
+    return __syncthreads_or(bad) != 0;
+}
+
+__global__ void count_nonfinite_kernel(const float* x, size_t n, int* count) {
+    if (block_saw_nonfinite(x, n) && threadIdx.x == 0) atomicAdd(count, 1);
 }
 
 __global__ void check_finite_kernel(const float* x, size_t n, int* state, int32_t* guard) {
-    int bad = 0;
-    for (size_t i = thread_index(); i < n; i += thread_count()) bad |= !isfinite(x[i]);
-    const int block_bad = __syncthreads_or(bad);
+    const bool block_bad = block_saw_nonfinite(x, n);
     if (threadIdx.x != 0) return;
     if (block_bad) atomicAdd(&state[0], 1);
     // This block's flag is visible to every block before its arrival is counted.

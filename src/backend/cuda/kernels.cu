@@ -2,7 +2,7 @@
 // formulas come from backend/math.hpp, the same inline functions the CPU
 // backend runs, so the two backends differ only in rounding of the hardware
 // functions. Row-wise kernels (softmax, losses) are in row_kernels.cu, the
-// bias passes (plain and fused with the activation) in bias_kernels.cu.
+// activations and bias passes (plain and fused) in activation_kernels.cu.
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/kernels.hpp"
 
@@ -23,43 +23,6 @@ __global__ void scale_matrix_kernel(float* c, size_t n, int cols, int ld, float 
         float& e = c[(i / cols) * ld + i % cols];
         e = beta == 0.0f ? 0.0f : e * beta;
     }
-}
-
-// Activations as functors, so one kernel template serves each formula.
-struct Relu {
-    __device__ float operator()(float x) const { return math::relu(x); }
-};
-struct ReluGrad {  // of the input
-    __device__ float operator()(float x) const { return math::relu_grad(x); }
-};
-struct Sigmoid {
-    __device__ float operator()(float x) const { return math::sigmoid(x); }
-};
-struct SigmoidGrad {  // of the output
-    __device__ float operator()(float y) const { return math::sigmoid_grad_from_output(y); }
-};
-struct Tanh {
-    __device__ float operator()(float x) const { return math::tanh_act(x); }
-};
-struct TanhGrad {  // of the output
-    __device__ float operator()(float y) const { return math::tanh_grad_from_output(y); }
-};
-struct Gelu {
-    __device__ float operator()(float x) const { return math::gelu(x); }
-};
-struct GeluGrad {  // of the input
-    __device__ float operator()(float x) const { return math::gelu_grad(x); }
-};
-
-template <class F>
-__global__ void activation_forward_kernel(const float* x, float* y, size_t n, F f) {
-    for (size_t i = thread_index(); i < n; i += thread_count()) y[i] = f(x[i]);
-}
-
-// dx = dy * f'(z), z the input x or the output y depending on the formula.
-template <class FGrad>
-__global__ void activation_backward_kernel(const float* z, const float* dy, float* dx, size_t n, FGrad f) {
-    for (size_t i = thread_index(); i < n; i += thread_count()) dx[i] = dy[i] * f(z[i]);
 }
 
 __device__ void dropout_rows(const float* x, float* y, float* mask_out, size_t n, float rate, float keep_scale,
@@ -160,45 +123,6 @@ cudaError_t scale_matrix(cudaStream_t stream, float* c, int rows, int cols, int 
     if (rows <= 0 || cols <= 0) return cudaSuccess;
     const size_t n = static_cast<size_t>(rows) * cols;
     return launch_1d(stream, n, scale_matrix_kernel, c, n, cols, ld, beta);
-}
-
-cudaError_t activation_forward(cudaStream_t stream, Activation a, const float* x, float* y, size_t n) {
-    switch (a) {
-        case Activation::linear:
-            if (n == 0 || x == y) return cudaSuccess;
-            return cudaMemcpyAsync(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice, stream);
-        case Activation::relu:
-            return launch_1d(stream, n, activation_forward_kernel<Relu>, x, y, n, Relu{});
-        case Activation::sigmoid:
-            return launch_1d(stream, n, activation_forward_kernel<Sigmoid>, x, y, n, Sigmoid{});
-        case Activation::tanh:
-            return launch_1d(stream, n, activation_forward_kernel<Tanh>, x, y, n, Tanh{});
-        case Activation::gelu:
-            return launch_1d(stream, n, activation_forward_kernel<Gelu>, x, y, n, Gelu{});
-        case Activation::softmax:
-            break;
-    }
-    return cudaErrorInvalidValue;
-}
-
-cudaError_t activation_backward(cudaStream_t stream, Activation a, const float* x, const float* y, const float* dy,
-                                float* dx, size_t n) {
-    switch (a) {
-        case Activation::linear:
-            if (n == 0 || dy == dx) return cudaSuccess;
-            return cudaMemcpyAsync(dx, dy, n * sizeof(float), cudaMemcpyDeviceToDevice, stream);
-        case Activation::relu:
-            return launch_1d(stream, n, activation_backward_kernel<ReluGrad>, x, dy, dx, n, ReluGrad{});
-        case Activation::sigmoid:
-            return launch_1d(stream, n, activation_backward_kernel<SigmoidGrad>, y, dy, dx, n, SigmoidGrad{});
-        case Activation::tanh:
-            return launch_1d(stream, n, activation_backward_kernel<TanhGrad>, y, dy, dx, n, TanhGrad{});
-        case Activation::gelu:
-            return launch_1d(stream, n, activation_backward_kernel<GeluGrad>, x, dy, dx, n, GeluGrad{});
-        case Activation::softmax:
-            break;
-    }
-    return cudaErrorInvalidValue;
 }
 
 cudaError_t dropout_forward(cudaStream_t stream, const float* x, float* y, float* mask_out, size_t n, float rate,

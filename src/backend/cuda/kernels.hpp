@@ -19,7 +19,7 @@ cudaError_t scale(cudaStream_t stream, float* x, size_t n, float alpha);
 // c[r, j] *= beta for j < cols (row stride ld); beta == 0 writes 0 whatever c held.
 cudaError_t scale_matrix(cudaStream_t stream, float* c, int rows, int cols, int ld, float beta);
 
-// The bias passes (bias_kernels.cu). Column sums reduce over row chunks into
+// The activations and bias passes (activation_kernels.cu). Column sums reduce over row chunks into
 // `scratch` (scratch_floats floats of device memory the backend owns) as the
 // batch-norm sums do (column_sums.cuh): the same on every run.
 cudaError_t add_bias(cudaStream_t stream, float* y, const float* bias, int rows, int cols);

@@ -1,10 +1,13 @@
-// The bias passes of the CUDA backend: add_bias and sum_rows, and the fused
-// forms that end a dense or conv layer (Backend::bias_activation_forward,
-// activation_bias_backward), which do the activation in the same sweep. The
-// fused forms compute what the plain pairs compute, bit for bit: the same
-// math.hpp formulas, the product dy * a'(z) rounded on its own (__fmul_rn:
-// never contracted into the sum that follows), and the bias gradient summed
-// by the same column_sums chunking as sum_rows.
+// The activations and bias passes of the CUDA backend: activation_forward and
+// activation_backward, add_bias and sum_rows, and the fused forms that end a
+// dense or conv layer (Backend::bias_activation_forward,
+// activation_bias_backward), which add the bias or sum its gradient in the
+// same sweep. One kernel per activation kind (math::activate<A>,
+// math::activation_grad<A>), shared by the plain and the fused forms, so the
+// fused ones compute what the plain pairs compute, bit for bit: the product
+// dy * a'(z) is rounded on its own (__fmul_rn: never contracted into the sum
+// that follows), and the bias gradient is summed by the same column_sums
+// chunking as sum_rows.
 #include "backend/cuda/column_sums.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/kernels.hpp"
@@ -17,19 +20,21 @@ __global__ void add_bias_kernel(float* y, const float* bias, size_t n, int cols)
     for (size_t i = thread_index(); i < n; i += thread_count()) y[i] += bias[i % cols];
 }
 
+// y = a(in + bias), and z_out = in + bias, when there is a bias; plain
+// activation_forward passes neither (y = a(in)).
 template <Activation A>
-__global__ void bias_activation_kernel(float* z, const float* bias, float* y, size_t n, int cols) {
+__global__ void activation_kernel(const float* in, const float* bias, float* z_out, float* y, size_t n, int cols) {
     for (size_t i = thread_index(); i < n; i += thread_count()) {
-        float v = z[i];
+        float v = in[i];
         if (bias) {
             v += bias[i % cols];
-            z[i] = v;
+            z_out[i] = v;
         }
         y[i] = math::activate<A>(v);
     }
 }
 
-// dz = dy * a'(z, y): the element-wise half, for a layer without a bias.
+// dz = dy * a'(z, y): activation_backward, and the fused backward of a layer without a bias.
 template <Activation A>
 __global__ void activation_grad_kernel(const float* z, const float* y, const float* dy, float* dz, size_t n) {
     for (size_t i = thread_index(); i < n; i += thread_count())
@@ -74,12 +79,37 @@ cudaError_t sum_rows(cudaStream_t stream, const float* dy, float* db, int rows, 
     return column_sums(stream, Column{dy}, rows, cols, db, scratch, scratch_floats);
 }
 
+cudaError_t activation_forward(cudaStream_t stream, Activation a, const float* x, float* y, size_t n) {
+    if (a == Activation::linear) {
+        if (n == 0 || x == y) return cudaSuccess;
+        return cudaMemcpyAsync(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice, stream);
+    }
+    cudaError_t status = cudaErrorInvalidValue;
+    with_elementwise_activation(a, [&](auto kind) {
+        status = launch_1d(stream, n, activation_kernel<decltype(kind)::value>, x, nullptr, nullptr, y, n, 1);
+    });
+    return status;
+}
+
+cudaError_t activation_backward(cudaStream_t stream, Activation a, const float* x, const float* y, const float* dy,
+                                float* dx, size_t n) {
+    if (a == Activation::linear) {
+        if (n == 0 || dy == dx) return cudaSuccess;
+        return cudaMemcpyAsync(dx, dy, n * sizeof(float), cudaMemcpyDeviceToDevice, stream);
+    }
+    cudaError_t status = cudaErrorInvalidValue;
+    with_elementwise_activation(a, [&](auto kind) {
+        status = launch_1d(stream, n, activation_grad_kernel<decltype(kind)::value>, x, y, dy, dx, n);
+    });
+    return status;
+}
+
 cudaError_t bias_activation_forward(cudaStream_t stream, Activation a, float* z, const float* bias, float* y,
                                     int rows, int cols) {
     const size_t n = elements(rows, cols);
     cudaError_t status = cudaErrorInvalidValue;
     with_elementwise_activation(a, [&](auto kind) {
-        status = launch_1d(stream, n, bias_activation_kernel<decltype(kind)::value>, z, bias, y, n, cols);
+        status = launch_1d(stream, n, activation_kernel<decltype(kind)::value>, z, bias, z, y, n, cols);
     });
     return status;
 }
