@@ -1,6 +1,7 @@
-// Batch-normalization kernels (CudaBackend) against CpuBackend. The CPU sums
-// in double, the GPU in float (a tree over row chunks), so sums agree to
-// float rounding of their length; everything after them to a few ulps.
+// Batch-normalization kernels (CudaBackend) against CpuBackend. Both sum in
+// double (the GPU in a tree over row chunks, the CPU in order) and round the
+// sums to float, so sums agree to a float rounding; everything after them to
+// a few ulps.
 #include <string>
 
 #include "parity.hpp"
@@ -26,11 +27,11 @@ struct BatchNormResults {
 };
 
 // A training step's worth of batch-norm calls on one backend.
-BatchNormResults run_batch_norm(Backend& be, const Shape& s, uint32_t seed) {
+// Off-centre inputs by default: E[x^2] - E[x]^2 must not lose the variance.
+BatchNormResults run_batch_norm(Backend& be, const Shape& s, uint32_t seed, float lo = -0.5f, float hi = 2.5f) {
     const size_t n = static_cast<size_t>(s.rows) * s.channels, c = static_cast<size_t>(s.channels);
     Buffers buf(be);
-    // Off-centre inputs: E[x^2] - E[x]^2 must not lose the variance.
-    const float* x = buf.upload(random_vector(n, seed, -0.5f, 2.5f));
+    const float* x = buf.upload(random_vector(n, seed, lo, hi));
     const float* dy = buf.upload(random_vector(n, seed + 1));
     const float* gamma = buf.upload(random_vector(c, seed + 2, 0.5f, 1.5f));
     const float* beta = buf.upload(random_vector(c, seed + 3));
@@ -64,7 +65,7 @@ TEST_CASE("batch norm sums, statistics, outputs and gradients match the CPU") {
         INFO(s.rows << " rows x " << s.channels << " channels");
         const uint32_t seed = static_cast<uint32_t>(s.rows * 7 + s.channels);
         const BatchNormResults g = run_batch_norm(gpu, s, seed), c = run_batch_norm(cpu, s, seed);
-        // A float sum of `rows` terms against a double one.
+        // Two double sums in different orders, each rounded to float.
         const double sum_abs = 2e-7 * s.rows;
         {
             INFO("sums");
@@ -96,6 +97,19 @@ TEST_CASE("batch norm sums, statistics, outputs and gradients match the CPU") {
             require_close(g.dx, c.dx, 1e-3, 1e-4);
         }
     }
+}
+
+TEST_CASE("batch norm statistics of a large mean and a small spread match the CPU (sums kept in double)") {
+    // Raw pixel-like values around 1000 with a spread near 1, over a conv
+    // layer's rows at batch 32: float sums of x^2 (about 2.5e10) would lose
+    // the variance to rounding (their ulp is 2048).
+    CpuBackend cpu;
+    CudaBackend gpu(0);
+    const Shape s{25088, 4};
+    const BatchNormResults g = run_batch_norm(gpu, s, 5, 998.0f, 1002.0f), c = run_batch_norm(cpu, s, 5, 998.0f, 1002.0f);
+    require_close(g.sums, c.sums, 1e-6, 0.0);
+    require_close(g.mean_invstd, c.mean_invstd, 1e-3, 0.0);
+    require_close(g.backward_sums, c.backward_sums, 1e-5, 1e-2);
 }
 
 TEST_CASE("batch norm sums are the same on every run (fixed summation order)") {

@@ -137,3 +137,29 @@ TEST_CASE("mean_squared_error: loss, correct count and gradient match the CPU") 
         check_loss(Loss::mean_squared_error, y, random_labels(s.rows, s.cols, 42), s.cols, grad_scale);
     }
 }
+
+TEST_CASE("A NaN in a row counts as the CPU counts it: passed over past column 0, the winner in column 0") {
+    // cross_entropy_probs' loss reads only the label's column, so it stays
+    // finite while the count of correct rows depends on how the argmax treats NaN.
+    const int cols = 64;  // two columns per lane: a lane meets its NaN first or second
+    std::vector<float> probs;
+    std::vector<int32_t> labels;
+    for (int r = 0; r < 96; ++r) {
+        std::vector<float> row(cols, 0.001f);
+        row[r % 7 + 2] = 0.5f;                                      // the label's column
+        row[33 + r % 30] = r % 3 == 0 ? 0.9f : 0.1f;                // larger than the label in a third of the rows
+        row[r % 4 == 0 ? 0 : 10 + r % 5] = std::nanf("");           // column 0 in a quarter of the rows
+        probs.insert(probs.end(), row.begin(), row.end());
+        labels.push_back(r % 7 + 2);
+    }
+    CpuBackend cpu;
+    CudaBackend gpu(0);
+    const LossResult expected = run_loss(cpu, Loss::cross_entropy_probs, probs, labels, cols, 1.0f, false);
+    const LossResult got = run_loss(gpu, Loss::cross_entropy_probs, probs, labels, cols, 1.0f, false);
+    REQUIRE(std::isfinite(expected.stats[0]));
+    CHECK(got.stats[0] == Approx(expected.stats[0]).epsilon(1e-5));
+    // Stats start at 2 correct. Rows with NaN in column 0 are never correct
+    // (24); of the other 72, the 24 with a larger column are wrong.
+    CHECK(expected.stats[1] == 2.0f + 48.0f);
+    CHECK(got.stats[1] == expected.stats[1]);
+}

@@ -43,6 +43,7 @@ __global__ void activation_grad_kernel(const float* z, const float* y, const flo
 
 struct Column {  // sum_rows: the values themselves
     static constexpr int kCount = 1;
+    using Sum = float;
     const float* x;
     __device__ void operator()(size_t i, int, float* v) const { v[0] = x[i]; }
 };
@@ -51,6 +52,7 @@ struct Column {  // sum_rows: the values themselves
 template <Activation A>
 struct ActivationGrad {
     static constexpr int kCount = 1;
+    using Sum = float;
     const float* z;
     const float* y;
     const float* dy;
@@ -61,10 +63,6 @@ struct ActivationGrad {
         v[0] = d;
     }
 };
-
-size_t elements(int rows, int cols) {
-    return rows <= 0 || cols <= 0 ? 0 : static_cast<size_t>(rows) * cols;
-}
 
 }  // namespace
 

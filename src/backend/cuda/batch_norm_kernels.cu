@@ -13,8 +13,11 @@ namespace gputrain::cuda_kernels {
 namespace {
 
 // The two pairs of quantities summed per column.
+// Summed in double, as the CPU sums them: the variance is E[x^2] - E[x]^2,
+// which cancels badly in float when the mean is large against the spread.
 struct ValueAndSquare {  // x, x^2
     static constexpr int kCount = 2;
+    using Sum = double;
     const float* x;
     __device__ void operator()(size_t i, int, float* v) const {
         const float value = x[i];
@@ -24,6 +27,7 @@ struct ValueAndSquare {  // x, x^2
 };
 struct GradAndGradXhat {  // dy, dy * xhat
     static constexpr int kCount = 2;
+    using Sum = double;
     const float* x;
     const float* dy;
     const float* mean_invstd;
@@ -74,10 +78,6 @@ __global__ void backward_data_kernel(const float* x, const float* dy, const floa
         dx[i] = math::batch_norm_input_grad(dy[i], xhat, gamma[c] * invstd, sums[c] / count,
                                             sums[channels + c] / count);
     }
-}
-
-size_t elements(int rows, int channels) {
-    return rows <= 0 || channels <= 0 ? 0 : static_cast<size_t>(rows) * channels;
 }
 
 }  // namespace

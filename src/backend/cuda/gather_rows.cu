@@ -21,7 +21,7 @@ __global__ void gather_rows_kernel(uint32_t* dst, const uint32_t* src, const int
 
 cudaError_t gather_rows(cudaStream_t stream, void* dst, const void* src, const int32_t* indices, int rows,
                         size_t row_words) {
-    const size_t n = static_cast<size_t>(rows) * row_words;
+    const size_t n = elements(rows, row_words);
     if (n == 0) return cudaSuccess;
     gather_rows_kernel<<<blocks_for(n), kBlockThreads, 0, stream>>>(
         static_cast<uint32_t*>(dst), static_cast<const uint32_t*>(src), indices, static_cast<size_t>(rows), row_words);

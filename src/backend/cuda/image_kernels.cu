@@ -142,7 +142,7 @@ __global__ void pool_backward_kernel(Pool2dGeometry g, const float* x, const flo
 
 cudaError_t copy_shifted_nhwc(cudaStream_t stream, const float* src, int src_h, int src_w, float* dst, int dst_h,
                               int dst_w, int top, int left, int batch, int channels) {
-    const size_t n = static_cast<size_t>(batch) * dst_h * dst_w * channels;
+    const size_t n = elements(batch, dst_h, dst_w, channels);
     if (n == 0) return cudaSuccess;
     copy_shifted_kernel<<<blocks_for(n), kBlockThreads, 0, stream>>>(src, src_h, src_w, dst, dst_h, dst_w, top, left,
                                                                      channels, n);
@@ -150,7 +150,7 @@ cudaError_t copy_shifted_nhwc(cudaStream_t stream, const float* src, int src_h, 
 }
 
 cudaError_t pool2d_forward(cudaStream_t stream, const Pool2dGeometry& g, const float* x, float* y) {
-    const size_t n = static_cast<size_t>(g.batch) * g.out_h * g.out_w * g.channels;
+    const size_t n = elements(g.batch, g.out_h, g.out_w, g.channels);
     if (n == 0) return cudaSuccess;
     pool_forward_kernel<<<blocks_for(n), kBlockThreads, 0, stream>>>(g, x, y, n);
     return cudaGetLastError();
@@ -158,7 +158,7 @@ cudaError_t pool2d_forward(cudaStream_t stream, const Pool2dGeometry& g, const f
 
 cudaError_t pool2d_backward(cudaStream_t stream, const Pool2dGeometry& g, const float* x, const float* dy,
                             float* dx) {
-    const size_t n = static_cast<size_t>(g.batch) * g.in_h * g.in_w * g.channels;
+    const size_t n = elements(g.batch, g.in_h, g.in_w, g.channels);
     if (n == 0) return cudaSuccess;
     pool_backward_kernel<<<blocks_for(n), kBlockThreads, 0, stream>>>(g, x, dy, dx, n);
     return cudaGetLastError();

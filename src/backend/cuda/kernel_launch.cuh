@@ -16,6 +16,15 @@ constexpr int kWarpsPerBlock = kBlockThreads / kWarpSize;
 // cover any larger size, so the grid never exceeds the launch limits.
 constexpr size_t kMaxBlocks = 4096;
 
+// The number of elements of an array of these extents: 0 (nothing to launch)
+// when any is zero or negative, so that a negative count never turns into a
+// huge unsigned size.
+template <class... Extents>
+inline size_t elements(Extents... extents) {
+    if (!((extents > 0) && ...)) return 0;
+    return (static_cast<size_t>(extents) * ...);
+}
+
 // Blocks for `items` work items when each block covers `items_per_block` of them.
 inline unsigned blocks_for(size_t items, size_t items_per_block = kBlockThreads) {
     return static_cast<unsigned>(std::min(kMaxBlocks, (items + items_per_block - 1) / items_per_block));

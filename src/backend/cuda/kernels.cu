@@ -96,7 +96,10 @@ __global__ void sgd_momentum_kernel(float* params, const float* grads, float* ve
 __global__ void adam_guarded_kernel(float* params, const float* grads, float* m, float* v, size_t n,
                                     const math::AdamParams* scalars, const int32_t* skip) {
     if (skip && *skip != 0) return;
-    adam_rows(params, grads, m, v, n, *scalars);
+    // A local copy: through a reference the compiler would reload the scalars
+    // from global memory after every store (they might alias the parameters).
+    const math::AdamParams a = *scalars;
+    adam_rows(params, grads, m, v, n, a);
 }
 
 __global__ void sgd_guarded_kernel(float* params, const float* grads, float* velocity, size_t n,

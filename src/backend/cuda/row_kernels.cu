@@ -30,12 +30,15 @@ struct ArgMax {
     int index;
 };
 
-// The largest entry of the row and its first column (std::max_element's choice);
-// every lane gets the same answer.
+// The largest entry of the row and its first column; every lane gets the
+// same answer. NaNs as the CPU's scan treats them: a NaN in column 0 wins
+// (nothing compares greater), any later NaN is passed over.
 __device__ ArgMax warp_argmax(const float* row, int cols, int lane) {
+    if (isnan(row[0])) return {row[0], 0};
     ArgMax best{-INFINITY, INT_MAX};
     for (int c = lane; c < cols; c += kWarpSize) {
         const float v = row[c];
+        if (isnan(v)) continue;
         if (best.index == INT_MAX || v > best.value) best = {v, c};
     }
     for (int offset = kWarpSize / 2; offset > 0; offset /= 2) {
