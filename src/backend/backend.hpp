@@ -26,6 +26,20 @@ public:
     // What gemm() computes in (training.precision). The CPU backend always
     // computes in fp32 and ignores it; docs/config.md says so.
     virtual void set_precision(Precision) {}
+    // training.cast_gemm_inputs: under bf16/fp16, gemm() first rounds its
+    // inputs into 16-bit copies (a kernel of its own) and multiplies those in
+    // the library's native 16-bit GEMM. Ignored by the CPU and under fp32/tf32.
+    virtual void set_gemm_input_cast(bool) {}
+    // Bytes of scratch gemm() needs for this call (the 16-bit copies above;
+    // 0 when it needs none). The model reserves its layers' largest need before
+    // training (reserve_gemm_scratch), so that no GEMM allocates; a GEMM whose
+    // need exceeds the reservation is a bug and throws.
+    virtual size_t gemm_scratch_bytes(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb) const {
+        (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)lda, (void)ldb;
+        return 0;
+    }
+    // Makes gemm()'s scratch at least `bytes` (never shrinks it).
+    virtual void reserve_gemm_scratch(size_t bytes) { (void)bytes; }
 
     // Memory (bytes). Allocation happens before training starts (see
     // docs/architecture.md: no allocation while collectives run).

@@ -199,9 +199,22 @@ int run_bench(BenchArgs& args) {
     const int rows0 = static_cast<int>(batches.shard_begin[1] - batches.shard_begin[0]);
     const std::vector<GemmShape> shapes = dense_gemms(model, rows0);
     replicas[0]->backend().bind_thread();
-    const std::vector<double> rates = bare_gemm_rates(replicas[0]->backend(), shapes, 0.3);
+    Backend& backend0 = replicas[0]->backend();
+    const std::vector<double> rates = bare_gemm_rates(backend0, shapes, 0.3);
+    // bf16/fp16 on a GPU: the bare rates the other way of feeding the tensor
+    // cores reaches too (training.cast_gemm_inputs), to tell which pays.
+    const bool half = cfg.training.precision == "bf16" || cfg.training.precision == "fp16";
+    const bool cast = cfg.training.cast_gemm_inputs;
+    std::vector<double> other_rates;
+    if (half && backend0.has_device_memory() && !shapes.empty()) {
+        backend0.set_gemm_input_cast(!cast);
+        other_rates = bare_gemm_rates(backend0, shapes, 0.3);
+        backend0.set_gemm_input_cast(cast);
+    }
+    const std::string other_mode = cast ? "rounded in the GEMM (cast_gemm_inputs: false)"
+                                        : "cast first (cast_gemm_inputs: true)";
     std::vector<LayerGemm> per_layer(layers);
-    double gemm_flops = 0, bare_s = 0;
+    double gemm_flops = 0, bare_s = 0, other_bare_s = 0;
     for (size_t i = 0; i < shapes.size(); ++i) {
         const GemmShape& s = shapes[i];
         LayerGemm& l = per_layer[s.layer];
@@ -210,6 +223,7 @@ int run_bench(BenchArgs& args) {
         (s.pass == "forward" ? l.forward_bare_s : l.backward_bare_s) += seconds;
         gemm_flops += s.flops();
         bare_s += seconds;
+        if (!other_rates.empty()) other_bare_s += s.flops() / (other_rates[i] * 1e9);
     }
 
     const double step_s = median(t.total);
@@ -246,13 +260,18 @@ int run_bench(BenchArgs& args) {
         for (size_t i = 0; i < shapes.size(); ++i) {
             const GemmShape& s = shapes[i];
             std::printf("    {\"layer\": %s, \"pass\": \"%s\", \"m\": %d, \"n\": %d, \"k\": %d, \"op\": \"%c%c\", "
-                        "\"gflop\": %.6g, \"bare_gflops\": %.6g}%s\n",
+                        "\"gflop\": %.6g, \"bare_gflops\": %.6g%s}%s\n",
                         checkpoint::json::quote(model.layer(s.layer).name()).c_str(), s.pass.c_str(), s.m, s.n, s.k,
                         s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.flops() / 1e9, rates[i],
+                        other_rates.empty() ? ""
+                                            : (", \"bare_gflops_other_mode\": " + std::to_string(other_rates[i])).c_str(),
                         i + 1 < shapes.size() ? "," : "");
         }
         std::printf("  ],\n  \"gemm_gflop_per_step\": %.6g,\n  \"gemm_bare_ms_per_step\": %.6g,\n", gemm_flops / 1e9,
                     ms(bare_s));
+        if (!other_rates.empty())
+            std::printf("  \"other_mode\": %s,\n  \"bare_gemm_gflops_other_mode\": %.6g,\n",
+                        checkpoint::json::quote(other_mode).c_str(), gemm_flops / other_bare_s / 1e9);
         std::printf("  \"step_gemm_gflops\": %.6g,\n  \"bare_gemm_gflops\": %.6g,\n  \"fraction_of_bare_gemm\": %.6g\n}\n",
                     gemm_flops / step_s / 1e9, bare_s > 0 ? gemm_flops / bare_s / 1e9 : 0.0,
                     bare_s > 0 ? bare_s / step_s : 0.0);
@@ -285,18 +304,23 @@ int run_bench(BenchArgs& args) {
     if (shapes.empty()) return 0;
     std::printf("\nDense GEMMs of replica 0 (%d rows), bare = %s's gemm alone on that shape:\n", rows0,
                 replicas[0]->backend().name().c_str());
-    std::printf("%-20s %-12s %-22s %10s %14s\n", "layer", "pass", "m x n x k (op)", "GFLOP", "bare GFLOP/s");
+    std::printf("%-20s %-12s %-22s %10s %14s%s\n", "layer", "pass", "m x n x k (op)", "GFLOP", "bare GFLOP/s",
+                other_rates.empty() ? "" : "   other mode*");
     for (size_t i = 0; i < shapes.size(); ++i) {
         const GemmShape& s = shapes[i];
-        char dims[64];
+        char dims[64], other[32] = "";
         std::snprintf(dims, sizeof dims, "%dx%dx%d (%c%c)", s.m, s.n, s.k, s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N');
-        std::printf("%-20s %-12s %-22s %10.4g %14.1f\n", model.layer(s.layer).name().c_str(), s.pass.c_str(), dims,
-                    s.flops() / 1e9, rates[i]);
+        if (!other_rates.empty()) std::snprintf(other, sizeof other, " %14.1f", other_rates[i]);
+        std::printf("%-20s %-12s %-22s %10.4g %14.1f%s\n", model.layer(s.layer).name().c_str(), s.pass.c_str(), dims,
+                    s.flops() / 1e9, rates[i], other);
     }
     std::printf("dense GEMMs per step: %.4g GFLOP; bare %.4f ms (%.1f GFLOP/s); the whole step runs them at "
                 "%.1f GFLOP/s = %.0f%% of bare\n",
                 gemm_flops / 1e9, ms(bare_s), gemm_flops / bare_s / 1e9, gemm_flops / step_s / 1e9,
                 100.0 * bare_s / step_s);
+    if (!other_rates.empty())
+        std::printf("* other mode: %s, bare %.4f ms (%.1f GFLOP/s) for the same GEMMs\n", other_mode.c_str(),
+                    ms(other_bare_s), gemm_flops / other_bare_s / 1e9);
     return 0;
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "core/rng.hpp"
+
 namespace gputrain::cli {
 
 std::vector<GemmShape> dense_gemms(const nn::Model& model, int rows) {
@@ -49,18 +51,27 @@ double measure(Backend& be, const GemmShape& s, const float* a, const float* b, 
 }  // namespace
 
 std::vector<double> bare_gemm_rates(Backend& backend, const std::vector<GemmShape>& shapes, double min_seconds) {
-    size_t a_n = 1, b_n = 1, c_n = 1;
+    size_t a_n = 1, b_n = 1, c_n = 1, scratch = 0;
     for (const auto& s : shapes) {
         a_n = std::max(a_n, static_cast<size_t>(s.m) * s.k);
         b_n = std::max(b_n, static_cast<size_t>(s.k) * s.n);
         c_n = std::max(c_n, static_cast<size_t>(s.m) * s.n);
+        scratch = std::max(scratch, backend.gemm_scratch_bytes(s.trans_a, s.trans_b, s.m, s.n, s.k,
+                                                               s.trans_a ? s.m : s.k, s.trans_b ? s.k : s.n));
     }
+    backend.reserve_gemm_scratch(scratch);
     float* a = backend.allocate_floats(a_n);
     float* b = backend.allocate_floats(b_n);
     float* c = backend.allocate_floats(c_n);
-    // Written once so every page is mapped before the first timed call.
-    backend.fill(a, a_n, 0.01f);
-    backend.fill(b, b_n, 0.02f);
+    // Random operands, as in training: constant ones can run faster than real
+    // data does (the multipliers toggle fewer bits), which would flatter the peer.
+    {
+        std::vector<float> host(std::max(a_n, b_n));
+        Rng rng(17);
+        for (float& x : host) x = static_cast<float>(rng.uniform() * 2.0 - 1.0);
+        backend.copy_to_device(a, host.data(), a_n * sizeof(float));
+        backend.copy_to_device(b, host.data() + (host.size() - b_n), b_n * sizeof(float));
+    }
     backend.fill(c, c_n, 0.0f);
     std::vector<double> rates(shapes.size(), 0.0);
     for (size_t i = 0; i < shapes.size(); ++i) {

@@ -27,9 +27,10 @@ struct GemmShape {
 // skips it only for layer 0).
 std::vector<GemmShape> dense_gemms(const nn::Model& model, int rows);
 
-// GFLOP/s of `backend.gemm` on each shape (equal shapes measured once):
-// repeated until at least `min_seconds`, median of the calls after the first
-// when there are several. Call on the backend's thread.
+// GFLOP/s of `backend.gemm` on each shape (equal shapes measured once), on
+// random operands: repeated until at least `min_seconds`, median of the calls
+// after the first when there are several. Reserves the GEMM scratch the shapes
+// need under the backend's current settings. Call on the backend's thread.
 std::vector<double> bare_gemm_rates(Backend& backend, const std::vector<GemmShape>& shapes, double min_seconds);
 
 }  // namespace gputrain::cli

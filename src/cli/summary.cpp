@@ -29,7 +29,7 @@ int run_summary(SummaryArgs& args) {
     const device::Discovery found = device::discover();
     const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas});
     const auto offsets = data::shard_offsets(cfg.training.batch_size, strategy.replicas());
-    const train::MemoryEstimate m = train::estimate_memory(cfg, offsets[1] - offsets[0]);
+    const train::MemoryEstimate m = train::estimate_memory(cfg, offsets[1] - offsets[0], strategy.on_gpu());
 
     CpuBackend backend;
     std::printf("%s", nn::Model(cfg.model, cfg.loss, backend, 1, cfg.training.seed).summary().c_str());
@@ -44,6 +44,10 @@ int run_summary(SummaryArgs& args) {
     print_line("activations (outputs + gradients)", m.activation_bytes);
     print_line("layer scratch", m.scratch_bytes);
     print_line("input shard (inputs + labels)", m.input_bytes);
+    if (m.gemm_copy_bytes > 0) {
+        std::snprintf(label, sizeof label, "%s copies of GEMM inputs", cfg.training.precision.c_str());
+        print_line(label, m.gemm_copy_bytes);
+    }
     print_line("total", m.total_bytes());
     if (strategy.on_gpu()) std::printf("(on a GPU, cuBLAS and NCCL workspaces come on top)\n");
     return 0;

@@ -84,6 +84,10 @@ struct TrainingConfig {
     std::string precision = "fp32";  // fp32 | tf32 | bf16 | fp16: what GPU matrix products compute in
     bool cuda_graphs = true;         // GPU: replay each step shape as a recorded CUDA graph where possible
     bool fused_kernels = true;       // a layer's bias + activation (and their gradients) in one pass each
+    // bf16/fp16 on a GPU: round each GEMM's inputs to 16 bits in a kernel of
+    // their own and multiply them in cuBLAS's native 16-bit GEMM (true), or let
+    // cuBLAS round the fp32 inputs inside the GEMM (false, CUBLAS_COMPUTE_32F_FAST_*).
+    bool cast_gemm_inputs = false;
 };
 
 // Every replica is a thread with its own copy of the model; past this many,

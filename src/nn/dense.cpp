@@ -1,5 +1,7 @@
 #include "nn/dense.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "nn/activation_step.hpp"
 
@@ -41,6 +43,15 @@ bool Dense::strip_final_softmax() {
     if (activation_ != Activation::softmax) return false;
     activation_ = Activation::linear;
     return true;
+}
+
+size_t Dense::gemm_scratch_bytes(const Backend& backend, int64_t max_rows) const {
+    // The three GEMMs of forward and backward below, with their leading dimensions.
+    const int m = static_cast<int>(max_rows * rows_per_sample_), n = static_cast<int>(units_),
+              k = static_cast<int>(in_features_);
+    return std::max({backend.gemm_scratch_bytes(false, false, m, n, k, k, n),
+                     backend.gemm_scratch_bytes(true, false, k, n, m, k, n),
+                     backend.gemm_scratch_bytes(false, true, m, k, n, n, n)});
 }
 
 void Dense::forward(const RunContext& ctx, const float* x, float* y, int rows) {

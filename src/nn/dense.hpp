@@ -19,6 +19,7 @@ public:
     int64_t scratch_per_sample() const override;
     void set_scratch(float* scratch) override { pre_activation_ = scratch; }
     bool strip_final_softmax() override;
+    size_t gemm_scratch_bytes(const Backend& backend, int64_t max_rows) const override;
 
     void forward(const RunContext& ctx, const float* x, float* y, int rows) override;
     void backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx,

@@ -90,6 +90,14 @@ public:
         (void)workspace;
         (void)bytes;
     }
+    // Bytes of scratch the backend's gemm() needs for the largest of this
+    // layer's GEMMs at up to `max_rows` samples (Backend::gemm_scratch_bytes);
+    // the model reserves the largest need of all its layers before training.
+    virtual size_t gemm_scratch_bytes(const Backend& backend, int64_t max_rows) const {
+        (void)backend;
+        (void)max_rows;
+        return 0;
+    }
 
     // If this layer ends in a softmax that the loss can fuse with, drop it so the
     // layer outputs logits; returns whether it did.

@@ -131,8 +131,13 @@ Model::~Model() {
 }
 
 void Model::allocate_workspace() {
-    for (auto& layer : layers_)
+    size_t gemm_scratch = 0;
+    for (auto& layer : layers_) {
         workspace_bytes_ = std::max(workspace_bytes_, layer->workspace_bytes(backend_, max_rows_));
+        gemm_scratch = std::max(gemm_scratch, layer->gemm_scratch_bytes(backend_, max_rows_));
+    }
+    // The backend's own (shared by every model on it), before any step runs.
+    backend_.reserve_gemm_scratch(gemm_scratch);
     if (workspace_bytes_ == 0) return;
     workspace_ = backend_.allocate_bytes(workspace_bytes_);
     for (auto& layer : layers_) layer->set_workspace(workspace_, workspace_bytes_);

@@ -19,14 +19,18 @@ struct MemoryEstimate {
     size_t optimizer_slots = 0;  // buffers of the parameters' size: Adam 2, SGD with momentum 1
     size_t weight_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;
     size_t activation_bytes = 0, scratch_bytes = 0, input_bytes = 0;
+    // A GPU's 16-bit copies of the largest GEMM's inputs (training.cast_gemm_inputs).
+    size_t gemm_copy_bytes = 0;
 
     size_t total_bytes() const {
-        return weight_bytes + gradient_bytes + optimizer_bytes + activation_bytes + scratch_bytes + input_bytes;
+        return weight_bytes + gradient_bytes + optimizer_bytes + activation_bytes + scratch_bytes + input_bytes +
+               gemm_copy_bytes;
     }
 };
 
-// `rows_per_replica`: the largest shard of the global batch.
-MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_replica);
+// `rows_per_replica`: the largest shard of the global batch; `on_gpu`: the
+// replicas are GPUs (which may keep GEMM input copies; the CPU never does).
+MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_replica, bool on_gpu = false);
 
 // "397.5 KiB", "1.20 GiB", "512 B".
 std::string human_bytes(size_t bytes);

@@ -1,6 +1,8 @@
 // cuBLAS GEMM through the row-major/column-major swap against OpenBLAS.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <random>
 
 #include "parity.hpp"
@@ -115,4 +117,102 @@ TEST_CASE("training.precision: fp32 by default; tf32/bf16/fp16 GEMMs within thei
     }
     gpu.set_precision(Precision::fp32);
     require_close(run_gemm(gpu, g, 7), reference, 1e-4, 1e-4);
+}
+
+// ---- training.cast_gemm_inputs: 16-bit copies, then cuBLAS's native 16-bit GEMM ----
+
+namespace {
+
+// Round to the nearest bfloat16 (ties to even), as __float2bfloat16_rn does;
+// the inputs here are finite.
+float round_to_bf16(float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    u &= 0xffff0000u;
+    std::memcpy(&x, &u, sizeof u);
+    return x;
+}
+
+float round_to_fp16(float x) { return static_cast<float>(static_cast<_Float16>(x)); }
+
+// run_gemm with both inputs rounded on the host first (padding included, which no product reads).
+std::vector<float> run_gemm_on_rounded(Backend& backend, const GemmCase& g, uint32_t seed, float (*round)(float)) {
+    std::mt19937 rng(seed);
+    const int a_rows = g.trans_a ? g.k : g.m, a_width = g.trans_a ? g.m : g.k;
+    const int b_rows = g.trans_b ? g.n : g.k, b_width = g.trans_b ? g.k : g.n;
+    auto a = padded_matrix(a_rows, a_width, g.pad_a, rng);
+    auto b = padded_matrix(b_rows, b_width, g.pad_b, rng);
+    const auto c = padded_matrix(g.m, g.n, g.pad_c, rng);
+    for (float& x : a) x = round(x);
+    for (float& x : b) x = round(x);
+    Buffers buf(backend);
+    float* dc = buf.upload(c);
+    backend.gemm(g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, buf.upload(a), a_width + g.pad_a, buf.upload(b),
+                 b_width + g.pad_b, g.beta, dc, g.n + g.pad_c);
+    return buf.download(dc, c.size());
+}
+
+float keep(float x) { return x; }
+
+}  // namespace
+
+TEST_CASE("cast_gemm_inputs: bf16/fp16 GEMMs multiply the inputs rounded to nearest, accumulating in fp32") {
+    struct Mode {
+        Precision precision;
+        float (*round)(float);
+    };
+    const Mode mode = GENERATE(Mode{Precision::bf16, round_to_bf16}, Mode{Precision::fp16, round_to_fp16});
+    const bool trans_a = GENERATE(false, true);
+    const bool trans_b = GENERATE(false, true);
+    INFO((mode.precision == Precision::bf16 ? "bf16" : "fp16") << " trans_a " << trans_a << " trans_b " << trans_b);
+    CpuBackend cpu;
+    CudaBackend gpu(0);
+    gpu.set_precision(mode.precision);
+    gpu.set_gemm_input_cast(true);
+    // Odd sizes, padded leading dimensions, and W1's forward shape.
+    for (const GemmCase g : {GemmCase{trans_a, trans_b, 17, 33, 9, 3, 5, 2, 1.5f, -0.5f},
+                             GemmCase{trans_a, trans_b, 32, 128, 784, 0, 0, 0, 1.0f, 0.0f},
+                             GemmCase{trans_a, trans_b, 1, 1, 1, 0, 0, 0, 1.0f, 0.0f}}) {
+        const int lda = (g.trans_a ? g.m : g.k) + g.pad_a, ldb = (g.trans_b ? g.k : g.n) + g.pad_b;
+        gpu.reserve_gemm_scratch(gpu.gemm_scratch_bytes(g.trans_a, g.trans_b, g.m, g.n, g.k, lda, ldb));
+        // The reference: the CPU's fp32 GEMM of the inputs rounded on the host. Every
+        // product of two 16-bit values is exact in fp32, so only the sums' order differs.
+        const auto reference = run_gemm_on_rounded(cpu, g, 11, mode.round);
+        const auto cast = run_gemm(gpu, g, 11);
+        require_close(cast, reference, 1e-4, 1e-4);
+        // ... and rounding really happened: unrounded fp32 inputs give another answer.
+        if (g.k > 1) CHECK(max_abs_difference(run_gemm_on_rounded(cpu, g, 11, keep), cast) > 1e-3);
+    }
+}
+
+TEST_CASE("cast_gemm_inputs: the copies live in scratch reserved up front; a GEMM never allocates") {
+    CudaBackend gpu(0);
+    gpu.set_precision(Precision::bf16);
+    gpu.set_gemm_input_cast(true);
+    const GemmCase g{false, false, 32, 128, 784, 0, 0, 0, 1.0f, 0.0f};
+    const size_t need = gpu.gemm_scratch_bytes(false, false, 32, 128, 784, 784, 128);
+    CHECK(need == 32 * 784 * 2 + 784 * 128 * 2);  // both copies end on a 256-byte boundary here
+    REQUIRE_THROWS_WITH(run_gemm(gpu, g, 3), Catch::Contains("needs " + std::to_string(need) +
+                                                             " bytes of scratch for its 16-bit inputs, 0 reserved"));
+    gpu.reserve_gemm_scratch(need);
+    const auto first = run_gemm(gpu, g, 3);
+    Buffers buf(gpu);
+    const float* a = buf.upload(random_vector(32 * 784, 1));
+    const float* b = buf.upload(random_vector(784 * 128, 2));
+    float* c = buf.zeros<float>(32 * 128);
+    const size_t mallocs = gpu.pool_stats().cuda_malloc_calls;
+    for (int i = 0; i < 3; ++i) gpu.gemm(false, false, 32, 128, 784, 1.0f, a, 784, b, 128, 0.0f, c, 128);
+    gpu.synchronize();
+    CHECK(gpu.pool_stats().cuda_malloc_calls == mallocs);
+    CHECK(run_gemm(gpu, g, 3) == first);  // the same kernels on the same inputs: the same bits
+    // fp32 and tf32 make no copies: nothing to reserve, the results of the plain path.
+    for (const Precision p : {Precision::fp32, Precision::tf32}) {
+        gpu.set_precision(p);
+        CHECK(gpu.gemm_scratch_bytes(false, false, 32, 128, 784, 784, 128) == 0);
+        const auto with_flag = run_gemm(gpu, g, 3);
+        gpu.set_gemm_input_cast(false);
+        CHECK(run_gemm(gpu, g, 3) == with_flag);
+        gpu.set_gemm_input_cast(true);
+    }
 }

@@ -11,6 +11,7 @@
 #include "backend/cuda/cudnn_convolution.hpp"
 #include "backend/cuda/image_kernels.hpp"
 #include "backend/cuda/kernels.hpp"
+#include "backend/gemm_input_cast.hpp"
 
 namespace gputrain {
 
@@ -285,6 +286,7 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float al
         CUBLAS_CHECK(device_, cublasSgemm(cublas_, op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
         return;
     }
+    if (casts_gemm_inputs()) return gemm_on_16bit_copies(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     // fp32 in and out; the compute type lets cuBLAS round the inputs to
     // TF32/bf16/fp16 for the tensor cores and accumulate in fp32.
     const cublasComputeType_t compute = precision_ == Precision::tf32   ? CUBLAS_COMPUTE_32F_FAST_TF32
@@ -292,6 +294,45 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int m, int n, int k, float al
                                                                         : CUBLAS_COMPUTE_32F_FAST_16F;
     CUBLAS_CHECK(device_, cublasGemmEx(cublas_, op_b, op_a, n, m, k, &alpha, b, CUDA_R_32F, ldb, a, CUDA_R_32F, lda,
                                        &beta, c, CUDA_R_32F, ldc, compute, CUBLAS_GEMM_DEFAULT));
+}
+
+bool CudaBackend::casts_gemm_inputs() const {
+    return cast_gemm_inputs_ && (precision_ == Precision::bf16 || precision_ == Precision::fp16);
+}
+
+void CudaBackend::gemm_on_16bit_copies(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                                       int lda, const float* b, int ldb, float beta, float* c, int ldc) {
+    const CastCopyLayout l = cast_copy_layout(trans_a, trans_b, m, n, k, lda, ldb);
+    if (l.total_bytes > gemm_scratch_bytes_)
+        throw Error(fmt::format("{}: gemm {}x{}x{} needs {} bytes of scratch for its 16-bit inputs, {} reserved "
+                                "(reserve_gemm_scratch was not given the model's need: a bug)",
+                                name(), m, n, k, l.total_bytes, gemm_scratch_bytes_));
+    void* a16 = gemm_scratch_;
+    void* b16 = static_cast<char*>(gemm_scratch_) + l.b_offset_bytes;
+    const bool bf16 = precision_ == Precision::bf16;
+    // The copies keep each matrix's layout and leading dimension; every
+    // element is rounded to nearest (even), as autocast's casts do.
+    const auto cast = bf16 ? cuda_kernels::cast_to_bf16 : cuda_kernels::cast_to_fp16;
+    CUDA_CHECK(device_, cast(stream_, a, a16, l.a_elements));
+    CUDA_CHECK(device_, cast(stream_, b, b16, l.b_elements));
+    const cudaDataType_t type = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    CUBLAS_CHECK(device_, cublasGemmEx(cublas_, op_b, op_a, n, m, k, &alpha, b16, type, ldb, a16, type, lda, &beta, c,
+                                       CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+size_t CudaBackend::gemm_scratch_bytes(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb) const {
+    return casts_gemm_inputs() ? cast_copy_layout(trans_a, trans_b, m, n, k, lda, ldb).total_bytes : 0;
+}
+
+void CudaBackend::reserve_gemm_scratch(size_t bytes) {
+    if (bytes <= gemm_scratch_bytes_) return;
+    void* grown = allocate_bytes(bytes);
+    // The pool hands the old block out again only to work queued after this.
+    if (gemm_scratch_) pool_.release(gemm_scratch_);
+    gemm_scratch_ = grown;
+    gemm_scratch_bytes_ = bytes;
 }
 
 void CudaBackend::set_precision(Precision precision) {

@@ -43,11 +43,15 @@ public:
     // The cudaStream_t all work is queued on, for a communicator (NCCL) that
     // must order its collectives with this backend's kernels.
     void* stream_handle() const;
-    // GEMMs in TF32/bf16/fp16 tensor-core math on fp32 data (fp32 by default).
-    // Convolutions stay fp32 whatever the precision (docs/config.md).
-    // GEMMs in `precision`; convolutions in TF32 unless fp32 (cuDNN has no
-    // bf16 or fp16 compute on fp32 data short of down-converting the tensors).
+    // GEMMs in `precision` (fp32 by default; TF32/bf16/fp16 on the tensor
+    // cores); convolutions in TF32 unless fp32 (cuDNN has no bf16 or fp16
+    // compute on fp32 data short of down-converting the tensors).
     void set_precision(Precision precision) override;
+    // bf16/fp16 GEMMs: cast the inputs into 16-bit copies in the GEMM scratch
+    // and call cuBLAS's native 16-bit GEMM, instead of CUBLAS_COMPUTE_32F_FAST_*.
+    void set_gemm_input_cast(bool cast) override { cast_gemm_inputs_ = cast; }
+    size_t gemm_scratch_bytes(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb) const override;
+    void reserve_gemm_scratch(size_t bytes) override;
     DevicePoolStats pool_stats() const { return pool_.stats(); }
 
     // Memory is zeroed like CpuBackend's. copy_to_device returns once the
@@ -143,11 +147,18 @@ public:
 
 private:
     void activate() const;  // cudaSetDevice(device_) on the calling thread
+    bool casts_gemm_inputs() const;
+    void gemm_on_16bit_copies(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                              const float* b, int ldb, float beta, float* c, int ldc);
     [[noreturn]] void throw_out_of_memory(size_t bytes) const;
     void destroy() noexcept;
 
     int device_;
     Precision precision_ = Precision::fp32;
+    bool cast_gemm_inputs_ = false;
+    // The 16-bit input copies of gemm() under cast_gemm_inputs_, from the pool.
+    void* gemm_scratch_ = nullptr;
+    size_t gemm_scratch_bytes_ = 0;
     CUstream_st* stream_ = nullptr;
     // Input copies: their stream, the compute-stream point they wait for
     // (recorded by wait_copies), and a ring of events, one per ticket modulo

@@ -19,6 +19,11 @@ cudaError_t scale(cudaStream_t stream, float* x, size_t n, float alpha);
 // c[r, j] *= beta for j < cols (row stride ld); beta == 0 writes 0 whatever c held.
 cudaError_t scale_matrix(cudaStream_t stream, float* c, int rows, int cols, int ld, float beta);
 
+// y[i] = x[i] rounded to bfloat16 / IEEE half (nearest, ties to even) for
+// i < n; y is 2-byte aligned device memory (cast_kernels.cu).
+cudaError_t cast_to_bf16(cudaStream_t stream, const float* x, void* y, size_t n);
+cudaError_t cast_to_fp16(cudaStream_t stream, const float* x, void* y, size_t n);
+
 // The activations and bias passes (activation_kernels.cu). Column sums reduce over row chunks into
 // `scratch` (scratch_floats floats of device memory the backend owns) as the
 // batch-norm sums do (column_sums.cuh): the same on every run.

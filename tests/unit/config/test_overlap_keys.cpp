@@ -1,4 +1,4 @@
-// strategy.bucket_mb, data.resident, training.cuda_graphs and training.fused_kernels: read, checked,
+// strategy.bucket_mb, data.resident, training.cuda_graphs, fused_kernels and cast_gemm_inputs: read, checked,
 // written back to the resolved YAML, and (changing only speed) kept out of the digest.
 #include <catch2/catch.hpp>
 
@@ -38,21 +38,25 @@ TEST_CASE("bucket_mb and resident round-trip through the resolved YAML but stay 
     CHECK(load_text(kMinimal, {"training.batch_size=64"}).digest != defaults.digest);
 }
 
-TEST_CASE("training.cuda_graphs and training.fused_kernels default to true, take a boolean, stay out of the digest") {
+TEST_CASE("training.cuda_graphs, fused_kernels (default true) and cast_gemm_inputs (default false) take a boolean, "
+          "stay out of the digest") {
     struct Key {
         std::string name;
         bool TrainingConfig::*field;
+        bool default_value;
     };
-    const Key key = GENERATE(Key{"cuda_graphs", &TrainingConfig::cuda_graphs},
-                             Key{"fused_kernels", &TrainingConfig::fused_kernels});
+    const Key key = GENERATE(Key{"cuda_graphs", &TrainingConfig::cuda_graphs, true},
+                             Key{"fused_kernels", &TrainingConfig::fused_kernels, true},
+                             Key{"cast_gemm_inputs", &TrainingConfig::cast_gemm_inputs, false});
     INFO("training." << key.name);
     const RunConfig defaults = load_text(kMinimal);
-    CHECK(defaults.training.*key.field);
-    const RunConfig off = load_text(kMinimal, {"training." + key.name + "=false"});
-    CHECK_FALSE(off.training.*key.field);
-    CHECK(off.resolved_yaml.find(key.name + ": false") != std::string::npos);
-    CHECK_FALSE(load_text(off.resolved_yaml).training.*key.field);
-    CHECK(off.digest == defaults.digest);
+    CHECK(defaults.training.*key.field == key.default_value);
+    const std::string other = key.default_value ? "false" : "true";
+    const RunConfig changed = load_text(kMinimal, {"training." + key.name + "=" + other});
+    CHECK(changed.training.*key.field != key.default_value);
+    CHECK(changed.resolved_yaml.find(key.name + ": " + other) != std::string::npos);
+    CHECK(load_text(changed.resolved_yaml).training.*key.field != key.default_value);
+    CHECK(changed.digest == defaults.digest);
     const std::string set = "training." + key.name + "=sometimes";
     REQUIRE(error_of(kMinimal, {set}) ==
             "--set " + set + ": training." + key.name + ": expected true or false, got 'sometimes'");
