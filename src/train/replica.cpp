@@ -27,6 +27,7 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
         pinned_labels_[slot] = static_cast<int32_t*>(backend_->allocate_host_pinned(label_bytes));
     }
     stats_ = backend_->allocate_floats(2);
+    shard_position_ = static_cast<int64_t*>(backend_->allocate_bytes(sizeof(int64_t)));
     guard_ = std::make_unique<StepGuard>(*backend_);
     graphs_ = std::make_unique<StepGraphs>(*backend_, /*enabled=*/false);
     // The first staged copy must not overtake the zeroing of the buffers above.
@@ -51,6 +52,7 @@ Replica::~Replica() {
     }
     release_resident();
     backend_->release(stats_);
+    backend_->release(shard_position_);
     // guard_ and graphs_ go next, before backend_ (members are destroyed in reverse order).
 }
 
@@ -126,10 +128,9 @@ void Replica::load_training_shard(const data::Batch& batch, int64_t global_batch
     const int64_t end = batch.shard_begin[static_cast<size_t>(rank()) + 1];
     if (resident()) {
         // The batch's rows are order[step * global_batch + row], as the loader took them.
-        const int32_t* rows = resident_order_ + batch.step * global_batch + begin;
-        const int n = static_cast<int>(end - begin);
-        backend_->gather_rows(inputs(), resident_inputs_, rows, n, static_cast<size_t>(sample_elements_));
-        backend_->gather_rows(labels(), resident_labels_, rows, n, 1);
+        const int64_t position = batch.step * global_batch + begin;
+        backend_->upload(shard_position_, &position, sizeof position);
+        shard_rows_ = static_cast<int>(end - begin);
         return;
     }
     if (staged_ && staged_step_ == batch.step) {
@@ -143,6 +144,12 @@ void Replica::load_training_shard(const data::Batch& batch, int64_t global_batch
     // The batch holds rows [first_row, ...) of the global batch (all of them
     // unless data.shard_files gave this worker only its replicas' rows).
     load_shard(batch.inputs.data(), batch.labels.data(), begin - batch.first_row, end - batch.first_row);
+}
+
+void Replica::gather_shard() {
+    if (!resident()) return;
+    backend_->gather_batch(inputs(), labels(), resident_inputs_, resident_labels_,
+                           static_cast<size_t>(sample_elements_), resident_order_, shard_position_, shard_rows_);
 }
 
 void Replica::stage_training_shard(const data::Batch& batch) {

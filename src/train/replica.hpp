@@ -61,9 +61,14 @@ public:
     // order (data::epoch_order, which a resident set uploads).
     void begin_epoch(int64_t samples, bool shuffle, uint64_t seed, int64_t epoch);
     // This replica's shard of `batch` (step `batch.step`, batches of
-    // `global_batch`) becomes inputs()/labels(): gathered on the device when
-    // resident, else the copy staged during the previous step, else copied now.
+    // `global_batch`) becomes inputs()/labels(): the copy staged during the
+    // previous step, else copied now; when resident, its place in the epoch's
+    // order is written to the device and gather_shard() gathers it.
     void load_training_shard(const data::Batch& batch, int64_t global_batch);
+    // The first work of the step: gathers the shard load_training_shard chose
+    // when the set is resident (nothing otherwise). It reads the shard's place
+    // from device memory, so it belongs inside the step's recorded graph.
+    void gather_shard();
     // Whether the trainer should hand over the next step's batch early
     // (stage_training_shard): a GPU whose training set is not resident.
     bool stages_ahead() const { return staging_; }
@@ -110,6 +115,10 @@ private:
     int32_t* resident_labels_ = nullptr;
     int32_t* resident_order_ = nullptr;
     std::vector<int32_t> host_order_;
+    // The shard to gather: its first position in the order (device memory,
+    // written before each step) and its rows.
+    int64_t* shard_position_ = nullptr;
+    int shard_rows_ = 0;
     float* stats_ = nullptr;
     std::unique_ptr<StepGuard> guard_;
     std::unique_ptr<StepGraphs> graphs_;

@@ -87,6 +87,7 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
         // The step's work, queued on the backend: the same from step to step
         // for one shape, so that a GPU records it once and replays it (StepGraphs).
         const auto queue_step = [&] {
+            r.gather_shard();  // a resident set's batch, at the position written above
             // Buckets of gradients are all-reduced while backward goes on (strategy.bucket_mb).
             r.model().forward_backward(ctx, r.inputs(), r.labels(), rows, loss_scale / static_cast<float>(batch->size),
                                        r.stats(), buckets.on_ready());

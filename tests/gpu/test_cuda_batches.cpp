@@ -1,29 +1,41 @@
 // The CUDA backend's input-batch support against the CPU backend: pinned
-// memory, copies on the copy stream ordered by wait_copies, gather_rows.
+// memory, copies on the copy stream ordered by wait_copies, gather_batch.
 #include "parity.hpp"
 
 using namespace gpu_test;
 
-TEST_CASE("gather_rows on the GPU picks the same rows as on the CPU, for floats and labels") {
+TEST_CASE("gather_batch on the GPU picks the same rows as on the CPU, inputs and labels, from the position in memory") {
     const int rows = GENERATE(1, 7, 300);
     const size_t row_words = GENERATE(as<size_t>{}, 1, 33, 784);
     const int table_rows = 517;
     const auto table = random_vector(static_cast<size_t>(table_rows) * row_words, 3);
-    std::vector<int32_t> indices(static_cast<size_t>(rows));
-    for (int r = 0; r < rows; ++r) indices[static_cast<size_t>(r)] = (r * 131 + 7) % table_rows;  // repeats allowed
+    std::vector<int32_t> labels(static_cast<size_t>(table_rows));
+    for (int r = 0; r < table_rows; ++r) labels[static_cast<size_t>(r)] = r * 3 + 1;
+    // An epoch's order with repeats; the batch starts at `position` in it.
+    const int64_t position = 45;
+    std::vector<int32_t> order(static_cast<size_t>(position + rows + 10));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>((i * 131 + 7) % table_rows);
     CpuBackend cpu;
     CudaBackend gpu(0);
     auto gather = [&](Backend& b) {
         Buffers buf(b);
-        float* out = buf.zeros<float>(static_cast<size_t>(rows) * row_words);
-        b.gather_rows(out, buf.upload(table), buf.upload(indices), rows, row_words);
-        return buf.download(out, static_cast<size_t>(rows) * row_words);
+        float* x = buf.zeros<float>(static_cast<size_t>(rows) * row_words);
+        int32_t* y = buf.zeros<int32_t>(static_cast<size_t>(rows));
+        int64_t* at = buf.upload(std::vector<int64_t>{0});
+        b.upload(at, &position, sizeof position);
+        b.gather_batch(x, y, buf.upload(table), buf.upload(labels), row_words, buf.upload(order), at, rows);
+        return std::make_pair(buf.download(x, static_cast<size_t>(rows) * row_words),
+                              buf.download(y, static_cast<size_t>(rows)));
     };
     const auto expected = gather(cpu);
-    for (int r = 0; r < rows; ++r)  // the CPU itself against the table
-        REQUIRE(expected[static_cast<size_t>(r) * row_words] ==
-                table[static_cast<size_t>(indices[static_cast<size_t>(r)]) * row_words]);
-    require_identical(gather(gpu), expected);
+    for (int r = 0; r < rows; ++r) {  // the CPU itself against the table
+        const size_t row = static_cast<size_t>(order[static_cast<size_t>(position + r)]);
+        REQUIRE(expected.first[static_cast<size_t>(r) * row_words + row_words - 1] == table[row * row_words + row_words - 1]);
+        REQUIRE(expected.second[static_cast<size_t>(r)] == labels[row]);
+    }
+    const auto got = gather(gpu);
+    require_identical(got.first, expected.first);
+    REQUIRE(got.second == expected.second);
 }
 
 TEST_CASE("Asynchronous copies from pinned memory reach the device before compute that waits for them") {

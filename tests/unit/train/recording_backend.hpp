@@ -88,8 +88,9 @@ public:
     } while (0)
 
     void copy(void* dst, const void* src, size_t bytes) override { GPUTRAIN_RECORDED(copy(dst, src, bytes)); }
-    void gather_rows(void* dst, const void* src, const int32_t* idx, int rows, size_t words) override {
-        GPUTRAIN_RECORDED(gather_rows(dst, src, idx, rows, words));
+    void gather_batch(float* x, int32_t* y, const float* xs, const int32_t* ys, size_t words, const int32_t* order,
+                      const int64_t* position, int rows) override {
+        GPUTRAIN_RECORDED(gather_batch(x, y, xs, ys, words, order, position, rows));
     }
     void fill(float* x, size_t n, float value) override { GPUTRAIN_RECORDED(fill(x, n, value)); }
     void scale(float* x, size_t n, float alpha) override { GPUTRAIN_RECORDED(scale(x, n, alpha)); }
