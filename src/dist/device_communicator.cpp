@@ -9,6 +9,18 @@
 // stream, after all those events, that sums in rank order and writes the sum
 // into every rank's buffer, and records a completion event; allreduce_wait
 // makes the waiting rank's compute stream wait for it (before the optimizer).
+//
+// That kernel, on one rank's device, writes every rank's buffer. After an
+// abort a rank throws without its stream waiting for it, and replicas are
+// destroyed one by one: a rank's memory (its gradients, in its backend's pool)
+// could be freed while a kernel launched by another rank still writes it. So
+// abort() and each rank's destructor synchronise EVERY rank's communication
+// stream, and the group owns those streams (they live until the last rank
+// goes). Nothing is launched on them after an abort (starts check `aborted`
+// under the mutex), so once abort() has returned no kernel of the group runs
+// any more. Without an abort, a replica's memory goes back to its backend's
+// pool and is freed (cudaFree) only when the backend goes, after the
+// replica's communicator (Replica's members), whose destructor has waited.
 #include <algorithm>
 #include <condition_variable>
 #include <map>
@@ -37,7 +49,7 @@ struct InFlight {
 struct DeviceGroup {
     explicit DeviceGroup(int n)
         : barrier(n), float_buffers(static_cast<size_t>(n)), host_buffers(static_cast<size_t>(n)),
-          free_events(static_cast<size_t>(n)) {}
+          free_events(static_cast<size_t>(n)), comm_streams(static_cast<size_t>(n), nullptr) {}
     AbortableBarrier barrier;
     std::vector<float*> float_buffers;
     std::vector<double*> host_buffers;
@@ -54,7 +66,31 @@ struct DeviceGroup {
     std::vector<std::vector<cudaEvent_t>> free_events;
     std::vector<int> devices;
     bool aborted = false;
+    // Each rank's communication stream (created by the rank, by rank), where
+    // the sums it completes run. Not guarded: written only while the ranks are created.
+    std::vector<cudaStream_t> comm_streams;
+
+    // Waits until every rank's communication stream has drained, ignoring
+    // errors (a lost device has nothing left to run). From any thread; the
+    // caller's current device is kept.
+    void synchronize_comm_streams() {
+        int current = 0;
+        const bool restore = cudaGetDevice(&current) == cudaSuccess;
+        for (size_t r = 0; r < comm_streams.size(); ++r) {
+            if (!comm_streams[r]) continue;
+            cudaSetDevice(devices[r]);
+            cudaStreamSynchronize(comm_streams[r]);
+        }
+        if (restore) cudaSetDevice(current);
+    }
+
     ~DeviceGroup() {
+        synchronize_comm_streams();
+        for (size_t r = 0; r < comm_streams.size(); ++r) {
+            if (!comm_streams[r]) continue;
+            cudaSetDevice(devices[r]);
+            cudaStreamDestroy(comm_streams[r]);
+        }
         for (size_t r = 0; r < free_events.size(); ++r) {
             cudaSetDevice(devices[r]);
             for (cudaEvent_t e : free_events[r]) cudaEventDestroy(e);
@@ -74,12 +110,11 @@ public:
         int lowest = 0, highest = 0;
         DIST_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
         DIST_CUDA_CHECK(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, highest));
+        group_->comm_streams[static_cast<size_t>(rank_)] = comm_stream_;
     }
-    ~DeviceCommunicator() override {
-        cudaSetDevice(device_);
-        cudaStreamSynchronize(comm_stream_);
-        cudaStreamDestroy(comm_stream_);
-    }
+    // Before this replica's backend frees its memory (see the top of the file):
+    // a sum launched by any rank may still write it.
+    ~DeviceCommunicator() override { group_->synchronize_comm_streams(); }
 
     int rank() const override { return rank_; }
     int size() const override { return static_cast<int>(group_->float_buffers.size()); }
@@ -91,6 +126,7 @@ public:
         if (count > g.max_count)
             throw Error("replica " + std::to_string(rank_) + ": all-reduce of " + std::to_string(count) +
                         " floats exceeds the communicator's buffer of " + std::to_string(g.max_count));
+        DIST_CUDA_CHECK(cudaSetDevice(device_));
         g.float_buffers[static_cast<size_t>(rank_)] = data;
         DIST_CUDA_CHECK(cudaStreamSynchronize(stream_));  // this rank's gradients are complete
         g.barrier.arrive_and_wait();
@@ -184,6 +220,7 @@ public:
     }
 
     void barrier() override {
+        DIST_CUDA_CHECK(cudaSetDevice(device_));
         DIST_CUDA_CHECK(cudaStreamSynchronize(stream_));
         if (size() > 1) group_->barrier.arrive_and_wait();
     }
@@ -195,6 +232,9 @@ public:
             group_->aborted = true;
         }
         group_->changed.notify_all();
+        // No start launches a sum from here on: wait for those already
+        // launched, which may write any rank's buffer (top of the file).
+        group_->synchronize_comm_streams();
     }
 
 private:
@@ -208,7 +248,7 @@ private:
 
     std::shared_ptr<DeviceGroup> group_;
     cudaStream_t stream_;
-    cudaStream_t comm_stream_ = nullptr;  // where this rank launches the sums it completes
+    cudaStream_t comm_stream_ = nullptr;  // where this rank launches the sums it completes (owned by the group)
     int rank_, device_;
     uint64_t next_async_ = 0;
 };

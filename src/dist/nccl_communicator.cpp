@@ -6,10 +6,25 @@
 // data waits for an event recorded on the compute stream (the gradients are
 // written), and the compute stream waits for the all-reduce's event only in
 // allreduce_wait (before the optimizer step), so backward goes on meanwhile.
+//
+// abort() comes from another replica's thread while this rank's own thread
+// may be inside a collective. NCCL allows one thread at a time on a
+// communicator, and ncclCommAbort frees it: every NCCL call and the abort
+// take nccl_mutex_, and each call checks aborted_ under it first (after an
+// abort the handle is gone). The mutex is held only around single NCCL calls,
+// never across a host wait or poll loop, so an abort can always get in while
+// the owner waits; the loops check aborted_ on every round and leave.
+//
+// Host all-reduces (metrics, barrier) copy through a pinned host buffer and
+// poll an event recorded after the copy back: a copy into pageable memory
+// would block the host until the all-reduce before it had finished, out of
+// reach of the multi-worker timeout.
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -27,6 +42,8 @@ public:
         : comm_(comm), stream_(stream), rank_(rank), size_(size), device_(device), timeout_seconds_(timeout_seconds) {
         DIST_CUDA_CHECK(cudaSetDevice(device_));
         DIST_CUDA_CHECK(cudaMalloc(&scratch_, kScratchDoubles * sizeof(double)));
+        DIST_CUDA_CHECK(cudaHostAlloc(&host_scratch_, kScratchDoubles * sizeof(double), cudaHostAllocDefault));
+        DIST_CUDA_CHECK(cudaEventCreateWithFlags(&host_copied_, cudaEventDisableTiming));
         // The highest priority, so a bucket's all-reduce is scheduled ahead of backward's kernels.
         int lowest = 0, highest = 0;
         DIST_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
@@ -37,8 +54,10 @@ public:
         if (comm_stream_) cudaStreamSynchronize(comm_stream_);
         for (auto& [id, done] : in_flight_) cudaEventDestroy(done);
         for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
+        if (host_copied_) cudaEventDestroy(host_copied_);
         if (comm_stream_) cudaStreamDestroy(comm_stream_);
         cudaFree(scratch_);
+        cudaFreeHost(host_scratch_);
         if (aborted_.load()) return;
         if (timeout_seconds_ > 0 && !finalized()) {
             ncclCommAbort(comm_);
@@ -54,12 +73,13 @@ public:
 
     PendingAllreduce allreduce_sum_start(float* data, size_t count) override {
         // Every rank issues the same collectives in the same order (the trainer's loop guarantees it).
+        throw_if_aborted();
         DIST_CUDA_CHECK(cudaSetDevice(device_));
         cudaEvent_t written = take_event();
         DIST_CUDA_CHECK(cudaEventRecord(written, stream_));
         DIST_CUDA_CHECK(cudaStreamWaitEvent(comm_stream_, written, 0));
         free_events_.push_back(written);  // the wait above captured it: reusable now
-        issued(ncclAllReduce(data, data, count, ncclFloat, ncclSum, comm_, comm_stream_), "ncclAllReduce");
+        all_reduce(data, count, ncclFloat);
         cudaEvent_t done = take_event();
         DIST_CUDA_CHECK(cudaEventRecord(done, comm_stream_));
         const PendingAllreduce pending{next_id_++};
@@ -68,6 +88,7 @@ public:
     }
 
     void allreduce_wait(PendingAllreduce pending) override {
+        throw_if_aborted();
         auto it = in_flight_.find(pending.id);
         if (it == in_flight_.end()) throw Error("internal: waiting for an all-reduce that was never started");
         const cudaEvent_t done = it->second;
@@ -81,13 +102,21 @@ public:
     }
 
     void allreduce_sum_host(double* data, size_t count) override {
+        throw_if_aborted();
         DIST_CUDA_CHECK(cudaSetDevice(device_));
         for (size_t done = 0; done < count; done += kScratchDoubles) {
             const size_t n = std::min(kScratchDoubles, count - done);
-            DIST_CUDA_CHECK(cudaMemcpyAsync(scratch_, data + done, n * sizeof(double), cudaMemcpyHostToDevice, comm_stream_));
-            issued(ncclAllReduce(scratch_, scratch_, n, ncclDouble, ncclSum, comm_, comm_stream_), "ncclAllReduce");
-            DIST_CUDA_CHECK(cudaMemcpyAsync(data + done, scratch_, n * sizeof(double), cudaMemcpyDeviceToHost, comm_stream_));
-            wait_until_done([this] { return cudaStreamQuery(comm_stream_); });
+            // Both copies through pinned memory: truly asynchronous, so the
+            // wait below (with its deadline) is the only place the host waits.
+            std::memcpy(host_scratch_, data + done, n * sizeof(double));
+            DIST_CUDA_CHECK(
+                cudaMemcpyAsync(scratch_, host_scratch_, n * sizeof(double), cudaMemcpyHostToDevice, comm_stream_));
+            all_reduce(scratch_, n, ncclDouble);
+            DIST_CUDA_CHECK(
+                cudaMemcpyAsync(host_scratch_, scratch_, n * sizeof(double), cudaMemcpyDeviceToHost, comm_stream_));
+            DIST_CUDA_CHECK(cudaEventRecord(host_copied_, comm_stream_));
+            wait_until_done([this] { return cudaEventQuery(host_copied_); });
+            std::memcpy(data + done, host_scratch_, n * sizeof(double));
         }
     }
 
@@ -97,12 +126,41 @@ public:
     }
 
     void abort() override {
-        // ncclCommAbort makes ranks blocked in this clique's kernels return; safe from any thread.
+        // ncclCommAbort makes ranks blocked in this clique's kernels return.
+        // From any thread: it waits for the NCCL call in progress (if any) on
+        // this communicator, never for a host wait (the mutex is not held there).
         bool expected = false;
-        if (aborted_.compare_exchange_strong(expected, true)) ncclCommAbort(comm_);
+        if (!aborted_.compare_exchange_strong(expected, true)) return;
+        std::lock_guard<std::mutex> lock(nccl_mutex_);
+        ncclCommAbort(comm_);
     }
 
 private:
+    void throw_if_aborted() const {
+        if (aborted_.load()) throw Error("stopped because another replica failed");
+    }
+
+    // ncclAllReduce in place on the communication stream, once NCCL has issued it (see issued()).
+    void all_reduce(void* data, size_t count, ncclDataType_t type) {
+        ncclResult_t status = ncclSuccess;
+        {
+            std::lock_guard<std::mutex> lock(nccl_mutex_);
+            throw_if_aborted();  // after an abort, comm_ is freed
+            status = ncclAllReduce(data, data, count, type, ncclSum, comm_, comm_stream_);
+        }
+        issued(status, "ncclAllReduce");
+    }
+
+    // NCCL's asynchronous error state (an error, ncclInProgress or
+    // ncclSuccess); throws the usual error instead once aborted.
+    ncclResult_t async_error() {
+        std::lock_guard<std::mutex> lock(nccl_mutex_);
+        throw_if_aborted();
+        ncclResult_t async = ncclSuccess;
+        DIST_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+        return async;
+    }
+
     // Across workers (nonblocking communicators) the documented teardown:
     // ncclCommFinalize, then poll until the communicator is quiescent, within
     // the timeout (a dead peer must not hang the exit). False: abort instead.
@@ -130,14 +188,12 @@ private:
         }
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds_);
         for (;;) {
-            ncclResult_t async = ncclSuccess;
-            DIST_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+            const ncclResult_t async = async_error();
             if (async == ncclSuccess) return;
             if (async != ncclInProgress) {
                 abort();
                 check_nccl(async, call, rank_, device_);
             }
-            if (aborted_.load()) throw Error("stopped because another replica failed");
             if (timeout_seconds_ > 0 && std::chrono::steady_clock::now() > deadline) {
                 abort();
                 throw Error("replica " + std::to_string(rank_) + " (cuda:" + std::to_string(device_) + "): " + call +
@@ -158,23 +214,27 @@ private:
     // With a timeout (multi-worker runs), polls it together with NCCL's
     // asynchronous error state, as NCCL's fault-tolerance guide describes, and
     // aborts the communicator on an error or after the timeout.
+    // Without a timeout (one process) the host blocks in the synchronisation;
+    // an abort from another thread makes NCCL's kernels return, and then this
+    // rank throws the usual error (its sum is incomplete).
     void wait_until_done(const std::function<cudaError_t()>& query) {
         if (timeout_seconds_ <= 0) {
-            DIST_CUDA_CHECK(cudaStreamSynchronize(comm_stream_));
+            const cudaError_t status = cudaStreamSynchronize(comm_stream_);
+            throw_if_aborted();
+            DIST_CUDA_CHECK(status);
             return;
         }
         const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_seconds_);
         for (;;) {
+            throw_if_aborted();
             const cudaError_t state = query();
             if (state == cudaSuccess) return;
             if (state != cudaErrorNotReady) DIST_CUDA_CHECK(state);
-            ncclResult_t async = ncclSuccess;
-            DIST_NCCL_CHECK(ncclCommGetAsyncError(comm_, &async));
+            const ncclResult_t async = async_error();
             if (async != ncclSuccess && async != ncclInProgress) {
                 abort();
                 DIST_NCCL_CHECK(async);
             }
-            if (aborted_.load()) throw Error("stopped because another replica failed");
             if (std::chrono::steady_clock::now() > deadline) {
                 abort();
                 throw Error("replica " + std::to_string(rank_) + " (cuda:" + std::to_string(device_) +
@@ -186,14 +246,17 @@ private:
         }
     }
 
-    static constexpr size_t kScratchDoubles = 64;
+    static constexpr size_t kScratchDoubles = 64;  // a host all-reduce's chunk
     ncclComm_t comm_;
     cudaStream_t stream_;       // the replica's compute stream
     cudaStream_t comm_stream_ = nullptr;
     int rank_, size_, device_;
     double timeout_seconds_;
-    double* scratch_ = nullptr;
+    double* scratch_ = nullptr;       // device: one chunk of a host all-reduce
+    double* host_scratch_ = nullptr;  // pinned host: the same chunk on its way in and out
+    cudaEvent_t host_copied_ = nullptr;  // recorded after a chunk's copy back to host_scratch_
     std::atomic<bool> aborted_{false};
+    std::mutex nccl_mutex_;  // one NCCL call (or the abort) at a time on comm_
     uint64_t next_id_ = 0;
     std::map<uint64_t, cudaEvent_t> in_flight_;  // started all-reduce -> its completion event
     std::vector<cudaEvent_t> free_events_;       // recorded events no longer waited for, for reuse

@@ -2,6 +2,7 @@
 
 #include <exception>
 
+#include "dist/local_communicator.hpp"
 #include "train/replica.hpp"
 
 namespace gputrain::train {
@@ -17,6 +18,13 @@ std::string step_graphs_unusable(const config::RunConfig& cfg, Replica& replica)
     if (replica.comm().size() > 1)
         return std::to_string(replica.comm().size()) +
                " replicas (graphs are recorded for a single replica; NCCL advises one GPU per process with graphs)";
+    // And only the in-process one-rank communicator, whose collectives do
+    // nothing: a multi-worker run of one GPU in all still has an NCCL (or
+    // process group) communicator, whose waits query events or block the
+    // host, which a recording does not allow.
+    if (!dynamic_cast<dist::LocalCommunicator*>(&replica.comm()))
+        return "a communicator across worker processes (NCCL or MPI: its waits query events or block the host, "
+               "which a recording does not allow)";
     return "";
 }
 

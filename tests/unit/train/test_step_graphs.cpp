@@ -1,11 +1,18 @@
 // StepGraphs' schedule (direct, then recorded, then replayed, per shape) and
 // its failure paths, on a CPU backend that logs the graph calls it is given;
 // the real recording is tested on a GPU (tests/gpu/test_cuda_guarded.cpp).
+// Which replicas may use graphs, on that backend with the communicators a
+// run can give them.
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "../dist/fake_processes.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "core/error.hpp"
+#include "dist/hierarchical_communicator.hpp"
+#include "dist/local_communicator.hpp"
+#include "train/replica.hpp"
 #include "train/step_graphs.hpp"
 #include "train_fixture.hpp"
 
@@ -109,4 +116,46 @@ TEST_CASE("On the CPU, step graphs are off and say why") {
     auto reps = fixture::replicas(cfg, 1);
     CHECK(train::step_graphs_unusable(cfg, *reps[0]) == "the cpu backend runs each call directly");
     CHECK(train::step_graphs_note(cfg, *reps[0]) == "off: the cpu backend runs each call directly");
+}
+
+namespace {
+
+// A replica whose backend can record, with `comm`.
+std::unique_ptr<train::Replica> recording_replica(const config::RunConfig& cfg,
+                                                  std::unique_ptr<dist::Communicator> comm) {
+    return std::make_unique<train::Replica>(cfg, std::make_unique<LoggingBackend>(), std::move(comm),
+                                            cfg.training.batch_size);
+}
+
+}  // namespace
+
+TEST_CASE("Step graphs are on for the one in-process replica of a run") {
+    const auto cfg = fixture::small_job(1, 8);
+    auto replica = recording_replica(cfg, std::move(dist::make_local_communicators(1)[0]));
+    CHECK(train::step_graphs_unusable(cfg, *replica).empty());
+    CHECK(train::step_graphs_note(cfg, *replica) == "on (each step shape is recorded once as a CUDA graph and replayed)");
+}
+
+TEST_CASE("Step graphs are off for several replicas and say how many") {
+    const auto cfg = fixture::small_job(1, 8);
+    auto comms = dist::make_local_communicators(2);
+    auto replica = recording_replica(cfg, std::move(comms[0]));
+    CHECK(train::step_graphs_unusable(cfg, *replica) ==
+          "2 replicas (graphs are recorded for a single replica; NCCL advises one GPU per process with graphs)");
+}
+
+TEST_CASE("Step graphs are off for a multi-worker run even when its world has one replica") {
+    // One worker process of one replica: the communicator has size 1, as an
+    // NCCL world of one GPU would, but its collectives go through the process
+    // group (host waits), which a recording cannot hold.
+    const auto cfg = fixture::small_job(1, 8);
+    auto processes = fake::make_processes(1);
+    auto comms = dist::make_hierarchical_communicators(dist::make_local_communicators(1), *processes[0]);
+    REQUIRE(comms[0]->size() == 1);
+    auto replica = recording_replica(cfg, std::move(comms[0]));
+    const std::string why =
+        "a communicator across worker processes (NCCL or MPI: its waits query events or block the host, which a "
+        "recording does not allow)";
+    CHECK(train::step_graphs_unusable(cfg, *replica) == why);
+    CHECK(train::step_graphs_note(cfg, *replica) == "off: " + why);
 }
