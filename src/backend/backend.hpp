@@ -235,6 +235,8 @@ public:
     virtual int end_capture() { throw Error(name() + ": cannot record graphs"); }
     // Queues the recorded work again, in stream order.
     virtual void replay(int /*graph*/) { throw Error(name() + ": cannot record graphs"); }
+    // How many operations (kernels, copies, memsets) a recorded graph holds.
+    virtual size_t graph_nodes(int /*graph*/) const { return 0; }
 };
 
 }  // namespace gputrain

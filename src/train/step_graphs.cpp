@@ -33,6 +33,12 @@ std::string step_graphs_note(const config::RunConfig& cfg, Replica& replica) {
     return why.empty() ? "on (each step shape is recorded once as a CUDA graph and replayed)" : "off: " + why;
 }
 
+size_t StepGraphs::first_graph_nodes() const {
+    for (const Entry& e : entries_)
+        if (e.graph >= 0) return backend_.graph_nodes(e.graph);
+    return 0;
+}
+
 void StepGraphs::run(const Shape& shape, const std::function<void()>& step) {
     if (!enabled_) return step();
     Entry* entry = nullptr;

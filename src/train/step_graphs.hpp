@@ -53,6 +53,9 @@ public:
     bool enabled() const { return enabled_; }
     const std::string& failure() const { return failure_; }
     int64_t replays() const { return replays_; }
+    // Operations in the graph of the first shape recorded (a full batch's
+    // step; 0 before any recording, or if the backend cannot say).
+    size_t first_graph_nodes() const;
 
 private:
     struct Entry {

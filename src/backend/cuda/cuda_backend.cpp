@@ -110,6 +110,7 @@ void CudaBackend::destroy() noexcept {
     if (copy_stream_) (void)cudaStreamSynchronize(copy_stream_);
     for (cudaGraphExec_t exec : graphs_) (void)cudaGraphExecDestroy(exec);
     graphs_.clear();
+    graph_nodes_.clear();
     convolution_.reset();
     pool_.free_all();
     if (column_scratch_) (void)cudaFree(column_scratch_);
@@ -584,12 +585,23 @@ int CudaBackend::end_capture() {
         throw Error(fmt::format("{}: the work could not be recorded as a CUDA graph ({}: {})", name(),
                                 cudaGetErrorName(ended), cudaGetErrorString(ended)));
     }
+    size_t nodes = 0;  // reported only (gputrain fit's log): 0 if CUDA cannot say
+    if (cudaGraphGetNodes(graph, nullptr, &nodes) != cudaSuccess) {
+        (void)cudaGetLastError();
+        nodes = 0;
+    }
     cudaGraphExec_t exec = nullptr;
     const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);
     (void)cudaGraphDestroy(graph);
     CUDA_CHECK(device_, made);
     graphs_.push_back(exec);
+    graph_nodes_.push_back(nodes);
     return static_cast<int>(graphs_.size() - 1);
+}
+
+size_t CudaBackend::graph_nodes(int graph) const {
+    return graph >= 0 && static_cast<size_t>(graph) < graph_nodes_.size() ? graph_nodes_[static_cast<size_t>(graph)]
+                                                                           : 0;
 }
 
 void CudaBackend::replay(int graph) {

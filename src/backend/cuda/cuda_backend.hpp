@@ -145,6 +145,7 @@ public:
     void begin_capture() override;
     int end_capture() override;
     void replay(int graph) override;
+    size_t graph_nodes(int graph) const override;
 
 private:
     void activate() const;  // cudaSetDevice(device_) on the calling thread
@@ -177,6 +178,7 @@ private:
     static constexpr size_t kFiniteWords = 3;
     int* nonfinite_count_ = nullptr;
     std::vector<CUgraphExec_st*> graphs_;  // by the id end_capture returned
+    std::vector<size_t> graph_nodes_;      // each one's node count
     DevicePool pool_;
     std::unique_ptr<CudnnConvolution> convolution_;
     // Per-chunk column sums of sum_rows, activation_bias_backward and the

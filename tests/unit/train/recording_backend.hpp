@@ -51,6 +51,7 @@ public:
         for (const auto& op : graphs_.at(static_cast<size_t>(graph))) op();
         ++replays;
     }
+    size_t graph_nodes(int graph) const override { return graphs_.at(static_cast<size_t>(graph)).size(); }
     int64_t replays = 0;
 
     // Calls that wait on the host: not allowed while recording.

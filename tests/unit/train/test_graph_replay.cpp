@@ -114,3 +114,29 @@ TEST_CASE("On the recording backend, NaN found at a report stops with the weight
         [](const config::RunConfig& cfg) { return recording_replicas(cfg); }, fixture::params_of);
     REQUIRE(replays_of(*stopped[0]) == 3);  // step 1 ran directly, steps 2-4 as replays (3 held the NaN)
 }
+
+TEST_CASE("A step records one operation per call of the reference MLP's step; fusing and the resident gather count") {
+    // The reference job's shape (dense relu, dense softmax, Adam) on 6 inputs.
+    // With a resident set on a device: the gather; forward: GEMM, bias + relu,
+    // GEMM, bias; the fused softmax cross-entropy; backward: the output bias
+    // gradient, two GEMMs, relu gradient + bias gradient, one GEMM; the finite
+    // check and the guarded Adam update: 13 operations in one graph launch.
+    using specs::layer;
+    data::DataSplits data;
+    data.train = fixture::blobs(64, 3);
+    auto cfg = fixture::small_job(1, 16);
+    cfg.model.layers = {layer("dense", {{"units", "16"}, {"activation", "relu"}}),
+                        layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
+    const auto nodes = [&](bool fused, const std::string& resident) {
+        cfg.training.fused_kernels = fused;
+        cfg.data.resident = resident;
+        auto graphs = recording_replicas(cfg, /*device_memory=*/true);
+        fixture::TempDir dir;
+        fixture::fit(cfg, graphs, data, dir.path.string());
+        REQUIRE(graphs[0]->graphs().replays() > 0);
+        return graphs[0]->graphs().first_graph_nodes();
+    };
+    CHECK(nodes(true, "true") == 13);
+    CHECK(nodes(false, "true") == 15);  // relu and its bias apart, each way
+    CHECK(nodes(true, "false") == 12);  // staged copies arrive before the step, outside it
+}
