@@ -12,8 +12,7 @@
 namespace gputrain::dist {
 
 // NCCL between the GPUs `devices[i]` (one rank per entry; NCCL refuses two
-// ranks on one GPU). Created together in one group, nonblocking (so that a
-// replica's failure aborts the others' waits instead of hanging them).
+// ranks on one GPU). Created together with ncclCommInitAll.
 std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::vector<int>& devices,
                                                                    const std::vector<void*>& streams);
 

@@ -1,5 +1,5 @@
-// NcclCommunicator: one rank of an NCCL clique (nonblocking communicators,
-// made together in one process or with ncclCommInitRank across processes). Every NCCL call of the rank
+// NcclCommunicator: one rank of an NCCL clique (ncclCommInitAll in one
+// process, ncclCommInitRank across processes). Every NCCL call of the rank
 // runs on its own communication stream, in issue order (so the order of
 // collectives is the same on every rank, as NCCL requires, even with buckets
 // in flight while sync batch norm reduces its sums). An all-reduce of device
@@ -177,11 +177,10 @@ private:
         }
     }
 
-    // Communicators are nonblocking (here and in nccl_world.cpp): a call may
+    // Communicators across workers are nonblocking (nccl_world.cpp): a call may
     // return ncclInProgress while NCCL still connects the peers, and is on the
     // stream only once ncclCommGetAsyncError says ncclSuccess; nothing else may
-    // be enqueued before that. In one process there is no deadline (no worker
-    // can be lost), but another replica's abort ends the wait.
+    // be enqueued before that. In-process communicators are blocking.
     void issued(ncclResult_t status, const char* call) {
         if (status != ncclInProgress) {
             check_nccl(status, call, rank_, device_);
@@ -273,48 +272,9 @@ std::unique_ptr<Communicator> make_nccl_communicator(ncclComm_t comm, cudaStream
 std::vector<std::unique_ptr<Communicator>> make_nccl_communicators(const std::vector<int>& devices,
                                                                    const std::vector<void*>& streams) {
     const int n = static_cast<int>(devices.size());
-    std::vector<ncclComm_t> comms(static_cast<size_t>(n), nullptr);
-    int rank_ = -1, device_ = devices.empty() ? -1 : devices[0];
-    // Nonblocking, as across workers: a collective whose peers have not come
-    // (a replica failed before its first all-reduce, while NCCL connects the
-    // ranks) returns ncclInProgress instead of holding its thread, so the
-    // communicator's wait loops see another replica's abort (the fault
-    // tolerance NCCL documents needs nonblocking communicators).
-    const auto abort_all = [&] {
-        for (ncclComm_t comm : comms)
-            if (comm) ncclCommAbort(comm);
-    };
-    const auto started = [&](ncclResult_t status, const char* call) {
-        if (status == ncclInProgress) return;
-        if (status != ncclSuccess) abort_all();
-        check_nccl(status, call, rank_, device_);
-    };
-    ncclUniqueId id;
-    DIST_NCCL_CHECK(ncclGetUniqueId(&id));
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;
-    DIST_NCCL_CHECK(ncclGroupStart());
-    for (int r = 0; r < n; ++r) {
-        rank_ = r;
-        device_ = devices[static_cast<size_t>(r)];
-        DIST_CUDA_CHECK(cudaSetDevice(device_));
-        started(ncclCommInitRankConfig(&comms[static_cast<size_t>(r)], n, id, r, &config), "ncclCommInitRankConfig");
-    }
-    started(ncclGroupEnd(), "ncclGroupEnd");
-    // Every rank is in this process: the initialisation finishes unless NCCL
-    // reports an error.
-    for (int r = 0; r < n;) {
-        rank_ = r;
-        device_ = devices[static_cast<size_t>(r)];
-        ncclResult_t state = ncclInProgress;
-        started(ncclCommGetAsyncError(comms[static_cast<size_t>(r)], &state), "ncclCommGetAsyncError");
-        if (state == ncclSuccess) {
-            ++r;
-            continue;
-        }
-        started(state, "ncclCommInitRankConfig");
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    std::vector<ncclComm_t> comms(static_cast<size_t>(n));
+    const int rank_ = -1, device_ = devices.empty() ? -1 : devices[0];
+    DIST_NCCL_CHECK(ncclCommInitAll(comms.data(), n, devices.data()));
     std::vector<std::unique_ptr<Communicator>> out;
     for (int r = 0; r < n; ++r)
         out.push_back(make_nccl_communicator(comms[static_cast<size_t>(r)],

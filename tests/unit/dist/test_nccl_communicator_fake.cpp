@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "dist/gpu_communicators.hpp"
 #include "dist/nccl_communicator.hpp"
 
 using namespace gputrain;
@@ -34,7 +33,6 @@ struct ncclComm {
     ncclResult_t all_reduce_result = ncclSuccess;  // ncclInProgress: a nonblocking call still being issued
     ncclResult_t async_state = ncclSuccess;
     double scale = 1;  // the all-reduce multiplies by it: `scale` ranks holding the same data
-    int connecting_polls = 0;  // ncclCommGetAsyncError answers ncclInProgress this many times first
 };
 
 namespace {
@@ -45,19 +43,11 @@ std::atomic<int> pinned_copies{0}, pageable_copies{0};
 std::atomic<bool> events_complete{true};  // cudaEventQuery: done, or not ready
 std::atomic<ncclComm*> hang_until_abort{nullptr};  // cudaStreamSynchronize waits for its abort
 
-// Communicators made by the fake ncclCommInitRankConfig, and how they were asked for.
-std::vector<std::unique_ptr<ncclComm>> created;
-int group_depth = 0, inits_in_group = 0, nonblocking_inits = 0;
-int failing_rank = -1;  // this rank's initialisation ends in ncclSystemError
-
 void reset_fakes() {
     pinned_copies = 0;
     pageable_copies = 0;
     events_complete = true;
     hang_until_abort = nullptr;
-    created.clear();
-    group_depth = inits_in_group = nonblocking_inits = 0;
-    failing_rank = -1;
 }
 
 // Each NCCL call takes a little while, so that one overlapping it is likely to be caught.
@@ -176,29 +166,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
 
 // NCCL, as far as the communicator uses it.
 const char* ncclGetErrorString(ncclResult_t) { return "fake NCCL error"; }
-ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
-    std::memset(id, 0, sizeof *id);
-    return ncclSuccess;
-}
-ncclResult_t ncclGroupStart() {
-    ++group_depth;
-    return ncclSuccess;
-}
-ncclResult_t ncclGroupEnd() {
-    --group_depth;
-    return ncclInProgress;  // nonblocking: the ranks connect in the background
-}
-// Each communicator connects over a few polls; failing_rank's ends in an error.
-ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int, ncclUniqueId, int rank, ncclConfig_t* config) {
-    created.push_back(std::make_unique<ncclComm>());
-    ncclComm* c = created.back().get();
-    c->connecting_polls = 3 + rank;
-    if (rank == failing_rank) c->async_state = ncclSystemError;
-    if (group_depth > 0) ++inits_in_group;
-    if (config && config->blocking == 0) ++nonblocking_inits;
-    *comm = c;
-    return ncclInProgress;
-}
+ncclResult_t ncclCommInitAll(ncclComm_t*, int, const int*) { return ncclInvalidUsage; }
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t type, ncclRedOp_t,
                            ncclComm_t comm, cudaStream_t) {
     InNccl in(comm);
@@ -208,11 +176,6 @@ ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataT
 }
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* state) {
     InNccl in(comm);
-    if (comm->connecting_polls > 0) {
-        --comm->connecting_polls;
-        *state = ncclInProgress;
-        return ncclSuccess;
-    }
     *state = comm->async_state;
     return ncclSuccess;
 }
@@ -328,33 +291,4 @@ TEST_CASE("A host all-reduce that never finishes times out instead of hanging") 
     comm.reset();
     CHECK(fake.aborts == 1);  // the timeout aborted the communicator
     CHECK(fake.calls_after_abort == 0);
-}
-
-TEST_CASE("In one process the communicators are made nonblocking, in one group, and polled until each is ready") {
-    reset_fakes();
-    const std::vector<void*> streams{fake_stream(), fake_stream(), fake_stream()};
-    auto comms = dist::make_nccl_communicators({0, 1, 2}, streams);
-    REQUIRE(comms.size() == 3);
-    CHECK(created.size() == 3);
-    CHECK(inits_in_group == 3);
-    CHECK(nonblocking_inits == 3);
-    CHECK(group_depth == 0);
-    for (const auto& c : created) CHECK(c->connecting_polls == 0);  // each was waited for
-    for (int r = 0; r < 3; ++r) CHECK(comms[static_cast<size_t>(r)]->rank() == r);
-    comms.clear();
-    for (const auto& c : created) {
-        CHECK(c->freed);
-        CHECK(c->aborts == 0);
-        CHECK(c->overlaps == 0);
-    }
-}
-
-TEST_CASE("An NCCL error while the communicators connect aborts every one of them and names the rank") {
-    reset_fakes();
-    failing_rank = 1;
-    const std::vector<void*> streams{fake_stream(), fake_stream(), fake_stream()};
-    REQUIRE_THROWS_WITH(dist::make_nccl_communicators({0, 1, 2}, streams),
-                        "replica 1 (cuda:1): ncclCommInitRankConfig failed: fake NCCL error");
-    REQUIRE(created.size() == 3);
-    for (const auto& c : created) CHECK(c->aborts == 1);
 }
