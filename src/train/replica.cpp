@@ -77,6 +77,9 @@ void Replica::load_shard(const float* host_inputs, const int32_t* host_labels, i
 }
 
 bool Replica::make_resident(const data::Dataset& train, const std::string& mode) {
+    // A new fit: steps recorded for the last one may gather from the set
+    // released below, or lack the gather a resident set needs.
+    graphs_->forget();
     // A second fit() on the same replicas: the set is uploaded again (it may be another one).
     if (resident()) {
         release_resident();

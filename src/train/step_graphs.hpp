@@ -50,6 +50,10 @@ public:
     void run(const Shape& shape, const std::function<void()>& step);
 
     void set_enabled(bool enabled) { enabled_ = enabled; }
+    // Forgets every recorded shape, so that each is recorded again: their
+    // graphs hold pointers to memory that is about to go (a resident training
+    // set replaced by the next fit). The backend keeps the graphs until it goes.
+    void forget() { entries_.clear(); }
     bool enabled() const { return enabled_; }
     const std::string& failure() const { return failure_; }
     int64_t replays() const { return replays_; }

@@ -331,6 +331,8 @@ size_t CudaBackend::gemm_scratch_bytes(bool trans_a, bool trans_b, int m, int n,
 }
 
 void CudaBackend::reserve_gemm_scratch(size_t bytes) {
+    // Called before any step is recorded (the model's construction, bench):
+    // a graph recorded earlier would still write into the block released here.
     if (bytes <= gemm_scratch_bytes_) return;
     void* grown = allocate_bytes(bytes);
     // The pool hands the old block out again only to work queued after this.

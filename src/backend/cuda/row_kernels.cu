@@ -34,7 +34,7 @@ struct ArgMax {
 // same answer. NaNs as the CPU's scan treats them: a NaN in column 0 wins
 // (nothing compares greater), any later NaN is passed over.
 __device__ ArgMax warp_argmax(const float* row, int cols, int lane) {
-    if (isnan(row[0])) return {row[0], 0};
+    if (cols > 0 && isnan(row[0])) return {row[0], 0};
     ArgMax best{-INFINITY, INT_MAX};
     for (int c = lane; c < cols; c += kWarpSize) {
         const float v = row[c];

@@ -140,3 +140,26 @@ TEST_CASE("A step records one operation per call of the reference MLP's step; fu
     CHECK(nodes(false, "true") == 15);  // relu and its bias apart, each way
     CHECK(nodes(true, "false") == 12);  // staged copies arrive before the step, outside it
 }
+
+TEST_CASE("A second fit on the same replicas records its steps again: resident, then staged, then resident") {
+    // Recorded steps of a resident set gather from its memory, which the next
+    // fit releases; a step recorded without a resident set has no gather.
+    // Each fit must match the same fit on replicas that run every call directly.
+    data::DataSplits first, second;
+    first.train = fixture::blobs(96, 5);
+    second.train = fixture::blobs(80, 6);
+    auto cfg = fixture::small_job(2, 16);
+    auto graphs = recording_replicas(cfg, /*device_memory=*/true);
+    auto direct = fixture::replicas(cfg, 1);
+    int run = 0;
+    for (const auto& [resident, data] : {std::pair{"true", &first}, std::pair{"false", &second}, std::pair{"true", &second}}) {
+        INFO("fit " << ++run << ", data.resident " << resident);
+        cfg.data.resident = resident;
+        fixture::TempDir graph_dir, direct_dir;
+        fixture::fit(cfg, graphs, *data, graph_dir.path.string());
+        fixture::fit(cfg, direct, *data, direct_dir.path.string());
+        REQUIRE(graphs[0]->graphs().failure().empty());
+        REQUIRE(fixture::params_of(*graphs[0]) == fixture::params_of(*direct[0]));
+    }
+    REQUIRE(replays_of(*graphs[0]) > 0);
+}
