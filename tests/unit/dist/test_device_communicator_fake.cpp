@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "dist/device_reduce.hpp"
 #include "dist/gpu_communicators.hpp"
+#include "fake_cuda_common.hpp"
 
 using namespace gputrain;
 
@@ -99,29 +100,6 @@ cudaError_t cudaDeviceCanAccessPeer(int* can, int, int) {
     return cudaSuccess;
 }
 cudaError_t cudaDeviceEnablePeerAccess(int, unsigned int) { return cudaSuccess; }
-cudaError_t cudaMalloc(void** p, size_t bytes) {
-    *p = std::malloc(bytes);
-    return cudaSuccess;
-}
-cudaError_t cudaFree(void* p) {
-    std::free(p);
-    return cudaSuccess;
-}
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) {
-    *e = reinterpret_cast<cudaEvent_t>(new char);
-    return cudaSuccess;
-}
-cudaError_t cudaEventDestroy(cudaEvent_t e) {
-    delete reinterpret_cast<char*>(e);
-    return cudaSuccess;
-}
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
-cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
-    *least = 0;
-    *greatest = -1;
-    return cudaSuccess;
-}
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int, int) {
     *s = new CUstream_st;
     (*s)->device = current_device;

@@ -19,6 +19,7 @@
 
 #include "core/error.hpp"
 #include "dist/nccl_communicator.hpp"
+#include "fake_cuda_common.hpp"
 
 using namespace gputrain;
 using namespace std::chrono_literals;
@@ -99,14 +100,6 @@ std::string abort_while_waiting(dist::Communicator& comm, Collective collective)
 // The CUDA runtime, as far as the communicator uses it.
 const char* cudaGetErrorString(cudaError_t) { return "fake CUDA error"; }
 cudaError_t cudaSetDevice(int) { return cudaSuccess; }
-cudaError_t cudaMalloc(void** p, size_t bytes) {
-    *p = std::malloc(bytes);
-    return cudaSuccess;
-}
-cudaError_t cudaFree(void* p) {
-    std::free(p);
-    return cudaSuccess;
-}
 cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int) {
     *p = std::malloc(bytes);
     std::lock_guard<std::mutex> lock(fakes_mutex);
@@ -121,21 +114,7 @@ cudaError_t cudaFreeHost(void* p) {
     std::free(p);
     return cudaSuccess;
 }
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int) {
-    *e = reinterpret_cast<cudaEvent_t>(new char);
-    return cudaSuccess;
-}
-cudaError_t cudaEventDestroy(cudaEvent_t e) {
-    delete reinterpret_cast<char*>(e);
-    return cudaSuccess;
-}
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
 cudaError_t cudaEventQuery(cudaEvent_t) { return events_complete.load() ? cudaSuccess : cudaErrorNotReady; }
-cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {
-    *least = 0;
-    *greatest = -1;
-    return cudaSuccess;
-}
 cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int, int) {
     *s = reinterpret_cast<cudaStream_t>(new char);
     return cudaSuccess;
@@ -144,7 +123,6 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
     delete reinterpret_cast<char*>(s);
     return cudaSuccess;
 }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned int) { return cudaSuccess; }
 // An NCCL kernel that never finishes until its communicator is aborted.
 cudaError_t cudaStreamSynchronize(cudaStream_t) {
     if (ncclComm* c = hang_until_abort.load())
