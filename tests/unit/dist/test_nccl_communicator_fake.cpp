@@ -77,6 +77,15 @@ std::unique_ptr<dist::Communicator> communicator(ncclComm& fake, double timeout_
     return dist::make_nccl_communicator(&fake, fake_stream(), /*rank=*/3, /*size=*/4, /*device=*/1, timeout_seconds);
 }
 
+// After the rank's communicator is gone: aborted exactly once, no NCCL call
+// overlapping another, none on the freed communicator.
+void check_aborted_once(std::unique_ptr<dist::Communicator>& comm, const ncclComm& fake) {
+    comm.reset();
+    CHECK(fake.aborts == 1);
+    CHECK(fake.overlaps == 0);
+    CHECK(fake.calls_after_abort == 0);
+}
+
 // Runs `collective` on another thread (the rank's owner), aborts from this
 // one while it waits, and returns what the owner threw ("" for nothing).
 template <typename Collective>
@@ -183,10 +192,7 @@ TEST_CASE("An abort from another thread stops a rank polling its all-reduce; no 
     std::vector<float> data(8, 1.0f);
     const std::string error = abort_while_waiting(*comm, [&] { comm->allreduce_sum(data.data(), data.size()); });
     CHECK(error == "stopped because another replica failed");
-    comm.reset();
-    CHECK(fake.aborts == 1);
-    CHECK(fake.overlaps == 0);
-    CHECK(fake.calls_after_abort == 0);
+    check_aborted_once(comm, fake);
 }
 
 TEST_CASE("An abort stops a rank whose all-reduce NCCL is still issuing (nonblocking communicator)") {
@@ -199,10 +205,7 @@ TEST_CASE("An abort stops a rank whose all-reduce NCCL is still issuing (nonbloc
     const std::string error =
         abort_while_waiting(*comm, [&] { (void)comm->allreduce_sum_start(data.data(), data.size()); });
     CHECK(error == "stopped because another replica failed");
-    comm.reset();
-    CHECK(fake.aborts == 1);
-    CHECK(fake.overlaps == 0);
-    CHECK(fake.calls_after_abort == 0);
+    check_aborted_once(comm, fake);
 }
 
 TEST_CASE("Without a timeout, an abort releases a rank blocked in its stream synchronisation") {
@@ -213,9 +216,7 @@ TEST_CASE("Without a timeout, an abort releases a rank blocked in its stream syn
     double sums[3] = {1, 2, 3};
     const std::string error = abort_while_waiting(*comm, [&] { comm->allreduce_sum_host(sums, 3); });
     CHECK(error == "stopped because another replica failed");  // its sum is incomplete: no result
-    comm.reset();
-    CHECK(fake.aborts == 1);
-    CHECK(fake.calls_after_abort == 0);
+    check_aborted_once(comm, fake);
 }
 
 TEST_CASE("After an abort, every collective throws without calling NCCL") {
@@ -233,9 +234,7 @@ TEST_CASE("After an abort, every collective throws without calling NCCL") {
     double sum = 1;
     CHECK_THROWS_WITH(comm->allreduce_sum_host(&sum, 1), stopped);
     CHECK_THROWS_WITH(comm->barrier(), stopped);
-    comm.reset();
-    CHECK(fake.aborts == 1);
-    CHECK(fake.calls_after_abort == 0);
+    check_aborted_once(comm, fake);
 }
 
 TEST_CASE("A host all-reduce copies through pinned memory, chunk by chunk") {
@@ -266,7 +265,5 @@ TEST_CASE("A host all-reduce that never finishes times out instead of hanging") 
                       "replica 3 (cuda:1): an NCCL all-reduce did not finish within 1 s (strategy.timeout_seconds): "
                       "a worker died, hangs or cannot be reached");
     CHECK(pageable_copies == 0);
-    comm.reset();
-    CHECK(fake.aborts == 1);  // the timeout aborted the communicator
-    CHECK(fake.calls_after_abort == 0);
+    check_aborted_once(comm, fake);  // the timeout aborted the communicator
 }
