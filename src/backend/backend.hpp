@@ -41,6 +41,28 @@ public:
     // Makes gemm()'s scratch at least `bytes` (never shrinks it).
     virtual void reserve_gemm_scratch(size_t bytes) { (void)bytes; }
 
+    // training.gemm_epilogues: a dense layer's GEMM with its bias add and
+    // activation (forward) or its bias gradient (backward) in the GEMM's own
+    // kernel. Backends without such kernels (the CPU) ignore the switch and
+    // return false from both calls below.
+    virtual void set_gemm_epilogues(bool) {}
+    // y[m,n] = a(x[m,k] w[k,n] + bias[n]), row-major, for a = linear (bias
+    // not null) or relu (bias may be null). Returns false, having queued
+    // nothing, where the backend has no such kernel for these arguments: the
+    // caller then runs gemm and bias_activation_forward. Unlike those, it
+    // keeps no pre-activation z (relu's derivative is read from y).
+    virtual bool gemm_bias_activation(Activation a, int m, int n, int k, const float* x, const float* w,
+                                      const float* bias, float* y) {
+        (void)a, (void)m, (void)n, (void)k, (void)x, (void)w, (void)bias, (void)y;
+        return false;
+    }
+    // dw[k,n] = x[m,k]^T dz[m,n] and db[n] = sum over rows of dz in one call;
+    // false, having queued nothing, as above (the caller runs sum_rows and gemm).
+    virtual bool gemm_weight_bias_grad(int m, int n, int k, const float* x, const float* dz, float* dw, float* db) {
+        (void)m, (void)n, (void)k, (void)x, (void)dz, (void)dw, (void)db;
+        return false;
+    }
+
     // Memory (bytes). Allocation happens before training starts (see
     // docs/architecture.md: no allocation while collectives run).
     virtual void* allocate_bytes(size_t bytes) = 0;

@@ -88,6 +88,10 @@ struct TrainingConfig {
     // their own and multiply them in cuBLAS's native 16-bit GEMM (true), or let
     // cuBLAS round the fp32 inputs inside the GEMM (false, CUBLAS_COMPUTE_32F_FAST_*).
     bool cast_gemm_inputs = false;
+    // On a GPU: a dense layer's bias add and relu (forward) and bias gradient
+    // (backward, linear layers) in cuBLASLt's GEMM epilogue instead of kernels
+    // of their own; where cuBLASLt has no such kernel, the plain path runs.
+    bool gemm_epilogues = false;
 };
 
 // Every replica is a thread with its own copy of the model; past this many,

@@ -58,19 +58,29 @@ void Dense::forward(const RunContext& ctx, const float* x, float* y, int rows) {
     Backend& be = ctx.backend;
     const int m = static_cast<int>(rows * rows_per_sample_), n = static_cast<int>(units_),
               k = static_cast<int>(in_features_);
+    const float* bias = use_bias_ ? bias_ : nullptr;
+    // One kernel where the backend has it (training.gemm_epilogues); it writes y alone.
+    if (be.gemm_bias_activation(activation_, m, n, k, x, kernel_, bias, y)) return;
     float* z = activation_ == Activation::linear ? y : pre_activation_;
     be.gemm(false, false, m, n, k, 1.0f, x, k, kernel_, n, 0.0f, z, n);
-    bias_activation_step_forward(be, activation_, z, use_bias_ ? bias_ : nullptr, y, m, n, ctx.fused);
+    bias_activation_step_forward(be, activation_, z, bias, y, m, n, ctx.fused);
 }
 
 void Dense::backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx, int rows) {
     Backend& be = ctx.backend;
     const int m = static_cast<int>(rows * rows_per_sample_), n = static_cast<int>(units_),
               k = static_cast<int>(in_features_);
-    // dz overwrites z: z is not needed once its derivative is taken.
-    const float* dz = activation_bias_step_backward(be, activation_, pre_activation_, y, dy, pre_activation_,
-                                                    use_bias_ ? bias_grad_ : nullptr, m, n, ctx.fused);
-    be.gemm(true, false, k, n, m, 1.0f, x, k, dz, n, 0.0f, kernel_grad_, n);
+    const float* dz = dy;
+    if (activation_ != Activation::linear || !use_bias_ ||
+        !be.gemm_weight_bias_grad(m, n, k, x, dy, kernel_grad_, bias_grad_)) {
+        // relu's derivative is the same read from y as from z (y > 0 exactly
+        // where z > 0), and a forward GEMM epilogue leaves z unwritten.
+        const float* z = activation_ == Activation::relu ? y : pre_activation_;
+        // dz overwrites z: z is not needed once its derivative is taken.
+        dz = activation_bias_step_backward(be, activation_, z, y, dy, pre_activation_,
+                                           use_bias_ ? bias_grad_ : nullptr, m, n, ctx.fused);
+        be.gemm(true, false, k, n, m, 1.0f, x, k, dz, n, 0.0f, kernel_grad_, n);
+    }
     if (dx) be.gemm(false, true, m, k, n, 1.0f, dz, n, kernel_, n, 0.0f, dx, k);
 }
 

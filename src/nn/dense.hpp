@@ -35,7 +35,8 @@ private:
     float* bias_ = nullptr;
     float* kernel_grad_ = nullptr;
     float* bias_grad_ = nullptr;
-    float* pre_activation_ = nullptr;  // z = x W + b, kept for the backward pass (and reused for dz)
+    // z = x W + b, kept for the backward pass (relu reads y instead) and reused for dz
+    float* pre_activation_ = nullptr;
 };
 
 }  // namespace gputrain::nn

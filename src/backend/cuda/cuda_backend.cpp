@@ -11,6 +11,7 @@
 #include "backend/cuda/cudnn_convolution.hpp"
 #include "backend/cuda/image_kernels.hpp"
 #include "backend/cuda/kernels.hpp"
+#include "backend/cuda/lt_epilogue_gemm.hpp"
 #include "backend/gemm_input_cast.hpp"
 
 namespace gputrain {
@@ -75,6 +76,7 @@ CudaBackend::CudaBackend(int device) : device_(device), pool_(device) {
         // Plain FP32 (no TF32) so that GEMMs agree with the CPU backend to ~1e-6.
         CUBLAS_CHECK(device_, cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
         convolution_ = std::make_unique<CudnnConvolution>(device_, stream);
+        epilogues_ = std::make_unique<LtEpilogueGemm>(device_, stream, cublas_workspace_, kCublasWorkspaceBytes);
         // Fixed, like the cuBLAS workspace: outside the pool, whose figures
         // count what the replica itself allocates.
         void* scratch = nullptr;
@@ -112,6 +114,7 @@ void CudaBackend::destroy() noexcept {
     graphs_.clear();
     graph_nodes_.clear();
     convolution_.reset();
+    epilogues_.reset();
     pool_.free_all();
     if (column_scratch_) (void)cudaFree(column_scratch_);
     column_scratch_ = nullptr;
@@ -325,6 +328,22 @@ void CudaBackend::gemm_on_16bit_copies(bool trans_a, bool trans_b, int m, int n,
     CUBLAS_CHECK(device_, cublasGemmEx(cublas_, op_b, op_a, n, m, k, &alpha, b16, type, ldb, a16, type, lda, &beta, c,
                                        CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
+
+bool CudaBackend::gemm_bias_activation(Activation a, int m, int n, int k, const float* x, const float* w,
+                                       const float* bias, float* y) {
+    if (!gemm_epilogues_ || casts_gemm_inputs()) return false;
+    activate();
+    return epilogues_->forward(precision_, a, m, n, k, x, w, bias, y);
+}
+
+bool CudaBackend::gemm_weight_bias_grad(int m, int n, int k, const float* x, const float* dz, float* dw, float* db) {
+    if (!gemm_epilogues_ || casts_gemm_inputs()) return false;
+    activate();
+    return epilogues_->weight_bias_grad(precision_, m, n, k, x, dz, dw, db);
+}
+
+size_t CudaBackend::epilogue_plans() const { return epilogues_->plans(); }
+size_t CudaBackend::usable_epilogue_plans() const { return epilogues_->usable_plans(); }
 
 size_t CudaBackend::gemm_scratch_bytes(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb) const {
     return casts_gemm_inputs() ? cast_copy_layout(trans_a, trans_b, m, n, k, lda, ldb).total_bytes : 0;

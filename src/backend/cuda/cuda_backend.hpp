@@ -26,6 +26,7 @@ struct cublasContext;
 namespace gputrain {
 
 class CudnnConvolution;  // cudnn_convolution.hpp
+class LtEpilogueGemm;    // lt_epilogue_gemm.hpp
 
 class CudaBackend : public Backend {
 public:
@@ -52,6 +53,15 @@ public:
     void set_gemm_input_cast(bool cast) override { cast_gemm_inputs_ = cast; }
     size_t gemm_scratch_bytes(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb) const override;
     void reserve_gemm_scratch(size_t bytes) override;
+    // Dense GEMMs with cuBLASLt epilogues (lt_epilogue_gemm.hpp), off by
+    // default; not under cast_gemm_inputs, whose 16-bit copies they skip.
+    void set_gemm_epilogues(bool on) override { gemm_epilogues_ = on; }
+    bool gemm_bias_activation(Activation a, int m, int n, int k, const float* x, const float* w, const float* bias,
+                              float* y) override;
+    bool gemm_weight_bias_grad(int m, int n, int k, const float* x, const float* dz, float* dw, float* db) override;
+    // cuBLASLt plans made so far and how many had a kernel (bench, tests).
+    size_t epilogue_plans() const;
+    size_t usable_epilogue_plans() const;
     DevicePoolStats pool_stats() const { return pool_.stats(); }
 
     // Memory is zeroed like CpuBackend's. copy_to_device returns once the
@@ -158,6 +168,7 @@ private:
     int device_;
     Precision precision_ = Precision::fp32;
     bool cast_gemm_inputs_ = false;
+    bool gemm_epilogues_ = false;
     // The 16-bit input copies of gemm() under cast_gemm_inputs_, from the pool.
     void* gemm_scratch_ = nullptr;
     size_t gemm_scratch_bytes_ = 0;
@@ -181,6 +192,7 @@ private:
     std::vector<size_t> graph_nodes_;      // each one's node count
     DevicePool pool_;
     std::unique_ptr<CudnnConvolution> convolution_;
+    std::unique_ptr<LtEpilogueGemm> epilogues_;
     // Per-chunk column sums of sum_rows, activation_bias_backward and the
     // batch-norm reductions (see backend/cuda/column_sums.cuh).
     float* column_scratch_ = nullptr;

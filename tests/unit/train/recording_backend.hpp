@@ -102,6 +102,31 @@ public:
     void add_bias(float* y, const float* bias, int rows, int cols) override {
         GPUTRAIN_RECORDED(add_bias(y, bias, rows, cols));
     }
+    // training.gemm_epilogues as a GPU offers them (lt_epilogue_gemm.hpp):
+    // each is one recorded call, run as the plain calls it stands for. Like
+    // the GPU's, the forward one writes y alone, never the layer's z.
+    void set_gemm_epilogues(bool on) override { epilogues_ = on; }
+    bool gemm_bias_activation(Activation a, int m, int n, int k, const float* x, const float* w, const float* bias,
+                              float* y) override {
+        if (!epilogues_ || !(a == Activation::relu || (a == Activation::linear && bias))) return false;
+        run_or_record([=, this] {
+            CpuBackend::gemm(false, false, m, n, k, 1.0f, x, k, w, n, 0.0f, y, n);
+            if (bias) CpuBackend::add_bias(y, bias, m, n);
+            if (a == Activation::relu) CpuBackend::activation_forward(a, y, y, static_cast<size_t>(m) * n);
+        });
+        ++epilogue_calls;
+        return true;
+    }
+    bool gemm_weight_bias_grad(int m, int n, int k, const float* x, const float* dz, float* dw, float* db) override {
+        if (!epilogues_) return false;
+        run_or_record([=, this] {
+            CpuBackend::sum_rows(dz, db, m, n);
+            CpuBackend::gemm(true, false, k, n, m, 1.0f, x, k, dz, n, 0.0f, dw, n);
+        });
+        ++epilogue_calls;
+        return true;
+    }
+    int64_t epilogue_calls = 0;  // gemm_bias_activation and gemm_weight_bias_grad calls taken
     void sum_rows(const float* dy, float* db, int rows, int cols) override {
         GPUTRAIN_RECORDED(sum_rows(dy, db, rows, cols));
     }
@@ -214,8 +239,15 @@ private:
         spoiled_ = true;
         throw gputrain::Error("cpu: a call that waits on the host, while recording");
     }
+    void run_or_record(std::function<void()> op) {
+        if (recording_)
+            ops_.push_back(std::move(op));
+        else
+            op();
+    }
 
     bool device_memory_;
+    bool epilogues_ = false;
     bool recording_ = false;
     bool spoiled_ = false;
     std::vector<std::function<void()>> ops_;

@@ -127,9 +127,10 @@ TEST_CASE("A step records one operation per call of the reference MLP's step; fu
     auto cfg = fixture::small_job(1, 16);
     cfg.model.layers = {layer("dense", {{"units", "16"}, {"activation", "relu"}}),
                         layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
-    const auto nodes = [&](bool fused, const std::string& resident) {
+    const auto nodes = [&](bool fused, const std::string& resident, bool epilogues = false) {
         cfg.training.fused_kernels = fused;
         cfg.data.resident = resident;
+        cfg.training.gemm_epilogues = epilogues;
         auto graphs = recording_replicas(cfg, /*device_memory=*/true);
         fixture::TempDir dir;
         fixture::fit(cfg, graphs, data, dir.path.string());
@@ -139,6 +140,9 @@ TEST_CASE("A step records one operation per call of the reference MLP's step; fu
     CHECK(nodes(true, "true") == 13);
     CHECK(nodes(false, "true") == 15);  // relu and its bias apart, each way
     CHECK(nodes(true, "false") == 12);  // staged copies arrive before the step, outside it
+    // GEMM epilogues: each forward GEMM takes its bias (and relu), the output
+    // layer's weight-gradient GEMM its bias gradient.
+    CHECK(nodes(true, "true", true) == 10);
 }
 
 TEST_CASE("A second fit on the same replicas records its steps again: resident, then staged, then resident") {
