@@ -30,6 +30,10 @@ public:
     // inputs into 16-bit copies (a kernel of its own) and multiplies those in
     // the library's native 16-bit GEMM. Ignored by the CPU and under fp32/tf32.
     virtual void set_gemm_input_cast(bool) {}
+    // training.deterministic: false lets a backend pick faster kernels whose
+    // sums run in a varying order (cuDNN's atomics), so results may differ
+    // by rounding from run to run. The CPU's are deterministic either way.
+    virtual void set_deterministic(bool) {}
     // Bytes of scratch gemm() needs for this call (the 16-bit copies above;
     // 0 when it needs none). The model reserves its layers' largest need before
     // training (reserve_gemm_scratch), so that no GEMM allocates; a GEMM whose

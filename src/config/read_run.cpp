@@ -48,7 +48,7 @@ std::vector<std::string> read_metrics(const Section& top) {
 
 TrainingConfig read_training(const Section& top) {
     const Section s = top.child("training", {"epochs", "batch_size", "shuffle", "seed", "on_nan", "precision", "cuda_graphs",
-                                                      "fused_kernels", "cast_gemm_inputs", "gemm_epilogues"});
+                                                      "fused_kernels", "cast_gemm_inputs", "gemm_epilogues", "deterministic"});
     TrainingConfig t;
     t.epochs = s.positive_int("epochs", t.epochs);
     t.batch_size = s.positive_int("batch_size", t.batch_size);
@@ -60,6 +60,7 @@ TrainingConfig read_training(const Section& top) {
     t.fused_kernels = s.boolean("fused_kernels", t.fused_kernels);
     t.cast_gemm_inputs = s.boolean("cast_gemm_inputs", t.cast_gemm_inputs);
     t.gemm_epilogues = s.boolean("gemm_epilogues", t.gemm_epilogues);
+    t.deterministic = s.boolean("deterministic", t.deterministic);
     return t;
 }
 

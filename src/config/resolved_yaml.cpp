@@ -16,9 +16,10 @@ public:
     // with_epochs false: the text the digest is taken of. It also leaves out
     // the keys that change how fast training runs, never what it computes
     // (strategy.bucket_mb, data.resident, training.cuda_graphs,
-    // training.fused_kernels, training.cast_gemm_inputs, training.gemm_epilogues:
-    // the last two move results by a rounding, as another GEMM kernel would),
-    // so a checkpoint resumes under other values without a warning.
+    // training.fused_kernels, training.cast_gemm_inputs, training.gemm_epilogues,
+    // training.deterministic: the last three move results by a rounding, as
+    // another kernel would), so a checkpoint resumes under other values
+    // without a warning.
     std::string emit(const RunConfig& c, bool with_epochs) {
         full_ = with_epochs;
         out_ << YAML::BeginMap;
@@ -42,6 +43,7 @@ public:
         if (full_) key("fused_kernels") << c.training.fused_kernels;
         if (full_) key("cast_gemm_inputs") << c.training.cast_gemm_inputs;
         if (full_) key("gemm_epilogues") << c.training.gemm_epilogues;
+        if (full_) key("deterministic") << c.training.deterministic;
         out_ << YAML::EndMap;
         emit_strategy(c.strategy);
         key("checkpoint") << YAML::BeginMap;

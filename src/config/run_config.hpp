@@ -92,6 +92,9 @@ struct TrainingConfig {
     // (backward, linear layers) in cuBLASLt's GEMM epilogue instead of kernels
     // of their own; where cuBLASLt has no such kernel, the plain path runs.
     bool gemm_epilogues = false;
+    // On a GPU: prefer cuDNN algorithms that give the same bits run to run
+    // (true) or take the one cuDNN ranks first, which may sum with atomics.
+    bool deterministic = true;
 };
 
 // Every replica is a thread with its own copy of the model; past this many,

@@ -12,6 +12,7 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
     backend_->set_precision(precision_from_name(cfg.training.precision));
     backend_->set_gemm_input_cast(cfg.training.cast_gemm_inputs);
     backend_->set_gemm_epilogues(cfg.training.gemm_epilogues);
+    backend_->set_deterministic(cfg.training.deterministic);
     const int64_t rows = std::max<int64_t>(1, max_shard_rows);
     max_rows_ = rows;
     model_ = std::make_unique<nn::Model>(cfg.model, cfg.loss, *backend_, rows, cfg.training.seed);

@@ -197,6 +197,22 @@ TEST_CASE("conv2d under training.precision tf32/bf16 runs on TF32 tensor cores, 
     }
 }
 
+TEST_CASE("conv2d with training.deterministic false (any algorithm cuDNN ranks first) matches the CPU") {
+    for (const Conv2dGeometry& g : {keras_conv(16, 28, 28, 1, 32, 3, 3, 1, 1, 1, 1, true),
+                                    keras_conv(64, 14, 14, 32, 64, 3, 3, 1, 1, 1, 1, true),
+                                    keras_conv(2, 8, 10, 3, 4, 3, 3, 2, 2, 1, 1, true)}) {
+        INFO(describe(g));
+        CpuBackend cpu;
+        CudaBackend gpu(0);
+        gpu.set_deterministic(false);
+        const ConvResults exact = run_conv(cpu, g, g, 9);
+        require_conv_close(run_conv(gpu, g, g, 9), exact, g);
+        // Back to deterministic algorithms on the same backend: plans made again, as close.
+        gpu.set_deterministic(true);
+        require_conv_close(run_conv(gpu, g, g, 9), exact, g);
+    }
+}
+
 TEST_CASE("conv2d with a workspace sized for the full batch runs the last, shorter batch") {
     const Conv2dGeometry full = keras_conv(8, 8, 10, 3, 4, 3, 3, 2, 2, 1, 1, true);
     Conv2dGeometry last = full;

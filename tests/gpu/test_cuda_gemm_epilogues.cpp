@@ -77,6 +77,18 @@ std::vector<float> weight_bias_grad(Backend& backend, const Dense& d, bool epilo
 const Dense kShapes[] = {{1, 1, 1, 0}, {17, 33, 9, 0}, {32, 128, 784, 0}, {32, 10, 128, 0}, {7, 130, 65, 1},
                          {32, 128, 784, 3}};
 
+// The reference job's shapes, aligned: cuBLASLt is expected to have kernels
+// for these; a refusal means the option does nothing on this GPU (not a wrong
+// result). Other shapes (odd widths leave columns 4-byte aligned) may be refused.
+bool must_be_taken(const Dense& d) { return d.offset == 0 && d.m == 32 && (d.n == 128 || d.n == 10); }
+
+void report_refusal(const Dense& d, bool taken) {
+    if (must_be_taken(d))
+        CHECK(taken);
+    else if (!taken)
+        WARN("cuBLASLt has no epilogue kernel for " << describe(d) << ": the plain path runs there");
+}
+
 }  // namespace
 
 TEST_CASE("gemm_epilogues: GEMM + bias + relu, GEMM + bias and GEMM + relu match the CPU's separate passes") {
@@ -99,9 +111,7 @@ TEST_CASE("gemm_epilogues: GEMM + bias + relu, GEMM + bias and GEMM + relu match
             require_close(fused, reference, 1e-4, 1e-4);
         else
             CHECK(fused == std::vector<float>(fused.size(), kUnwritten));  // refused: nothing written
-        // Aligned fp32 operands: cuBLASLt is expected to have these kernels; a
-        // failure here means the option is a no-op on this GPU, not a wrong result.
-        if (d.offset == 0) CHECK(taken);
+        report_refusal(d, taken);
     }
     INFO("plans made " << gpu.epilogue_plans() << ", usable " << gpu.usable_epilogue_plans());
     CHECK(gpu.usable_epilogue_plans() > 0);
@@ -120,12 +130,12 @@ TEST_CASE("gemm_epilogues: the weight-gradient GEMM's bias gradient (BGRADA) mat
             require_close(fused, reference, 1e-4, 1e-4);
         else
             CHECK(fused == std::vector<float>(fused.size(), kUnwritten));
-        if (d.offset == 0) CHECK(taken);
+        report_refusal(d, taken);
     }
 }
 
 TEST_CASE("gemm_epilogues: reduced precisions stay within their GEMM accuracy; off, and under cast_gemm_inputs, "
-          "nothing is taken") {
+          "nothing is taken; the bias gradient only in fp32") {
     CpuBackend cpu;
     CudaBackend gpu(0);
     const Dense d{32, 128, 784, 0};
@@ -134,7 +144,6 @@ TEST_CASE("gemm_epilogues: reduced precisions stay within their GEMM accuracy; o
     CHECK_FALSE(taken);  // off by default
     gpu.set_gemm_epilogues(true);
     const auto reference = dense_forward(cpu, d, Activation::relu, true, false);
-    const auto grad_reference = weight_bias_grad(cpu, d, false);
     struct Mode {
         Precision precision;
         double tolerance;
@@ -143,15 +152,15 @@ TEST_CASE("gemm_epilogues: reduced precisions stay within their GEMM accuracy; o
         INFO("precision " << static_cast<int>(m.precision));
         gpu.set_precision(m.precision);
         const auto fused = dense_forward(gpu, d, Activation::relu, true, true, &taken);
+        CHECK(taken);
         if (taken) require_close(fused, reference, m.tolerance, m.tolerance);
-        const auto grads = weight_bias_grad(gpu, d, true, &taken);
-        if (taken) require_close(grads, grad_reference, m.tolerance, m.tolerance);
+        // The bias gradient must stay an fp32 sum: the plain path's.
+        weight_bias_grad(gpu, d, true, &taken);
+        CHECK_FALSE(taken);
     }
     gpu.set_precision(Precision::bf16);
     gpu.set_gemm_input_cast(true);
     dense_forward(gpu, d, Activation::relu, true, true, &taken);
-    CHECK_FALSE(taken);
-    weight_bias_grad(gpu, d, true, &taken);
     CHECK_FALSE(taken);
 }
 

@@ -365,6 +365,8 @@ void CudaBackend::set_precision(Precision precision) {
     convolution_->allow_tensor_ops(precision != Precision::fp32);
 }
 
+void CudaBackend::set_deterministic(bool deterministic) { convolution_->prefer_deterministic(deterministic); }
+
 void CudaBackend::add_bias(float* y, const float* bias, int rows, int cols) {
     activate();
     CUDA_CHECK(device_, cuda_kernels::add_bias(stream_, y, bias, rows, cols));

@@ -51,6 +51,8 @@ public:
     // bf16/fp16 GEMMs: cast the inputs into 16-bit copies in the GEMM scratch
     // and call cuBLAS's native 16-bit GEMM, instead of CUBLAS_COMPUTE_32F_FAST_*.
     void set_gemm_input_cast(bool cast) override { cast_gemm_inputs_ = cast; }
+    // Convolution algorithms: deterministic ones preferred (the default) or not.
+    void set_deterministic(bool deterministic) override;
     size_t gemm_scratch_bytes(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb) const override;
     void reserve_gemm_scratch(size_t bytes) override;
     // Dense GEMMs with cuBLASLt epilogues (lt_epilogue_gemm.hpp), off by

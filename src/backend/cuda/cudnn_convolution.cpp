@@ -47,11 +47,13 @@ std::string describe(const Conv2dGeometry& g) {
 // The first usable algorithm of cuDNN's ranking: succeeded, plain FP32
 // (CUDNN_FMA_MATH) unless tensor ops are allowed (then any math type: TF32 on
 // fp32 data), a workspace within the cap (asked through `workspace_of`, not
-// the ranking's estimate), deterministic when one such exists.
+// the ranking's estimate), deterministic when one such exists unless
+// `deterministic` is false (then simply the first usable one).
 template <class Perf, class WorkspaceOf>
-bool choose(const std::vector<Perf>& ranking, int returned, bool tensor_ops, size_t cap, WorkspaceOf workspace_of,
-            Perf& chosen, size_t& chosen_bytes) {
+bool choose(const std::vector<Perf>& ranking, int returned, bool tensor_ops, bool deterministic, size_t cap,
+            WorkspaceOf workspace_of, Perf& chosen, size_t& chosen_bytes) {
     for (const bool need_deterministic : {true, false}) {
+        if (need_deterministic && !deterministic) continue;
         for (int i = 0; i < returned; ++i) {
             const Perf& p = ranking[static_cast<size_t>(i)];
             if (p.status != CUDNN_STATUS_SUCCESS || (!tensor_ops && p.mathType != CUDNN_FMA_MATH)) continue;
@@ -70,15 +72,15 @@ bool choose(const std::vector<Perf>& ranking, int returned, bool tensor_ops, siz
 // rank_into), the entry `choose` takes (algorithm and math type), its
 // workspace folded into max_bytes. Throws no_algorithm() when none fits.
 template <class Perf, class CountOf, class RankInto, class WorkspaceOf, class NoAlgorithm>
-Perf pick(CountOf count_of, RankInto rank_into, WorkspaceOf workspace_of, bool tensor_ops, size_t cap,
-          size_t& max_bytes, NoAlgorithm no_algorithm) {
+Perf pick(CountOf count_of, RankInto rank_into, WorkspaceOf workspace_of, bool tensor_ops, bool deterministic,
+          size_t cap, size_t& max_bytes, NoAlgorithm no_algorithm) {
     const int count = count_of();
     int returned = 0;
     std::vector<Perf> ranking(static_cast<size_t>(std::max(count, 1)));
     rank_into(count, &returned, ranking.data());
     Perf chosen{};
     size_t bytes = 0;
-    if (!choose(ranking, returned, tensor_ops, cap, workspace_of, chosen, bytes)) throw no_algorithm();
+    if (!choose(ranking, returned, tensor_ops, deterministic, cap, workspace_of, chosen, bytes)) throw no_algorithm();
     max_bytes = std::max(max_bytes, bytes);
     return chosen;
 }
@@ -205,7 +207,7 @@ const CudnnConvolution::Plan& CudnnConvolution::plan_for(const Conv2dGeometry& g
             return cudnnGetConvolutionForwardWorkspaceSize(handle_, p.x, p.filter, p.conv, p.y, algo, &bytes) ==
                    CUDNN_STATUS_SUCCESS;
         },
-        tensor_ops_, algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("forward"); });
+        tensor_ops_, deterministic_, algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("forward"); });
     p.forward_algo = forward_algo_perf.algo;
     p.forward_math = forward_algo_perf.mathType;
     const auto backward_data_algo_perf = pick<cudnnConvolutionBwdDataAlgoPerf_t>(
@@ -224,7 +226,7 @@ const CudnnConvolution::Plan& CudnnConvolution::plan_for(const Conv2dGeometry& g
             return cudnnGetConvolutionBackwardDataWorkspaceSize(handle_, p.filter, p.y, p.conv, p.x, algo, &bytes) ==
                    CUDNN_STATUS_SUCCESS;
         },
-        tensor_ops_, algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("backward-data"); });
+        tensor_ops_, deterministic_, algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("backward-data"); });
     p.backward_data_algo = backward_data_algo_perf.algo;
     p.backward_data_math = backward_data_algo_perf.mathType;
     const auto backward_filter_algo_perf = pick<cudnnConvolutionBwdFilterAlgoPerf_t>(
@@ -243,7 +245,7 @@ const CudnnConvolution::Plan& CudnnConvolution::plan_for(const Conv2dGeometry& g
             return cudnnGetConvolutionBackwardFilterWorkspaceSize(handle_, p.x, p.y, p.conv, p.filter, algo,
                                                                   &bytes) == CUDNN_STATUS_SUCCESS;
         },
-        tensor_ops_, algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("backward-filter"); });
+        tensor_ops_, deterministic_, algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("backward-filter"); });
     p.backward_filter_algo = backward_filter_algo_perf.algo;
     p.backward_filter_math = backward_filter_algo_perf.mathType;
     p.algorithm_bytes = align_up(p.algorithm_bytes);
@@ -267,6 +269,12 @@ void CudnnConvolution::allow_tensor_ops(bool allowed) {
     if (allowed == tensor_ops_) return;
     tensor_ops_ = allowed;
     plans_.clear();  // chosen under the other math type
+}
+
+void CudnnConvolution::prefer_deterministic(bool preferred) {
+    if (preferred == deterministic_) return;
+    deterministic_ = preferred;
+    plans_.clear();  // chosen under the other rule
 }
 
 void CudnnConvolution::set_math(const Plan& plan, cudnnMathType_t math) {

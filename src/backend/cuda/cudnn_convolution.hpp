@@ -4,8 +4,9 @@
 //
 // Algorithms are chosen once per geometry with cuDNN's heuristics
 // (cudnnGetConvolution*Algorithm_v7): the first one that succeeds, is
-// deterministic (else any), runs in plain FP32 (CUDNN_FMA_MATH: no TF32, so
-// results agree with the CPU to ~1e-6 relative) and whose workspace fits.
+// deterministic (else any; training.deterministic: false drops that rule),
+// runs in plain FP32 (CUDNN_FMA_MATH: no TF32, so results agree with the CPU
+// to ~1e-6 relative) and whose workspace fits.
 // With allow_tensor_ops(true) (training.precision tf32, bf16 or fp16) any math
 // type cuDNN ranks is taken: TF32 tensor cores on the fp32 data.
 //
@@ -46,6 +47,10 @@ public:
     // Whether algorithms may use tensor ops (TF32 on fp32 data). Plans made
     // under the other setting are dropped; set it before training starts.
     void allow_tensor_ops(bool allowed);
+    // Whether to prefer deterministic algorithms (the default), which give the
+    // same bits run to run, over a faster one cuDNN ranks higher that sums
+    // with atomics. Plans made under the other setting are dropped.
+    void prefer_deterministic(bool preferred);
 
     // Backend::conv2d_workspace_bytes: the padded copy plus the largest
     // workspace of the three algorithms chosen for `g`.
@@ -76,6 +81,7 @@ private:
     cudnnHandle_t handle_ = nullptr;
     std::map<GeometryKey, std::unique_ptr<Plan>> plans_;
     bool tensor_ops_ = false;
+    bool deterministic_ = true;
 };
 
 }  // namespace gputrain

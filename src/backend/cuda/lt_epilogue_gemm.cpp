@@ -106,7 +106,9 @@ bool LtEpilogueGemm::forward(Precision precision, Activation a, int m, int n, in
 
 bool LtEpilogueGemm::weight_bias_grad(Precision precision, int m, int n, int k, const float* x, const float* dz,
                                       float* dw, float* db) {
-    if (m <= 0 || n <= 0 || k <= 0 || !db) return false;
+    // Under tf32/bf16/fp16 the epilogue may sum the reduced-precision tiles
+    // of dz (undocumented); sum_rows sums it in fp32, so only fp32 takes it.
+    if (precision != Precision::fp32 || m <= 0 || n <= 0 || k <= 0 || !db) return false;
     // Row-major dw[k,n] = x^T dz is column-major dw^T[n,k] = dz^T[n,m] x[m,k]:
     // A is dz as it lies (n x m), B is x as it lies (k x m) transposed. The
     // bias gradient sums A over the GEMM's inner dimension m: BGRADA, n long.
@@ -142,10 +144,11 @@ LtEpilogueGemm::Plan& LtEpilogueGemm::plan_for(const Key& key, cublasOperation_t
     set_preference(device_, pref.handle, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, static_cast<uint32_t>(key[7]));
     cublasLtMatmulHeuristicResult_t result{};
     int returned = 0;
-    // A status other than success here means "no kernel for this", not a
-    // broken GPU: the plan is kept as unusable and the plain path runs.
+    // NOT_SUPPORTED (or no result) means "no kernel for this": the plan is
+    // kept as unusable and the plain path runs. Any other failure is an error.
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, plan->desc, plan->a, plan->b, plan->d,
                                                                  plan->d, pref.handle, 1, &result, &returned);
+    if (status != CUBLAS_STATUS_NOT_SUPPORTED) CUBLAS_CHECK(device_, status);
     if (status == CUBLAS_STATUS_SUCCESS && returned > 0 && result.state == CUBLAS_STATUS_SUCCESS &&
         result.workspaceSize <= workspace_bytes_) {
         plan->algo = result.algo;
@@ -159,8 +162,9 @@ bool LtEpilogueGemm::run(Plan& plan, const void* bias, const float* a, const flo
     const float alpha = 1.0f, beta = 0.0f;
     const cublasStatus_t status = cublasLtMatmul(handle_, plan.desc, &alpha, a, plan.a, b, plan.b, &beta, d, plan.d,
                                                  d, plan.d, &plan.algo, workspace_, workspace_bytes_, stream_);
-    // Refused before anything was queued: remember, and let the caller take the plain path.
-    if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE) {
+    // Refused before anything was queued: remember, and let the caller take
+    // the plain path. INVALID_VALUE and the rest are our bugs or a broken GPU.
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_ARCH_MISMATCH) {
         plan.usable = false;
         return false;
     }

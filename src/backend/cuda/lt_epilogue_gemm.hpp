@@ -2,7 +2,7 @@
 // the bias gradient done in cuBLASLt's epilogue, so that one kernel does what
 // a GEMM and an element-wise or reduction pass did (training.gemm_epilogues):
 //   forward:  y = a(x W + b), a linear or relu     (CUBLASLT_EPILOGUE_BIAS, RELU, RELU_BIAS)
-//   backward: dW = x^T dz, db = column sums of dz   (CUBLASLT_EPILOGUE_BGRADA)
+//   backward: dW = x^T dz, db = column sums of dz   (CUBLASLT_EPILOGUE_BGRADA, fp32 only)
 // Matrices are row-major and fp32, as Backend::gemm's; the compute type
 // follows the precision (fp32, TF32, or bf16/fp16 rounding inside the GEMM).
 //
@@ -41,7 +41,8 @@ public:
     // (nothing queued) for other activations or where cuBLASLt has no kernel.
     bool forward(Precision precision, Activation a, int m, int n, int k, const float* x, const float* w,
                  const float* bias, float* y);
-    // dw[k,n] = x[m,k]^T dz[m,n] and db[n] = sum over rows of dz; false as above.
+    // dw[k,n] = x[m,k]^T dz[m,n] and db[n] = sum over rows of dz; false as
+    // above, and under any precision but fp32.
     bool weight_bias_grad(Precision precision, int m, int n, int k, const float* x, const float* dz, float* dw,
                           float* db);
 

@@ -1,5 +1,5 @@
-// strategy.bucket_mb, data.resident, training.cuda_graphs, fused_kernels, cast_gemm_inputs and
-// gemm_epilogues: read, checked, written back to the resolved YAML, and (changing only speed) kept out of the digest.
+// strategy.bucket_mb, data.resident, training.cuda_graphs, fused_kernels, cast_gemm_inputs,
+// gemm_epilogues and deterministic: read, checked, written back to the resolved YAML, and (changing only speed) kept out of the digest.
 #include <catch2/catch.hpp>
 
 #include "config/resolved_yaml.hpp"
@@ -38,8 +38,8 @@ TEST_CASE("bucket_mb and resident round-trip through the resolved YAML but stay 
     CHECK(load_text(kMinimal, {"training.batch_size=64"}).digest != defaults.digest);
 }
 
-TEST_CASE("training.cuda_graphs, fused_kernels (default true), cast_gemm_inputs and gemm_epilogues (default false) "
-          "take a boolean, stay out of the digest") {
+TEST_CASE("training.cuda_graphs, fused_kernels, deterministic (default true), cast_gemm_inputs and gemm_epilogues "
+          "(default false) take a boolean, stay out of the digest") {
     struct Key {
         std::string name;
         bool TrainingConfig::*field;
@@ -48,7 +48,8 @@ TEST_CASE("training.cuda_graphs, fused_kernels (default true), cast_gemm_inputs 
     const Key key = GENERATE(Key{"cuda_graphs", &TrainingConfig::cuda_graphs, true},
                              Key{"fused_kernels", &TrainingConfig::fused_kernels, true},
                              Key{"cast_gemm_inputs", &TrainingConfig::cast_gemm_inputs, false},
-                             Key{"gemm_epilogues", &TrainingConfig::gemm_epilogues, false});
+                             Key{"gemm_epilogues", &TrainingConfig::gemm_epilogues, false},
+                             Key{"deterministic", &TrainingConfig::deterministic, true});
     INFO("training." << key.name);
     const RunConfig defaults = load_text(kMinimal);
     CHECK(defaults.training.*key.field == key.default_value);

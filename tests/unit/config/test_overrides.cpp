@@ -53,7 +53,8 @@ TEST_CASE("an unknown key path is an unknown key, placed at the override") {
             "decay_rate, decay_epochs, decay_steps, staircase, min_lr, warmup_epochs");
     REQUIRE(error_of(kMinimal, {"training={epochs: 2, batch: 8}"}) ==
             "--set training={epochs: 2, batch: 8}: training.batch: unknown key; known keys: epochs, batch_size, "
-            "shuffle, seed, on_nan, precision, cuda_graphs, fused_kernels, cast_gemm_inputs, gemm_epilogues");
+            "shuffle, seed, on_nan, precision, cuda_graphs, fused_kernels, cast_gemm_inputs, gemm_epilogues, "
+            "deterministic");
 }
 
 TEST_CASE("bad values from overrides are placed at the override") {

@@ -4,7 +4,7 @@
 // dense layers must take them where they apply, fall back where not, and train
 // to the plain path's weights bit for bit, directly and as replayed graphs.
 // This checks the layers' side: that nothing reads the pre-activation z the
-// forward epilogue does not write. tests/gpu/test_cuda_gemm.cpp checks the
+// forward epilogue does not write. tests/gpu/test_cuda_gemm_epilogues.cpp checks the
 // cuBLASLt kernels themselves.
 #include "dist/local_communicator.hpp"
 #include "recording_backend.hpp"
