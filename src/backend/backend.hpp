@@ -66,6 +66,12 @@ public:
         (void)m, (void)n, (void)k, (void)x, (void)dz, (void)dw, (void)db;
         return false;
     }
+    // The GEMM shapes the two calls above were asked for so far, and how many
+    // of them the backend had a kernel for (the rest ran the plain path).
+    struct EpiloguePlans {
+        size_t asked = 0, taken = 0;
+    };
+    virtual EpiloguePlans gemm_epilogue_plans() const { return {}; }
 
     // Memory (bytes). Allocation happens before training starts (see
     // docs/architecture.md: no allocation while collectives run).

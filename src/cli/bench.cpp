@@ -226,6 +226,7 @@ int run_bench(BenchArgs& args) {
         if (!other_rates.empty()) other_bare_s += s.flops() / (other_rates[i] * 1e9);
     }
 
+    const Backend::EpiloguePlans epilogues = backend0.gemm_epilogue_plans();
     const double step_s = median(t.total);
     const double samples_per_s = static_cast<double>(batch) / step_s;
     const double final_loss = t.loss_sum / static_cast<double>(batch);
@@ -255,8 +256,9 @@ int run_bench(BenchArgs& args) {
                     "\"allreduce\": %.6g, \"optimizer\": %.6g},\n",
                     ms(step_s), ms(median(t.input)), ms(median(t.forward_backward)), ms(median(t.allreduce)),
                     ms(median(t.optimizer)));
-        std::printf("  \"samples_per_second\": %.6g,\n  \"final_loss\": %.6g,\n  \"gemms\": [\n", samples_per_s,
-                    final_loss);
+        std::printf("  \"samples_per_second\": %.6g,\n  \"final_loss\": %.6g,\n", samples_per_s, final_loss);
+        std::printf("  \"gemm_epilogue_shapes\": {\"asked\": %zu, \"taken\": %zu},\n  \"gemms\": [\n", epilogues.asked,
+                    epilogues.taken);
         for (size_t i = 0; i < shapes.size(); ++i) {
             const GemmShape& s = shapes[i];
             std::printf("    {\"layer\": %s, \"pass\": \"%s\", \"m\": %d, \"n\": %d, \"k\": %d, \"op\": \"%c%c\", "
@@ -301,6 +303,9 @@ int run_bench(BenchArgs& args) {
                 ms(median(t.optimizer)));
     std::printf("throughput: %.1f samples/s (global batch %lld); loss of the last step %.4f\n", samples_per_s,
                 (long long)batch, final_loss);
+    if (cfg.training.gemm_epilogues && backend0.has_device_memory())
+        std::printf("GEMM epilogues: %zu of %zu GEMM shapes ran inside cuBLASLt's GEMM; the rest took the plain path\n",
+                    epilogues.taken, epilogues.asked);
     if (shapes.empty()) return 0;
     std::printf("\nDense GEMMs of replica 0 (%d rows), bare = %s's gemm alone on that shape:\n", rows0,
                 replicas[0]->backend().name().c_str());

@@ -74,6 +74,8 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
                      cfg.training.precision,
                      cfg.training.precision == "fp16" ? " (with the fp16 loss scaling, which changes no result here)"
                                                       : "");
+    if (!strategy.on_gpu() && !gpu_only_keys_set(cfg).empty())
+        spdlog::info("{}: only a GPU acts on this; no effect on the CPU", gpu_only_keys_set(cfg));
 
     // With data.shard_files each worker reads only its part of the training set.
     const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::train,
@@ -116,6 +118,7 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     if (graphs.replays() > 0)
         spdlog::info("CUDA graphs: {} steps replayed; a full batch's step is {} operations (kernels and copies)",
                      graphs.replays(), graphs.first_graph_nodes());
+    log_gemm_epilogues(cfg, replicas[0]->backend());
     return 0;
 }
 

@@ -31,6 +31,26 @@ void apply_log_level(const config::RunConfig& cfg, bool quiet) {
     spdlog::set_level(quiet ? spdlog::level::warn : spdlog::level::from_str(cfg.logging.level));
 }
 
+std::string gpu_only_keys_set(const config::RunConfig& cfg) {
+    const config::TrainingConfig defaults;
+    std::string keys;
+    const auto add = [&](bool set, const char* name) {
+        if (set) keys += (keys.empty() ? "training." : ", training.") + std::string(name);
+    };
+    add(cfg.training.cast_gemm_inputs != defaults.cast_gemm_inputs, "cast_gemm_inputs");
+    add(cfg.training.gemm_epilogues != defaults.gemm_epilogues, "gemm_epilogues");
+    add(cfg.training.deterministic != defaults.deterministic, "deterministic");
+    return keys;
+}
+
+void log_gemm_epilogues(const config::RunConfig& cfg, const Backend& backend) {
+    if (!cfg.training.gemm_epilogues || !backend.has_device_memory()) return;
+    const Backend::EpiloguePlans plans = backend.gemm_epilogue_plans();
+    spdlog::info("GEMM epilogues: {} of {} GEMM shapes asked for ran with their bias and activation (or bias "
+                 "gradient) inside cuBLASLt's GEMM; the rest took the plain path",
+                 plans.taken, plans.asked);
+}
+
 void check_classes(const std::string& split, int64_t data_classes, int64_t model_classes) {
     if (data_classes > model_classes)
         throw ConfigError("the " + split + " data has labels 0.." + std::to_string(data_classes - 1) +

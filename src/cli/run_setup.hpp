@@ -29,4 +29,13 @@ void apply_log_level(const config::RunConfig& cfg, bool quiet);
 // The label range of the data must fit the model's outputs.
 void check_classes(const std::string& split, int64_t data_classes, int64_t model_classes);
 
+// The training keys set away from their defaults that only a GPU acts on
+// (cast_gemm_inputs, gemm_epilogues, deterministic), as "training.a, training.b";
+// empty when none is.
+std::string gpu_only_keys_set(const config::RunConfig& cfg);
+
+// Under training.gemm_epilogues on a GPU: how many GEMM shapes ran with their
+// bias and activation (or bias gradient) in the GEMM, as an info line.
+void log_gemm_epilogues(const config::RunConfig& cfg, const Backend& backend);
+
 }  // namespace gputrain::cli

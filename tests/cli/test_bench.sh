@@ -69,6 +69,8 @@ assert abs(r["gemm_gflop_per_step"] - total) < 1e-9
 bare_ms = sum(g["gflop"] / g["bare_gflops"] * 1e3 for g in r["gemms"])
 assert abs(r["gemm_bare_ms_per_step"] - bare_ms) <= 1e-4 * bare_ms + 1e-9
 assert abs(r["fraction_of_bare_gemm"] - bare_ms / s["total"]) <= 1e-3 * r["fraction_of_bare_gemm"] + 1e-9
+# The CPU has no GEMM epilogues: none asked for, none taken.
+assert r["gemm_epilogue_shapes"] == {"asked": 0, "taken": 0}, r["gemm_epilogue_shapes"]
 # A freshly initialized 4-class model: the loss is near ln 4 = 1.386, finite.
 assert math.isfinite(r["final_loss"]) and 0.3 < r["final_loss"] < 3, r["final_loss"]
 print("json ok:", len(r["layers"]), "layers,", len(r["gemms"]), "GEMMs")

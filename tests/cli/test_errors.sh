@@ -40,6 +40,12 @@ run_expect 0 fit "$cfg" --set training.precision=bf16 --set training.epochs=1 --
 cat "$TMP/out" "$TMP/err" >"$TMP/both"
 expect_in "$TMP/both" "training.precision: bf16 changes GPU matrix products only; the CPU computes in fp32"
 
+step "GPU-only training keys set on the CPU: trains, and says they have no effect"
+run_expect 0 fit "$cfg" --set training.gemm_epilogues=true --set training.deterministic=false --set training.epochs=1 \
+  --run-dir "$TMP/run-gpu-keys" --set logging.progress=none
+cat "$TMP/out" "$TMP/err" >"$TMP/both"
+expect_in "$TMP/both" "training.gemm_epilogues, training.deterministic: only a GPU acts on this; no effect on the CPU"
+
 step "data.path to an empty folder -> 1, names the folder"
 mkdir "$TMP/empty-data"
 sed -e 's/dataset: synthetic/path: EMPTY/' -e '/synthetic:/d' -e "s|EMPTY|$TMP/empty-data|" "$cfg" >"$TMP/empty.yaml"

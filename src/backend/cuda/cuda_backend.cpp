@@ -342,8 +342,9 @@ bool CudaBackend::gemm_weight_bias_grad(int m, int n, int k, const float* x, con
     return epilogues_->weight_bias_grad(precision_, m, n, k, x, dz, dw, db);
 }
 
-size_t CudaBackend::epilogue_plans() const { return epilogues_->plans(); }
-size_t CudaBackend::usable_epilogue_plans() const { return epilogues_->usable_plans(); }
+Backend::EpiloguePlans CudaBackend::gemm_epilogue_plans() const {
+    return {epilogues_->plans(), epilogues_->usable_plans()};
+}
 
 size_t CudaBackend::gemm_scratch_bytes(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb) const {
     return casts_gemm_inputs() ? cast_copy_layout(trans_a, trans_b, m, n, k, lda, ldb).total_bytes : 0;

@@ -61,9 +61,7 @@ public:
     bool gemm_bias_activation(Activation a, int m, int n, int k, const float* x, const float* w, const float* bias,
                               float* y) override;
     bool gemm_weight_bias_grad(int m, int n, int k, const float* x, const float* dz, float* dw, float* db) override;
-    // cuBLASLt plans made so far and how many had a kernel (bench, tests).
-    size_t epilogue_plans() const;
-    size_t usable_epilogue_plans() const;
+    EpiloguePlans gemm_epilogue_plans() const override;
     DevicePoolStats pool_stats() const { return pool_.stats(); }
 
     // Memory is zeroed like CpuBackend's. copy_to_device returns once the
