@@ -5,8 +5,7 @@
 namespace gputrain::config {
 
 DataConfig read_data(const Section& top) {
-    const Section s = top.child("data", {"dataset", "path", "format", "scale", "validation_split", "limit",
-                                         "test_limit", "shard_files", "synthetic", "resident"});
+    const Section s = top.child("data");
     DataConfig out;
     out.dataset = s.text("dataset", out.dataset);
     out.path = s.text("path", out.path);
@@ -17,7 +16,7 @@ DataConfig read_data(const Section& top) {
     out.test_limit = s.count("test_limit", out.test_limit);
     out.shard_files = s.boolean("shard_files", out.shard_files);
     out.resident = s.choice("resident", out.resident, kResidentModes);
-    const Section synthetic = s.child("synthetic", {"samples", "classes", "seed"});
+    const Section synthetic = s.child("synthetic");
     out.synthetic_samples = synthetic.positive_int("samples", out.synthetic_samples);
     out.synthetic_classes = synthetic.positive_int("classes", out.synthetic_classes);
     out.synthetic_seed = synthetic.seed("seed", out.synthetic_seed);

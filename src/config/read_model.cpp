@@ -69,7 +69,7 @@ ValueRef list_item(const ValueRef& list, size_t index) {
 
 ModelConfig read_model(const Section& top) {
     if (!top.has("model")) top.value("model").fail("missing", kModelExample);
-    const Section model = top.child("model", {"input_shape", "layers"});
+    const Section model = top.child("model");
     ModelConfig out;
     out.input_shape = read_input_shape(model);
     const ValueRef layers = model.value("layers");

@@ -7,8 +7,7 @@ namespace gputrain::config {
 namespace {
 
 ScheduleConfig read_schedule(const Section& optimizer) {
-    const Section s = optimizer.child("schedule", {"type", "decay_rate", "decay_epochs", "decay_steps",
-                                                   "staircase", "min_lr", "warmup_epochs"});
+    const Section s = optimizer.child("schedule");
     ScheduleConfig out;
     out.type = s.choice("type", out.type, kScheduleTypes);
     out.decay_rate = s.number("decay_rate", out.decay_rate, NumberRange::positive);
@@ -23,8 +22,7 @@ ScheduleConfig read_schedule(const Section& optimizer) {
 }  // namespace
 
 OptimizerConfig read_optimizer(const Section& top) {
-    const Section s = top.child("optimizer", {"type", "learning_rate", "momentum", "nesterov", "beta1",
-                                              "beta2", "epsilon", "weight_decay", "schedule"});
+    const Section s = top.child("optimizer");
     OptimizerConfig out;
     out.type = s.choice("type", out.type, kOptimizerTypes);
     out.learning_rate = s.number("learning_rate", out.type == "sgd" ? 0.01 : 0.001, NumberRange::positive);

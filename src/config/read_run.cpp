@@ -23,7 +23,7 @@ LossConfig read_loss(const Section& top) {
     if (v.node.IsSequence())
         v.fail("expected a loss name or a mapping, got a list",
                "e.g. loss: categorical_crossentropy or loss: {name: categorical_crossentropy, from_logits: true}");
-    const Section s = top.child("loss", {"name", "from_logits"});
+    const Section s = top.child("loss");
     loss.name = s.choice("name", loss.name, kLossNames);
     loss.from_logits = s.boolean("from_logits", loss.from_logits);
     return loss;
@@ -47,8 +47,7 @@ std::vector<std::string> read_metrics(const Section& top) {
 }
 
 TrainingConfig read_training(const Section& top) {
-    const Section s = top.child("training", {"epochs", "batch_size", "shuffle", "seed", "on_nan", "precision", "cuda_graphs",
-                                                      "fused_kernels", "cast_gemm_inputs", "gemm_epilogues", "deterministic"});
+    const Section s = top.child("training");
     TrainingConfig t;
     t.epochs = s.positive_int("epochs", t.epochs);
     t.batch_size = s.positive_int("batch_size", t.batch_size);
@@ -117,8 +116,7 @@ std::string read_devices(const ValueRef& v) {
 }  // namespace
 
 StrategyConfig read_strategy(const Section& top) {
-    const Section s = top.child("strategy", {"type", "devices", "replicas", "communicator", "replicas_per_gpu",
-                                                 "timeout_seconds", "bucket_mb"});
+    const Section s = top.child("strategy");
     StrategyConfig out;
     out.type = s.choice("type", out.type, kStrategyTypes);
     if (s.has("devices")) out.devices = read_devices(s.value("devices"));
@@ -131,7 +129,7 @@ StrategyConfig read_strategy(const Section& top) {
 }
 
 CheckpointConfig read_checkpoint(const Section& top) {
-    const Section s = top.child("checkpoint", {"dir", "every_epochs", "keep_last", "save_best", "monitor", "mode"});
+    const Section s = top.child("checkpoint");
     CheckpointConfig c;
     c.dir = s.text("dir", c.dir);
     c.every_epochs = s.count("every_epochs", c.every_epochs);
@@ -143,7 +141,7 @@ CheckpointConfig read_checkpoint(const Section& top) {
 }
 
 LoggingConfig read_logging(const Section& top) {
-    const Section s = top.child("logging", {"level", "progress", "metrics_file", "tensorboard", "every_steps"});
+    const Section s = top.child("logging");
     LoggingConfig l;
     l.level = s.choice("level", l.level, kLogLevels);
     l.progress = s.choice("progress", l.progress, kProgressStyles);

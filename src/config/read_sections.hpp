@@ -9,11 +9,11 @@
 
 #include "config/run_config.hpp"
 #include "config/section.hpp"
+#include "config/section_keys.hpp"
 
 namespace gputrain::config {
 
-inline const std::vector<std::string> kTopLevelKeys{
-    "run_dir", "model", "loss", "metrics", "optimizer", "data", "training", "strategy", "checkpoint", "logging"};
+inline const std::vector<std::string>& kTopLevelKeys = keys_of("");
 
 std::string read_run_dir(const Section& top);
 ModelConfig read_model(const Section& top);

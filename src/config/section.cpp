@@ -1,5 +1,6 @@
 #include "config/section.hpp"
 
+#include "config/section_keys.hpp"
 #include "core/suggest.hpp"
 #include "config/scalar_text.hpp"
 
@@ -112,8 +113,11 @@ Section::Section(ConfigSource& source, const YAML::Node& node, std::string path,
             for (const auto& k : *known) is_known = is_known || k == key;
             if (!is_known) {
                 const std::string suggestion = did_you_mean(key, *known);
-                source_->fail(key_place, key_path, "unknown key" + suggestion,
-                              suggestion.empty() ? "known keys: " + join_names(*known) : "");
+                if (!suggestion.empty()) source_->fail(key_place, key_path, "unknown key" + suggestion, "");
+                // A key of another section, or another name for one of this one's.
+                const std::string home = home_of_key(path_, key);
+                if (!home.empty()) source_->fail(key_place, key_path, "unknown key (did you mean '" + home + "'?)", "");
+                source_->fail(key_place, key_path, "unknown key", "known keys: " + join_names(*known));
             }
         }
         // A null value (`key:` alone) has its mark on the next line: point at the key.
@@ -175,6 +179,8 @@ std::string Section::text(const std::string& key, const std::string& fallback) c
 std::string Section::choice(const std::string& key, const std::string& fallback, const NameSet& names) const {
     return has(key) ? read_choice(value(key), names) : fallback;
 }
+
+Section Section::child(const std::string& key) const { return child(key, keys_of(key_path(key))); }
 
 Section Section::child(const std::string& key, const std::vector<std::string>& known) const {
     const Entry* e = find(key);

@@ -71,6 +71,8 @@ public:
 
     // The mapping under `key` (empty when absent or null) with its own known keys.
     Section child(const std::string& key, const std::vector<std::string>& known) const;
+    // The same with the section's keys from section_keys.hpp.
+    Section child(const std::string& key) const;
 
     [[noreturn]] void fail(const std::string& problem, const std::string& hint = "") const {
         source_->fail(place_, path_, problem, hint);

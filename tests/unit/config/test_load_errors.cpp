@@ -72,6 +72,22 @@ TEST_CASE("unknown keys at every level, with did-you-mean or the known keys") {
             "monitor, mode");
 }
 
+TEST_CASE("a key of another section, or another name for a key, is answered with where it belongs") {
+    REQUIRE(error_of(kMinimal + "training: {learning_rate: 0.1}\n") ==
+            "cfg.yaml:3:12: training.learning_rate: unknown key (did you mean 'optimizer.learning_rate'?)");
+    REQUIRE(error_of(kMinimal + "epochs: 3\n") == "cfg.yaml:3:1: epochs: unknown key (did you mean 'training.epochs'?)");
+    REQUIRE(error_of(kMinimal + "optimizer: {lr: 0.1}\n") ==
+            "cfg.yaml:3:13: optimizer.lr: unknown key (did you mean 'optimizer.learning_rate'?)");
+    REQUIRE(error_of(kMinimal + "training: {lr: 0.1}\n") ==
+            "cfg.yaml:3:12: training.lr: unknown key (did you mean 'optimizer.learning_rate'?)");
+    REQUIRE(error_of(kMinimal + "logging: {precision: bf16}\n") ==
+            "cfg.yaml:3:11: logging.precision: unknown key (did you mean 'training.precision'?)");
+    // A key several sections have ("seed", "type") is not sent anywhere: the known keys are listed.
+    REQUIRE(error_of(kMinimal + "checkpoint: {seed: 1}\n") ==
+            "cfg.yaml:3:14: checkpoint.seed: unknown key; known keys: dir, every_epochs, keep_last, save_best, "
+            "monitor, mode");
+}
+
 TEST_CASE("duplicate keys and keys that are not names") {
     REQUIRE(error_of(kMinimal + "training: {epochs: 3, epochs: 4}\n") ==
             "cfg.yaml:3:23: training.epochs: duplicate key (first at cfg.yaml:3:12); remove one");

@@ -51,10 +51,18 @@ TEST_CASE("an unknown key path is an unknown key, placed at the override") {
     REQUIRE(error_of(kMinimal, {"optimizer.schedule.kind=cosine"}) ==
             "--set optimizer.schedule.kind=cosine: optimizer.schedule.kind: unknown key; known keys: type, "
             "decay_rate, decay_epochs, decay_steps, staircase, min_lr, warmup_epochs");
-    REQUIRE(error_of(kMinimal, {"training={epochs: 2, batch: 8}"}) ==
-            "--set training={epochs: 2, batch: 8}: training.batch: unknown key; known keys: epochs, batch_size, "
+    REQUIRE(error_of(kMinimal, {"training={epochs: 2, steps: 8}"}) ==
+            "--set training={epochs: 2, steps: 8}: training.steps: unknown key; known keys: epochs, batch_size, "
             "shuffle, seed, on_nan, precision, cuda_graphs, fused_kernels, cast_gemm_inputs, gemm_epilogues, "
             "deterministic");
+}
+
+TEST_CASE("an override key in the wrong section names the right one") {
+    REQUIRE(error_of(kMinimal, {"training.learning_rate=0.1"}) ==
+            "--set training.learning_rate=0.1: training.learning_rate: unknown key (did you mean "
+            "'optimizer.learning_rate'?)");
+    REQUIRE(error_of(kMinimal, {"optimizer.lr=0.1"}) ==
+            "--set optimizer.lr=0.1: optimizer.lr: unknown key (did you mean 'optimizer.learning_rate'?)");
 }
 
 TEST_CASE("bad values from overrides are placed at the override") {

@@ -1,0 +1,57 @@
+#include "config/section_keys.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+namespace gputrain::config {
+
+namespace {
+
+// What users of Keras and PyTorch call some keys (a name here that is a key
+// of its own section is never looked up).
+const std::vector<std::pair<std::string, std::string>> kOtherNames{
+    {"lr", "learning_rate"}, {"batch", "batch_size"}, {"epoch", "epochs"},   {"num_epochs", "epochs"},
+    {"optim", "type"},       {"beta_1", "beta1"},     {"beta_2", "beta2"},   {"eps", "epsilon"},
+    {"layer", "layers"},     {"input", "input_shape"}, {"workers", "replicas"}, {"gpus", "devices"},
+};
+
+bool contains(const std::vector<std::string>& keys, const std::string& key) {
+    for (const auto& k : keys)
+        if (k == key) return true;
+    return false;
+}
+
+std::string joined(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
+
+}  // namespace
+
+const std::vector<std::string>& keys_of(const std::string& path) {
+    for (const auto& s : section_keys())
+        if (s.path == path) return s.keys;
+    throw std::out_of_range("no config section '" + path + "'");
+}
+
+std::string home_of_key(const std::string& path, const std::string& key) {
+    std::vector<std::string> names{key};
+    for (const auto& [other, standard] : kOtherNames)
+        if (other == key) names.push_back(standard);
+    for (const auto& name : names) {
+        const SectionKeys* here = nullptr;
+        for (const auto& s : section_keys())
+            if (s.path == path) here = &s;
+        if (name != key && here && contains(here->keys, name)) return joined(path, name);
+        // Sections are searched in file order; "type" and "seed" are in
+        // several, so only names that no two sections share are sent elsewhere.
+        std::string found;
+        int homes = 0;
+        for (const auto& s : section_keys())
+            if (s.path != path && contains(s.keys, name)) {
+                found = joined(s.path, name);
+                ++homes;
+            }
+        if (homes == 1) return found;
+    }
+    return "";
+}
+
+}  // namespace gputrain::config

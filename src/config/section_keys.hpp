@@ -1,0 +1,50 @@
+// The keys each config section accepts, in one place: the readers take their
+// section's list from here, and an unknown key is looked up in the others so
+// that a key put in the wrong section is answered with where it belongs
+// (training.learning_rate -> optimizer.learning_rate).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gputrain::config {
+
+struct SectionKeys {
+    std::string path;  // "" for the top level, "optimizer.schedule" for a nested one
+    std::vector<std::string> keys;
+};
+
+inline const std::vector<SectionKeys>& section_keys() {
+    static const std::vector<SectionKeys> sections{
+        {"", {"run_dir", "model", "loss", "metrics", "optimizer", "data", "training", "strategy", "checkpoint",
+              "logging"}},
+        {"model", {"input_shape", "layers"}},
+        {"loss", {"name", "from_logits"}},
+        {"optimizer",
+         {"type", "learning_rate", "momentum", "nesterov", "beta1", "beta2", "epsilon", "weight_decay", "schedule"}},
+        {"optimizer.schedule",
+         {"type", "decay_rate", "decay_epochs", "decay_steps", "staircase", "min_lr", "warmup_epochs"}},
+        {"data",
+         {"dataset", "path", "format", "scale", "validation_split", "limit", "test_limit", "shard_files", "synthetic",
+          "resident"}},
+        {"data.synthetic", {"samples", "classes", "seed"}},
+        {"training",
+         {"epochs", "batch_size", "shuffle", "seed", "on_nan", "precision", "cuda_graphs", "fused_kernels",
+          "cast_gemm_inputs", "gemm_epilogues", "deterministic"}},
+        {"strategy", {"type", "devices", "replicas", "communicator", "replicas_per_gpu", "timeout_seconds", "bucket_mb"}},
+        {"checkpoint", {"dir", "every_epochs", "keep_last", "save_best", "monitor", "mode"}},
+        {"logging", {"level", "progress", "metrics_file", "tensorboard", "every_steps"}},
+    };
+    return sections;
+}
+
+// The keys of the section at `path`; throws std::out_of_range for a path not above.
+const std::vector<std::string>& keys_of(const std::string& path);
+
+// Where an unknown `key` under `path` belongs: "optimizer.learning_rate" when
+// another section (not a parent or child's own list entry of the same name)
+// has it, or the key that a common other name stands for in this section
+// ("lr" -> "learning_rate"); empty when neither.
+std::string home_of_key(const std::string& path, const std::string& key);
+
+}  // namespace gputrain::config
