@@ -4,11 +4,13 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/run_setup.hpp"
 #include "cli/workers.hpp"
+#include "config/config_diff.hpp"
 #include "core/error.hpp"
 #include "data/dataset.hpp"
 #include "device/devices.hpp"
@@ -30,11 +32,39 @@ struct FitArgs {
     bool quiet = false;
 };
 
-void write_resolved_config(const config::RunConfig& cfg) {
+// A resumed run whose config differs from the run dir's config.yaml keeps
+// that file as config.previous-N.yaml (the first N free) and says what changed.
+void keep_previous_config(const fs::path& path, const config::RunConfig& cfg) {
+    std::ifstream in(path);
+    if (!in) return;
+    const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    std::vector<std::string> changes;
+    // More epochs is what a resume is for, as the digest also says.
+    for (auto& c : config::changed_keys(before, cfg.resolved_yaml))
+        if (c.rfind("training.epochs:", 0) != 0) changes.push_back(std::move(c));
+    if (changes.empty()) return;
+    fs::path kept;
+    for (int n = 1; kept.empty() || fs::exists(kept); ++n)
+        kept = path.parent_path() / ("config.previous-" + std::to_string(n) + ".yaml");
+    std::error_code ec;
+    fs::rename(path, kept, ec);
+    if (ec) throw Error("cannot keep the earlier config '" + path.string() + "' as '" + kept.string() + "': " +
+                        ec.message());
+    std::string list;
+    for (const auto& c : changes) list += (list.empty() ? "" : "; ") + c;
+    spdlog::warn("warning: --resume: the config differs from the one this run dir was trained with ({}); the earlier one is "
+                 "kept as {}",
+                 list, kept.string());
+}
+
+void write_resolved_config(const config::RunConfig& cfg, bool resuming) {
     const fs::path path = fs::path(cfg.run_dir) / "config.yaml";
+    if (resuming) keep_previous_config(path, cfg);
     std::ofstream out(path);
     out << "# Resolved by gputrain from " << cfg.source_file << " (defaults filled in)\n" << cfg.resolved_yaml << "\n";
     if (!out) throw Error("cannot write '" + path.string() + "'");
+    spdlog::info("Resolved config (every default filled in): {}", path.string());
 }
 
 // The command line that continues this run after an interrupt.
@@ -95,7 +125,7 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
         std::error_code ec;
         fs::create_directories(cfg.run_dir, ec);
         if (ec) throw Error("cannot create run dir '" + cfg.run_dir + "': " + ec.message());
-        write_resolved_config(cfg);
+        write_resolved_config(cfg, !resume_from.empty());
     }
 
     train::FitOptions options;

@@ -1,6 +1,6 @@
 // The resolved config: every key with its value, defaults filled in, as YAML
-// that load_from_string reads back to the same RunConfig. Printed at start,
-// stored in the run dir; its digest is stored in checkpoints.
+// that load_from_string reads back to the same RunConfig. Stored in the run
+// dir (fit logs where); its digest is stored in checkpoints.
 #pragma once
 
 #include <string>

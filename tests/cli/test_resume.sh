@@ -23,6 +23,16 @@ safetensors identical "$TMP/straight/last.safetensors" "$TMP/resumed/last.safete
 diff <(cut -d, -f1-3 "$TMP/straight/metrics.csv") <(cut -d, -f1-3 "$TMP/resumed/metrics.csv") ||
     fail "metrics.csv differs between the straight and the resumed run"
 
+step "raising epochs keeps config.yaml; another batch size keeps the earlier one and names the change"
+[ ! -e "$TMP/resumed/config.previous-1.yaml" ] || fail "raising training.epochs kept a previous config"
+run_expect 0 fit "$cfg" --set training.epochs=3 --set training.batch_size=16 --run-dir "$TMP/resumed" --resume
+cat "$TMP/out" "$TMP/err" >"$TMP/both"
+expect_in "$TMP/both" "the config differs from the one this run dir was trained with (training.batch_size: "
+expect_in "$TMP/both" "config.previous-1.yaml"
+grep -q "batch_size: 16" "$TMP/resumed/config.yaml" || fail "config.yaml does not hold the new batch size"
+grep -q "batch_size: 16" "$TMP/resumed/config.previous-1.yaml" && fail "config.previous-1.yaml holds the new batch size"
+grep -q "batch_size:" "$TMP/resumed/config.previous-1.yaml" || fail "config.previous-1.yaml has no batch size"
+
 step "--resume with nothing to resume from -> 2"
 run_expect 2 fit "$cfg" --run-dir "$TMP/empty-run" --resume
 echo "ok"

@@ -1,0 +1,65 @@
+#include "config/config_diff.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <utility>
+
+namespace gputrain::config {
+
+namespace {
+
+using Flat = std::vector<std::pair<std::string, std::string>>;  // key path -> value text, in file order
+
+std::string flow_text(const YAML::Node& node) {
+    if (node.IsScalar()) return node.Scalar();
+    if (node.IsNull()) return "null";
+    YAML::Emitter out;
+    out << YAML::Flow << node;
+    return out.c_str();
+}
+
+// Mappings are walked key by key; anything else is one value.
+void flatten(const YAML::Node& node, const std::string& path, Flat& out) {
+    if (node.IsMap()) {
+        for (const auto& pair : node) {
+            const std::string key = pair.first.as<std::string>();
+            flatten(pair.second, path.empty() ? key : path + "." + key, out);
+        }
+        return;
+    }
+    out.emplace_back(path, flow_text(node));
+}
+
+Flat flat(const std::string& yaml) {
+    Flat out;
+    flatten(YAML::Load(yaml), "", out);
+    return out;
+}
+
+}  // namespace
+
+std::vector<std::string> changed_keys(const std::string& before_yaml, const std::string& after_yaml) {
+    Flat before, after;
+    try {
+        before = flat(before_yaml);
+        after = flat(after_yaml);
+    } catch (const YAML::Exception&) {
+        return {"(the earlier config.yaml is not readable YAML)"};
+    }
+    std::map<std::string, std::string> old_values(before.begin(), before.end());
+    std::vector<std::string> changes;
+    for (const auto& [path, value] : after) {
+        const auto it = old_values.find(path);
+        if (it == old_values.end())
+            changes.push_back(path + ": (none) -> " + value);
+        else if (it->second != value)
+            changes.push_back(path + ": " + it->second + " -> " + value);
+        if (it != old_values.end()) old_values.erase(it);
+    }
+    for (const auto& [path, value] : before)
+        if (old_values.count(path)) changes.push_back(path + ": " + value + " -> (none)");
+    return changes;
+}
+
+}  // namespace gputrain::config

@@ -1,0 +1,27 @@
+// changed_keys: what a resumed run changed against the run dir's config.yaml.
+#include <catch2/catch.hpp>
+
+#include "config/config_diff.hpp"
+#include "load_helpers.hpp"
+
+using gputrain::config::changed_keys;
+using namespace gputrain::config::testing;
+
+TEST_CASE("changed_keys lists each differing key path with both values, in the new config's order") {
+    const std::string before = load_text(kMinimal).resolved_yaml;
+    CHECK(changed_keys(before, before).empty());
+    const std::string after =
+        load_text(kMinimal, {"training.batch_size=64", "optimizer.learning_rate=0.01"}).resolved_yaml;
+    const auto changes = changed_keys(before, after);
+    REQUIRE(changes.size() == 2);
+    CHECK(changes[0] == "optimizer.learning_rate: 0.001 -> 0.01");
+    CHECK(changes[1] == "training.batch_size: 32 -> 64");
+}
+
+TEST_CASE("changed_keys: lists compare whole; keys on one side only show (none); bad YAML is said") {
+    CHECK(changed_keys("model: {layers: [{type: dense, units: 4}]}\n", "model: {layers: [{type: dense, units: 8}]}\n") ==
+          std::vector<std::string>{"model.layers: [{type: dense, units: 4}] -> [{type: dense, units: 8}]"});
+    CHECK(changed_keys("a: 1\nb: 2\n", "a: 1\nc: 3\n") == std::vector<std::string>{"c: (none) -> 3", "b: 2 -> (none)"});
+    CHECK(changed_keys("a: [1\n", "a: 1\n") ==
+          std::vector<std::string>{"(the earlier config.yaml is not readable YAML)"});
+}
