@@ -142,7 +142,12 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
         spdlog::info("Nothing to do: the checkpoint already has {} of {} epochs (raise training.epochs to continue)",
                      result.epochs_done, cfg.training.epochs);
     else
-        spdlog::info("Done: {} epoch{} in {:.1f}s; checkpoints in {}", result.epochs_done, result.epochs_done == 1 ? "" : "s", seconds, cfg.checkpoint.dir);
+        spdlog::info("Done: {} epoch{}{} in {:.1f}s; checkpoints in {}", result.epochs_done,
+                     result.epochs_done == 1 ? "" : "s",
+                     result.history.size() == static_cast<size_t>(result.epochs_done)
+                         ? std::string()
+                         : " (" + std::to_string(result.history.size()) + " in this run)",
+                     seconds, cfg.checkpoint.dir);
     // What one graph launch runs: with the epoch time, the cost of each operation of a step.
     const train::StepGraphs& graphs = replicas[0]->graphs();
     if (graphs.replays() > 0)

@@ -15,6 +15,7 @@ step "1 epoch, then --resume to 2"
 run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/resumed" --quiet
 run_expect 0 fit "$cfg" --set training.epochs=2 --run-dir "$TMP/resumed" --resume
 expect_in "$TMP/out" "Resuming from"
+expect_in "$TMP/out" "Done: 2 epochs (1 in this run)"
 cat "$TMP/resumed/metrics.csv"
 
 step "same tensors, same metrics"
