@@ -118,6 +118,11 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size);
     check_classes("training", data.train.num_classes, replicas[0]->model().classes());
     spdlog::info("{}", strategy.describe(cfg.training.batch_size));
+    const nn::Model& model = replicas[0]->model();
+    if (model.softmax_under_logits_loss())
+        spdlog::warn("warning: loss.from_logits is true, but the last layer '{}' ends in softmax: the loss will take "
+                     "its probabilities for logits; set loss.from_logits: false, or that layer's activation to linear",
+                     model.layer(model.layer_count() - 1).name());
     if (strategy.on_gpu()) spdlog::info("CUDA graphs: {}", train::step_graphs_note(cfg, *replicas[0]));
     if (!quiet) std::printf("%s", replicas[0]->model().summary().c_str());
 

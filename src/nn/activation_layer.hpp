@@ -12,6 +12,7 @@ public:
     std::string type() const override { return activation_name(activation_); }
     Shape build(const Shape& input_shape) override;
     bool strip_final_softmax() override;
+    bool ends_in_softmax() const override { return activation_ == Activation::softmax; }
     void forward(const RunContext& ctx, const float* x, float* y, int rows) override;
     void backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx,
                   int rows) override;

@@ -19,6 +19,7 @@ public:
     int64_t scratch_per_sample() const override;
     void set_scratch(float* scratch) override { pre_activation_ = scratch; }
     bool strip_final_softmax() override;
+    bool ends_in_softmax() const override { return activation_ == Activation::softmax; }
     size_t gemm_scratch_bytes(const Backend& backend, int64_t max_rows) const override;
 
     void forward(const RunContext& ctx, const float* x, float* y, int rows) override;

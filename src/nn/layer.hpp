@@ -102,6 +102,8 @@ public:
     // If this layer ends in a softmax that the loss can fuse with, drop it so the
     // layer outputs logits; returns whether it did.
     virtual bool strip_final_softmax() { return false; }
+    // Whether this layer's output is a softmax (before any stripping).
+    virtual bool ends_in_softmax() const { return false; }
 
     // Called before each training step's forward, outside any recorded
     // graph: writes to backend memory what changes from step to step (dropout's

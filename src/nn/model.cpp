@@ -41,6 +41,7 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         layers_.push_back(std::move(layer));
     }
 
+    softmax_under_logits_loss_ = loss_.is_cross_entropy() && loss_.from_logits() && layers_.back()->ends_in_softmax();
     if (loss_.is_cross_entropy() && !loss_.from_logits() && layers_.back()->strip_final_softmax()) {
         fused_softmax_ = true;
         loss_.set_from_logits(true);

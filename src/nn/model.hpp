@@ -89,6 +89,9 @@ public:
 
     // A Keras-like table: layer (type), output shape, parameters; then totals.
     std::string summary() const;
+    // loss.from_logits is true but the last layer ends in softmax: the loss
+    // takes probabilities for logits (a softmax twice), as Keras warns.
+    bool softmax_under_logits_loss() const { return softmax_under_logits_loss_; }
 
     // ---- Read-only layer access and an observed training step, for `gputrain bench`.
     size_t layer_count() const { return layers_.size(); }
@@ -128,6 +131,7 @@ private:
     size_t activation_floats_ = 0;
     size_t scratch_floats_ = 0;
     bool fused_softmax_ = false;
+    bool softmax_under_logits_loss_ = false;
     float* params_ = nullptr;
     float* grads_ = nullptr;
     float* state_ = nullptr;

@@ -40,6 +40,12 @@ run_expect 0 fit "$cfg" --set training.precision=bf16 --set training.epochs=1 --
 cat "$TMP/out" "$TMP/err" >"$TMP/both"
 expect_in "$TMP/both" "training.precision: bf16 changes GPU matrix products only; the CPU computes in fp32"
 
+step "loss.from_logits: true with a softmax last layer: trains, and warns as Keras does"
+run_expect 0 fit "$cfg" --set loss.from_logits=true --set training.epochs=1 --run-dir "$TMP/run-logits" \
+  --set logging.progress=none
+cat "$TMP/out" "$TMP/err" >"$TMP/both"
+expect_in "$TMP/both" "warning: loss.from_logits is true, but the last layer 'dense_1' ends in softmax"
+
 step "GPU-only training keys set on the CPU: trains, and says they have no effect"
 run_expect 0 fit "$cfg" --set training.gemm_epilogues=true --set training.deterministic=false --set training.epochs=1 \
   --run-dir "$TMP/run-gpu-keys" --set logging.progress=none
