@@ -1,5 +1,7 @@
 #include "data/predict_inputs.hpp"
 
+#include <cmath>
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -64,7 +66,10 @@ PredictInputs read_predict_inputs(const std::string& path, const Shape& model_in
         out.values.assign(array.bytes.begin(), array.bytes.end());
     }
     if (out.rows == 0) throw DataError(path + ": holds no samples");
-    for (float& v : out.values) v = static_cast<float>(v * scale);
+    for (float& v : out.values) {
+        out.largest_raw = std::max(out.largest_raw, std::abs(v));
+        v = static_cast<float>(v * scale);
+    }
     return out;
 }
 

@@ -17,6 +17,7 @@ struct PredictInputs {
     std::vector<float> values;    // rows * shape_elements(model input), scaled by data.scale
     std::vector<int32_t> labels;  // from a labeled CSV, else empty
     std::string format;           // "idx", "csv" or "npy"
+    float largest_raw = 0;        // the largest |value| before scaling
 };
 
 // Each sample must hold as many elements as `model_input_shape` (ConfigError

@@ -50,6 +50,7 @@ def npy(path, descr, shape, payload):
 npy(tmp + "/images_u8.npy", "|u1", dims, pixels)
 n = dims[0] * dims[1] * dims[2]
 npy(tmp + "/images_f4.npy", "<f4", (dims[0], dims[1] * dims[2]), struct.pack("<%df" % n, *pixels))
+npy(tmp + "/normalized_f4.npy", "<f4", (dims[0], dims[1] * dims[2]), struct.pack("<%df" % n, *[p / 255 for p in pixels]))
 with open(tmp + "/first50.csv", "w") as f:
     f.write("label," + ",".join("pixel%d" % i for i in range(784)) + "\n")
     for i in range(50):
@@ -61,6 +62,14 @@ run_expect 0 predict "$config" --checkpoint "$ckpt" --input "$TMP/images_u8.npy"
 run_expect 0 predict "$config" --checkpoint "$ckpt" --input "$TMP/images_f4.npy" --output "$TMP/f4.npy" --device cpu
 run_expect 0 predict "$config" --checkpoint "$ckpt" --input "$TMP/first50.csv" --device cpu
 cp "$TMP/out" "$TMP/first50_probs.csv"
+
+step "inputs normalized already: predicts, and warns that data.scale applies again"
+run_expect 0 predict "$config" --checkpoint "$ckpt" --input "$TMP/normalized_f4.npy" --output "$TMP/norm.csv" --device cpu
+cat "$TMP/out" "$TMP/err" >"$TMP/both"
+expect_in "$TMP/both" "normalized_f4.npy: every value is within [-1, 1] before data.scale (0.00392157) is applied"
+run_expect 0 predict "$config" --checkpoint "$ckpt" --input "$TMP/normalized_f4.npy" --output "$TMP/norm1.csv" \
+  --device cpu --set data.scale=1
+if grep -q "every value is within" "$TMP/out" "$TMP/err"; then fail "warned with data.scale=1"; fi
 
 step "rows are distributions, formats agree, accuracy equals evaluate's"
 python3 - "$TMP" "$labels" <<'PY' || fail "predictions are not as expected"
