@@ -12,6 +12,7 @@
 #include "checkpoint/json.hpp"
 #include "cli/bench_gemm.hpp"
 #include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
 #include "cli/run_setup.hpp"
 #include "core/error.hpp"
 #include "data/dataset.hpp"
@@ -342,7 +343,7 @@ Action add_bench_command(CLI::App& app) {
                                                      "(repeatable)");
     cmd->add_option("--device", args->common.device, "auto, cpu or gpu: decides the replicas, as for fit")
         ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
-    cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(CLI::PositiveNumber);
+    cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(replica_count());
     cmd->add_option("--steps", args->steps, "Timed training steps (default 20)")->check(CLI::PositiveNumber);
     cmd->add_option("--warmup", args->warmup, "Untimed steps first (default 3)")->check(CLI::NonNegativeNumber);
     cmd->add_flag("--json", args->json, "Print one JSON object instead of the tables");

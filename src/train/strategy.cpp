@@ -51,12 +51,12 @@ Strategy::Strategy(const config::RunConfig& cfg, const device::Discovery& found,
 
     if (need_gpu && !reason.empty())
         throw ConfigError(std::string(choice.device == "gpu" ? "--device gpu" : "strategy.devices") +
-                          ": cannot train on a GPU: " + reason + "; use --device cpu or strategy.devices: cpu");
+                          ": cannot use a GPU: " + reason + "; use --device cpu or strategy.devices: cpu");
     if (!want_cpu && reason.empty()) {
         place_on_gpus(cfg, found, need_gpu);
         return;
     }
-    if (!want_cpu) fallback_note_ = reason + "; training on the CPU";
+    if (!want_cpu) fallback_note_ = reason + "; using the CPU";
 
     int64_t n = choice.replicas > 0 ? choice.replicas : cfg.strategy.replicas;
     if (n <= 0) n = 1;

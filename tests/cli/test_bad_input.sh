@@ -98,9 +98,9 @@ cases=(
 "0|out|Done: 1 epoch|CUDA_VISIBLE_DEVICES=|fit @CFG@ --device auto --run-dir @TMP@/run --set training.epochs=1"
 "0|out|Done: 1 epoch|CUDA_VISIBLE_DEVICES=-1|fit @CFG@ --device auto --run-dir @TMP@/run --set training.epochs=1"
 "0|out|Done: 1 epoch|CUDA_VISIBLE_DEVICES=0,0,,|fit @CFG@ --device cpu --run-dir @TMP@/run --set training.epochs=1"
-"2|err|--device gpu: cannot train on a GPU: |CUDA_VISIBLE_DEVICES=xyz|fit @CFG@ --device gpu $run"
-"2|err|--device gpu: cannot train on a GPU: |CUDA_VISIBLE_DEVICES=-1|fit @CFG@ --device gpu $run"
-"2|err|--device gpu: cannot train on a GPU: |CUDA_VISIBLE_DEVICES=|fit @CFG@ --device gpu $run"
+"2|err|--device gpu: cannot use a GPU: |CUDA_VISIBLE_DEVICES=xyz|fit @CFG@ --device gpu $run"
+"2|err|--device gpu: cannot use a GPU: |CUDA_VISIBLE_DEVICES=-1|fit @CFG@ --device gpu $run"
+"2|err|--device gpu: cannot use a GPU: |CUDA_VISIBLE_DEVICES=|fit @CFG@ --device gpu $run"
 # --- environment: data root, MPI launcher variables, thread counts, HOME and TMPDIR
 "1|err|data.dataset: 'no-such-set' not found in @TMP@/nowhere/no-such-set, ./datasets/no-such-set, /usr/share/datasets/no-such-set (GPUTRAIN_DATA=@TMP@/nowhere is not a directory)|GPUTRAIN_DATA=@TMP@/nowhere|fit @TMP@/named.yaml $run"
 "0|out|Done: 1 epoch|OMPI_COMM_WORLD_SIZE=abc|fit @CFG@ --run-dir @TMP@/run --set training.epochs=1"
