@@ -217,15 +217,21 @@ public:
 
     // ---- Batch normalization over a [rows, channels] matrix (NHWC flattened:
     // rows = samples * height * width). Statistics arrays hold 2*channels floats.
-    // sums[c] = sum of x[:, c], sums[C + c] = sum of x[:, c]^2 over these rows (overwritten).
-    virtual void batch_norm_sums(const float* x, int rows, int channels, float* sums) = 0;
+    // Sums around a shift (C floats, or null for 0): sums[c] = sum of
+    // x[:, c] - shift[c], sums[C + c] = sum of (x[:, c] - shift[c])^2 over
+    // these rows (overwritten). A shift near the mean keeps the variance
+    // E[d^2] - E[d]^2 from cancelling when the mean is large against the spread.
+    virtual void batch_norm_sums(const float* x, int rows, int channels, const float* shift, float* sums) = 0;
     // From `sums` over `count` rows (count may be the global batch after an
-    // all-reduce): mean_invstd[c] = mean, mean_invstd[C + c] = 1/sqrt(var + eps)
-    // (biased variance); when moving_mean is not null, also
-    // moving = momentum * moving + (1 - momentum) * batch value, where the
-    // moving variance takes the unbiased variance (count / (count - 1)).
+    // all-reduce) around the same shift: mean_invstd[c] = mean,
+    // mean_invstd[C + c] = 1/sqrt(var + eps) (biased variance); when
+    // moving_mean is not null, also moving = momentum * moving + (1 - momentum)
+    // * batch value, where the moving variance takes the unbiased variance
+    // (count / (count - 1)). `shift` may be moving_mean itself (each
+    // channel's shift is read before its moving mean is updated).
     virtual void batch_norm_finalize(const float* sums, float count, int channels, float eps, float momentum,
-                                     float* mean_invstd, float* moving_mean, float* moving_var) = 0;
+                                     const float* shift, float* mean_invstd, float* moving_mean,
+                                     float* moving_var) = 0;
     // y = gamma * (x - mean) * invstd + beta.
     virtual void batch_norm_apply(const float* x, const float* mean_invstd, const float* gamma, const float* beta,
                                   float* y, int rows, int channels) = 0;

@@ -126,12 +126,15 @@ GPUTRAIN_HD void sgd_momentum_update(float& p, float g, float& v, const SgdParam
 struct BatchNormStatistics {
     float mean, invstd, unbiased_var;
 };
-GPUTRAIN_HD BatchNormStatistics batch_norm_statistics(float sum, float sum_squares, float count, float eps) {
-    const double mean = static_cast<double>(sum) / count;
-    double var = static_cast<double>(sum_squares) / count - mean * mean;
+// `sum` and `sum_squares` are of x - shift (batch_norm_sums).
+GPUTRAIN_HD BatchNormStatistics batch_norm_statistics(float sum, float sum_squares, float count, float eps,
+                                                      float shift) {
+    const double shifted_mean = static_cast<double>(sum) / count;
+    double var = static_cast<double>(sum_squares) / count - shifted_mean * shifted_mean;
     if (var < 0.0) var = 0.0;
     const double unbiased = count > 1.0f ? var * count / (count - 1.0) : var;
-    return {static_cast<float>(mean), static_cast<float>(1.0 / sqrt(var + eps)), static_cast<float>(unbiased)};
+    return {static_cast<float>(shift + shifted_mean), static_cast<float>(1.0 / sqrt(var + eps)),
+            static_cast<float>(unbiased)};
 }
 // Keras' convention: momentum weighs the old value.
 GPUTRAIN_HD float moving_average(float moving, float batch_value, float momentum) {

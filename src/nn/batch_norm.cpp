@@ -68,7 +68,7 @@ void BatchNorm::finalize(const RunContext& ctx, int rows_here) {
         be.copy_to_host(&count_, stats_ + 2 * c, sizeof(float));
     }
     be.batch_norm_finalize(stats_, count_, c, static_cast<float>(s_.epsilon), static_cast<float>(s_.momentum),
-                           mean_invstd_, moving_mean_, moving_var_);
+                           moving_mean_, mean_invstd_, moving_mean_, moving_var_);
 }
 
 void BatchNorm::forward(const RunContext& ctx, const float* x, float* y, int rows) {
@@ -80,7 +80,10 @@ void BatchNorm::forward(const RunContext& ctx, const float* x, float* y, int row
                                 channels_);
         return;
     }
-    be.batch_norm_sums(x, m, channels_, stats_);
+    // Around the moving mean: the same on every replica (so the group's sums
+    // add up), saved in checkpoints (so a resumed run sums as the straight one
+    // did), and nearer the batch mean than 0 as training goes on.
+    be.batch_norm_sums(x, m, channels_, moving_mean_, stats_);
     finalize(ctx, m);
     be.batch_norm_apply(x, mean_invstd_, gamma_, beta_, y, m, channels_);
 }

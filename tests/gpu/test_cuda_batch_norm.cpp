@@ -45,8 +45,10 @@ BatchNormResults run_batch_norm(Backend& be, const Shape& s, uint32_t seed, floa
     float* backward_sums = buf.upload(std::vector<float>(2 * c, 123.0f));
     float* dx = buf.upload(std::vector<float>(n, 123.0f));
     const float count = static_cast<float>(s.rows);
-    be.batch_norm_sums(x, s.rows, s.channels, sums);
-    be.batch_norm_finalize(sums, count, s.channels, kEps, kMomentum, mean_invstd, moving_mean, moving_var);
+    // Around the moving mean, which finalize then updates: as the layer calls them.
+    be.batch_norm_sums(x, s.rows, s.channels, moving_mean, sums);
+    be.batch_norm_finalize(sums, count, s.channels, kEps, kMomentum, moving_mean, mean_invstd, moving_mean,
+                           moving_var);
     be.batch_norm_apply(x, mean_invstd, gamma, beta, y, s.rows, s.channels);
     be.batch_norm_inference(x, moving_mean, moving_var, kEps, gamma, beta, y_inference, s.rows, s.channels);
     be.batch_norm_backward_sums(x, dy, mean_invstd, s.rows, s.channels, backward_sums);
@@ -135,24 +137,24 @@ TEST_CASE("batch norm statistics from sums added across replicas equal the whole
     Buffers cpu_buf(cpu);
     float* cpu_sums = cpu_buf.zeros<float>(2 * c);
     float* cpu_stats = cpu_buf.zeros<float>(2 * c);
-    cpu.batch_norm_sums(cpu_buf.upload(x_host), rows, channels, cpu_sums);
-    cpu.batch_norm_finalize(cpu_sums, static_cast<float>(rows), channels, kEps, kMomentum, cpu_stats, nullptr,
-                            nullptr);
+    cpu.batch_norm_sums(cpu_buf.upload(x_host), rows, channels, nullptr, cpu_sums);
+    cpu.batch_norm_finalize(cpu_sums, static_cast<float>(rows), channels, kEps, kMomentum, nullptr, cpu_stats,
+                            nullptr, nullptr);
     const auto whole = cpu_buf.download(cpu_stats, 2 * c);
 
     Buffers buf(gpu);
     const float* x = buf.upload(x_host);
     float* sums_a = buf.zeros<float>(2 * c);
     float* sums_b = buf.zeros<float>(2 * c);
-    gpu.batch_norm_sums(x, first_rows, channels, sums_a);
-    gpu.batch_norm_sums(x + static_cast<size_t>(first_rows) * channels, rows - first_rows, channels, sums_b);
+    gpu.batch_norm_sums(x, first_rows, channels, nullptr, sums_a);
+    gpu.batch_norm_sums(x + static_cast<size_t>(first_rows) * channels, rows - first_rows, channels, nullptr, sums_b);
     auto added = buf.download(sums_a, 2 * c);
     const auto b = buf.download(sums_b, 2 * c);
     for (size_t i = 0; i < added.size(); ++i) added[i] += b[i];
     float* stats = buf.upload(std::vector<float>(2 * c, 123.0f));
     // Without moving statistics (null): only mean_invstd is written.
-    gpu.batch_norm_finalize(buf.upload(added), static_cast<float>(rows), channels, kEps, kMomentum, stats, nullptr,
-                            nullptr);
+    gpu.batch_norm_finalize(buf.upload(added), static_cast<float>(rows), channels, kEps, kMomentum, nullptr, stats,
+                            nullptr, nullptr);
     require_close(buf.download(stats, 2 * c), whole, 1e-4, 1e-5);
 }
 
@@ -163,7 +165,7 @@ TEST_CASE("batch norm over no rows writes zero sums, as on the CPU") {
         Buffers buf(be);
         float* sums = buf.upload(std::vector<float>(6, 123.0f));
         const float* x = buf.zeros<float>(1);
-        be.batch_norm_sums(x, 0, 3, sums);
+        be.batch_norm_sums(x, 0, 3, nullptr, sums);
         return buf.download(sums, 6);
     };
     REQUIRE(run(gpu) == std::vector<float>(6, 0.0f));

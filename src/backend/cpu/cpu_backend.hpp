@@ -74,9 +74,9 @@ public:
     void pool2d_backward(const Pool2dGeometry& g, const float* x, const float* y, const float* dy,
                          float* dx) override;
 
-    void batch_norm_sums(const float* x, int rows, int channels, float* sums) override;
+    void batch_norm_sums(const float* x, int rows, int channels, const float* shift, float* sums) override;
     void batch_norm_finalize(const float* sums, float count, int channels, float eps, float momentum,
-                             float* mean_invstd, float* moving_mean, float* moving_var) override;
+                             const float* shift, float* mean_invstd, float* moving_mean, float* moving_var) override;
     void batch_norm_apply(const float* x, const float* mean_invstd, const float* gamma, const float* beta, float* y,
                           int rows, int channels) override;
     void batch_norm_inference(const float* x, const float* moving_mean, const float* moving_var, float eps,

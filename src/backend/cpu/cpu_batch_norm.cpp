@@ -15,14 +15,16 @@ constexpr int kChannelBlock = 256;
 
 }  // namespace
 
-void CpuBackend::batch_norm_sums(const float* x, int rows, int channels, float* sums) {
+void CpuBackend::batch_norm_sums(const float* x, int rows, int channels, const float* shift, float* sums) {
     for (int c0 = 0; c0 < channels; c0 += kChannelBlock) {
         const int width = std::min(kChannelBlock, channels - c0);
         double sum[kChannelBlock] = {}, sum_sq[kChannelBlock] = {};
+        float shift_of[kChannelBlock] = {};
+        if (shift) std::copy(shift + c0, shift + c0 + width, shift_of);
         for (int r = 0; r < rows; ++r) {
             const float* row = x + static_cast<size_t>(r) * channels + c0;
             for (int c = 0; c < width; ++c) {
-                const double v = row[c];
+                const double v = static_cast<double>(row[c]) - shift_of[c];
                 sum[c] += v;
                 sum_sq[c] += v * v;
             }
@@ -35,9 +37,10 @@ void CpuBackend::batch_norm_sums(const float* x, int rows, int channels, float* 
 }
 
 void CpuBackend::batch_norm_finalize(const float* sums, float count, int channels, float eps, float momentum,
-                                     float* mean_invstd, float* moving_mean, float* moving_var) {
+                                     const float* shift, float* mean_invstd, float* moving_mean, float* moving_var) {
     for (int c = 0; c < channels; ++c) {
-        const math::BatchNormStatistics s = math::batch_norm_statistics(sums[c], sums[channels + c], count, eps);
+        const math::BatchNormStatistics s =
+            math::batch_norm_statistics(sums[c], sums[channels + c], count, eps, shift ? shift[c] : 0.0f);
         mean_invstd[c] = s.mean;
         mean_invstd[channels + c] = s.invstd;
         if (moving_mean) {

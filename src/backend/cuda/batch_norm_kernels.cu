@@ -13,14 +13,16 @@ namespace gputrain::cuda_kernels {
 namespace {
 
 // The two pairs of quantities summed per column.
-// Summed in double, as the CPU sums them: the variance is E[x^2] - E[x]^2,
-// which cancels badly in float when the mean is large against the spread.
-struct ValueAndSquare {  // x, x^2
+// Around a shift and summed in double, as the CPU sums them: the variance is
+// E[d^2] - E[d]^2, which cancels badly when the mean of d is large against
+// the spread.
+struct ValueAndSquare {  // d = x - shift, d^2
     static constexpr int kCount = 2;
     using Sum = double;
     const float* x;
-    __device__ void operator()(size_t i, int, float* v) const {
-        const float value = x[i];
+    const float* shift;  // null: 0
+    __device__ void operator()(size_t i, int c, float* v) const {
+        const float value = x[i] - (shift ? shift[c] : 0.0f);
         v[0] = value;
         v[1] = value * value;
     }
@@ -40,9 +42,11 @@ struct GradAndGradXhat {  // dy, dy * xhat
 };
 
 __global__ void finalize_kernel(const float* sums, float count, int channels, float eps, float momentum,
-                                float* mean_invstd, float* moving_mean, float* moving_var) {
+                                const float* shift, float* mean_invstd, float* moving_mean, float* moving_var) {
     for (size_t i = thread_index(); i < static_cast<size_t>(channels); i += thread_count()) {
-        const math::BatchNormStatistics s = math::batch_norm_statistics(sums[i], sums[channels + i], count, eps);
+        // shift may alias moving_mean: read before the update below.
+        const math::BatchNormStatistics s =
+            math::batch_norm_statistics(sums[i], sums[channels + i], count, eps, shift ? shift[i] : 0.0f);
         mean_invstd[i] = s.mean;
         mean_invstd[channels + i] = s.invstd;
         if (moving_mean) {
@@ -82,9 +86,9 @@ __global__ void backward_data_kernel(const float* x, const float* dy, const floa
 
 }  // namespace
 
-cudaError_t batch_norm_sums(cudaStream_t stream, const float* x, int rows, int channels, float* sums, float* scratch,
-                            size_t scratch_floats) {
-    return column_sums(stream, ValueAndSquare{x}, rows, channels, sums, scratch, scratch_floats);
+cudaError_t batch_norm_sums(cudaStream_t stream, const float* x, int rows, int channels, const float* shift,
+                            float* sums, float* scratch, size_t scratch_floats) {
+    return column_sums(stream, ValueAndSquare{x, shift}, rows, channels, sums, scratch, scratch_floats);
 }
 
 cudaError_t batch_norm_backward_sums(cudaStream_t stream, const float* x, const float* dy, const float* mean_invstd,
@@ -94,10 +98,11 @@ cudaError_t batch_norm_backward_sums(cudaStream_t stream, const float* x, const 
 }
 
 cudaError_t batch_norm_finalize(cudaStream_t stream, const float* sums, float count, int channels, float eps,
-                                float momentum, float* mean_invstd, float* moving_mean, float* moving_var) {
+                                float momentum, const float* shift, float* mean_invstd, float* moving_mean,
+                                float* moving_var) {
     if (channels <= 0) return cudaSuccess;
     finalize_kernel<<<blocks_for(static_cast<size_t>(channels)), kBlockThreads, 0, stream>>>(
-        sums, count, channels, eps, momentum, mean_invstd, moving_mean, moving_var);
+        sums, count, channels, eps, momentum, shift, mean_invstd, moving_mean, moving_var);
     return cudaGetLastError();
 }
 

@@ -526,17 +526,17 @@ void CudaBackend::pool2d_backward(const Pool2dGeometry& g, const float* x, const
 
 // ---- batch normalization ----
 
-void CudaBackend::batch_norm_sums(const float* x, int rows, int channels, float* sums) {
+void CudaBackend::batch_norm_sums(const float* x, int rows, int channels, const float* shift, float* sums) {
     activate();
-    CUDA_CHECK(device_, cuda_kernels::batch_norm_sums(stream_, x, rows, channels, sums, column_scratch_,
+    CUDA_CHECK(device_, cuda_kernels::batch_norm_sums(stream_, x, rows, channels, shift, sums, column_scratch_,
                                                       kColumnScratchFloats));
 }
 
 void CudaBackend::batch_norm_finalize(const float* sums, float count, int channels, float eps, float momentum,
-                                      float* mean_invstd, float* moving_mean, float* moving_var) {
+                                      const float* shift, float* mean_invstd, float* moving_mean, float* moving_var) {
     activate();
-    CUDA_CHECK(device_, cuda_kernels::batch_norm_finalize(stream_, sums, count, channels, eps, momentum, mean_invstd,
-                                                          moving_mean, moving_var));
+    CUDA_CHECK(device_, cuda_kernels::batch_norm_finalize(stream_, sums, count, channels, eps, momentum, shift,
+                                                          mean_invstd, moving_mean, moving_var));
 }
 
 void CudaBackend::batch_norm_apply(const float* x, const float* mean_invstd, const float* gamma, const float* beta,

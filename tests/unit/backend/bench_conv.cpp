@@ -125,9 +125,9 @@ void bench_pool_and_batch_norm(const char* name, int batch, int size, int channe
     std::vector<float> sums(2 * channels), mean_invstd(2 * channels), gamma(channels, 1.0f), beta(channels, 0.0f);
     std::vector<float> z(in);
     const double bn_fwd = best_seconds(repetitions, [&] {
-        be.batch_norm_sums(x.data(), rows, channels, sums.data());
-        be.batch_norm_finalize(sums.data(), static_cast<float>(rows), channels, 1e-3f, 0.99f, mean_invstd.data(),
-                               nullptr, nullptr);
+        be.batch_norm_sums(x.data(), rows, channels, nullptr, sums.data());
+        be.batch_norm_finalize(sums.data(), static_cast<float>(rows), channels, 1e-3f, 0.99f, nullptr,
+                               mean_invstd.data(), nullptr, nullptr);
         be.batch_norm_apply(x.data(), mean_invstd.data(), gamma.data(), beta.data(), z.data(), rows, channels);
     });
     const double bn_bwd = best_seconds(repetitions, [&] {

@@ -70,24 +70,32 @@ TEST_CASE("batch_norm_sums, finalize, apply and inference match the formulas") {
     const float eps = 1e-3f, momentum = 0.9f;
     CpuBackend be;
 
-    std::vector<float> sums(2 * channels, -1.0f);
-    be.batch_norm_sums(x.data(), rows, channels, sums.data());
+    std::vector<float> mean_invstd(2 * channels), moving_mean(channels), moving_var(channels);
+    for (int c = 0; c < channels; ++c) moving_mean[c] = 0.3f + 0.002f * c, moving_var[c] = 1.0f + 0.01f * c;
+    const auto old_mean = moving_mean, old_var = moving_var;
+
+    // Sums around a shift (the moving mean, as the layer passes it), and around 0.
+    std::vector<float> sums(2 * channels, -1.0f), unshifted(2 * channels, -1.0f);
+    be.batch_norm_sums(x.data(), rows, channels, moving_mean.data(), sums.data());
+    be.batch_norm_sums(x.data(), rows, channels, nullptr, unshifted.data());
     for (int c = 0; c < channels; ++c) {
-        double sum = 0.0, sum_sq = 0.0;
+        double sum = 0.0, sum_sq = 0.0, plain = 0.0, plain_sq = 0.0;
         for (int r = 0; r < rows; ++r) {
             const double v = x[static_cast<size_t>(r) * channels + c];
-            sum += v;
-            sum_sq += v * v;
+            sum += v - old_mean[c];
+            sum_sq += (v - old_mean[c]) * (v - old_mean[c]);
+            plain += v;
+            plain_sq += v * v;
         }
         REQUIRE(sums[c] == Approx(sum).epsilon(1e-6).margin(1e-5));
         REQUIRE(sums[channels + c] == Approx(sum_sq).epsilon(1e-6));
+        REQUIRE(unshifted[c] == Approx(plain).epsilon(1e-6).margin(1e-5));
+        REQUIRE(unshifted[channels + c] == Approx(plain_sq).epsilon(1e-6));
     }
 
-    std::vector<float> mean_invstd(2 * channels), moving_mean(channels), moving_var(channels);
-    for (int c = 0; c < channels; ++c) moving_mean[c] = 0.1f * c, moving_var[c] = 1.0f + 0.01f * c;
-    const auto old_mean = moving_mean, old_var = moving_var;
-    be.batch_norm_finalize(sums.data(), static_cast<float>(rows), channels, eps, momentum, mean_invstd.data(),
-                           moving_mean.data(), moving_var.data());
+    // The moving mean is both the shift and updated: each channel's shift is read first.
+    be.batch_norm_finalize(sums.data(), static_cast<float>(rows), channels, eps, momentum, moving_mean.data(),
+                           mean_invstd.data(), moving_mean.data(), moving_var.data());
     for (int c = 0; c < channels; ++c) {
         INFO("channel " << c);
         REQUIRE(mean_invstd[c] == Approx(ref.mean[c]).margin(1e-5));
@@ -98,9 +106,13 @@ TEST_CASE("batch_norm_sums, finalize, apply and inference match the formulas") {
     }
     SECTION("without moving statistics only mean_invstd is written") {
         std::vector<float> again(2 * channels);
-        be.batch_norm_finalize(sums.data(), static_cast<float>(rows), channels, eps, momentum, again.data(), nullptr,
-                               nullptr);
+        be.batch_norm_finalize(sums.data(), static_cast<float>(rows), channels, eps, momentum, old_mean.data(),
+                               again.data(), nullptr, nullptr);
         REQUIRE(again == mean_invstd);
+        std::vector<float> from_zero(2 * channels);
+        be.batch_norm_finalize(unshifted.data(), static_cast<float>(rows), channels, eps, momentum, nullptr,
+                               from_zero.data(), nullptr, nullptr);
+        for (int c = 0; c < 2 * channels; ++c) REQUIRE(from_zero[c] == Approx(mean_invstd[c]).epsilon(1e-5).margin(1e-5));
     }
 
     std::vector<float> y(x.size());
@@ -120,11 +132,36 @@ TEST_CASE("batch_norm_sums, finalize, apply and inference match the formulas") {
     }
 }
 
+TEST_CASE("batch_norm sums around a shift near the mean keep the variance where sums around 0 lose it") {
+    // Mean 1000, spread 1: sums of x^2 near 1e6 * rows handed over as float
+    // keep about 7 digits, so E[x^2] - E[x]^2 loses the variance's.
+    const int rows = 4096;
+    std::mt19937 rng(5);
+    const auto x = random_vector(rows, rng, 1000.0f - 1.7320508f, 1000.0f + 1.7320508f);  // variance 1
+    double mean = 0, var = 0;
+    for (float v : x) mean += v;
+    mean /= rows;
+    for (float v : x) var += (v - mean) * (v - mean);
+    var /= rows;
+    CpuBackend be;
+    const auto invstd_of = [&](const float* shift) {
+        std::vector<float> sums(2), mean_invstd(2);
+        be.batch_norm_sums(x.data(), rows, 1, shift, sums.data());
+        be.batch_norm_finalize(sums.data(), static_cast<float>(rows), 1, 0.0f, 0.0f, shift, mean_invstd.data(),
+                               nullptr, nullptr);
+        CHECK(mean_invstd[0] == Approx(mean).epsilon(1e-6));
+        return static_cast<double>(mean_invstd[1]);
+    };
+    const float near_mean = 999.5f;
+    CHECK(invstd_of(&near_mean) == Approx(1.0 / std::sqrt(var)).epsilon(1e-4));
+    CHECK(std::abs(invstd_of(nullptr) * std::sqrt(var) - 1.0) > 1e-3);  // around 0: the digits are gone
+}
+
 TEST_CASE("batch_norm_finalize with a count of one row keeps the biased variance for the moving average") {
     CpuBackend be;
     const std::vector<float> sums = {3.0f, 9.0f};  // one row, x = 3: variance 0
     std::vector<float> mean_invstd(2), moving_mean = {1.0f}, moving_var = {2.0f};
-    be.batch_norm_finalize(sums.data(), 1.0f, 1, 0.25f, 0.5f, mean_invstd.data(), moving_mean.data(),
+    be.batch_norm_finalize(sums.data(), 1.0f, 1, 0.25f, 0.5f, nullptr, mean_invstd.data(), moving_mean.data(),
                            moving_var.data());
     REQUIRE(mean_invstd[0] == 3.0f);
     REQUIRE(mean_invstd[1] == Approx(2.0f));  // 1 / sqrt(0 + 0.25)
@@ -146,9 +183,9 @@ TEST_CASE("batch_norm backward matches finite differences of a loss through sums
     CpuBackend be;
 
     std::vector<float> sums(2 * channels), mean_invstd(2 * channels), y(x.size());
-    be.batch_norm_sums(x.data(), rows, channels, sums.data());
-    be.batch_norm_finalize(sums.data(), static_cast<float>(rows), channels, eps, 0.0f, mean_invstd.data(), nullptr,
-                           nullptr);
+    be.batch_norm_sums(x.data(), rows, channels, nullptr, sums.data());
+    be.batch_norm_finalize(sums.data(), static_cast<float>(rows), channels, eps, 0.0f, nullptr, mean_invstd.data(),
+                           nullptr, nullptr);
     be.batch_norm_apply(x.data(), mean_invstd.data(), gamma.data(), beta.data(), y.data(), rows, channels);
     std::vector<float> grad_sums(2 * channels), dx(x.size());
     be.batch_norm_backward_sums(x.data(), r.data(), mean_invstd.data(), rows, channels, grad_sums.data());

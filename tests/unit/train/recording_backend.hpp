@@ -194,12 +194,13 @@ public:
                          float* dx) override {
         GPUTRAIN_RECORDED(pool2d_backward(g, x, y, dy, dx));
     }
-    void batch_norm_sums(const float* x, int rows, int channels, float* sums) override {
-        GPUTRAIN_RECORDED(batch_norm_sums(x, rows, channels, sums));
+    void batch_norm_sums(const float* x, int rows, int channels, const float* shift, float* sums) override {
+        GPUTRAIN_RECORDED(batch_norm_sums(x, rows, channels, shift, sums));
     }
     void batch_norm_finalize(const float* sums, float count, int channels, float eps, float momentum,
-                             float* mean_invstd, float* moving_mean, float* moving_var) override {
-        GPUTRAIN_RECORDED(batch_norm_finalize(sums, count, channels, eps, momentum, mean_invstd, moving_mean, moving_var));
+                             const float* shift, float* mean_invstd, float* moving_mean, float* moving_var) override {
+        GPUTRAIN_RECORDED(
+            batch_norm_finalize(sums, count, channels, eps, momentum, shift, mean_invstd, moving_mean, moving_var));
     }
     void batch_norm_apply(const float* x, const float* mean_invstd, const float* gamma, const float* beta, float* y,
                           int rows, int channels) override {
