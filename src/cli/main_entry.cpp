@@ -43,7 +43,13 @@ int main_entry(int argc, char** argv) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
         const std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
-        std::fprintf(stderr, "gputrain: error: %s\n", usage_error_message(app, e, args).c_str());
+        std::string message = e.what();
+        try {
+            message = usage_error_message(app, e, args);
+        } catch (const std::exception&) {
+            // The hint is a courtesy: CLI11's own words still name the problem.
+        }
+        std::fprintf(stderr, "gputrain: error: %s\n", message.c_str());
         return 2;
     }
 

@@ -72,8 +72,9 @@ std::string unknown_command(const CLI::App& app, const std::string& word) {
 
 // "--batch-size=64" -> "batch_size".
 std::string flag_name(const std::string& arg) {
-    std::string name = arg.substr(arg.find_first_not_of('-'));
-    name = name.substr(0, name.find('='));
+    const size_t start = arg.find_first_not_of('-');
+    if (start == std::string::npos) return "";
+    std::string name = arg.substr(start, arg.find('=', start) - start);
     for (char& c : name) c = c == '-' ? '_' : static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return name;
 }

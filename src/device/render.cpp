@@ -119,10 +119,12 @@ std::string render_versions(const Discovery& d) {
 }
 
 std::string render_table(const Discovery& d) {
-    // Without the CUDA backend the build, not the driver, is why training uses the CPU.
+    // Without the CUDA backend the build, not the driver, is why training uses
+    // the CPU (as fit says); what the driver said still matters for a rebuild.
     if (d.gpus.empty() && !d.cuda_built)
-        return "No GPU: " + kBuiltWithoutCuda + "; training will use the CPU.\n" + render_versions(d) +
-               render_cpu(d.cpu);
+        return "No GPU: " + kBuiltWithoutCuda + "; training will use the CPU.\n" +
+               (d.driver_message.empty() ? "" : "Note: nor is a GPU in sight: " + d.driver_message + "\n") +
+               render_versions(d) + render_cpu(d.cpu);
     if (d.gpus.empty()) return no_gpu_line(d, "training will use the CPU.") + render_versions(d) + render_cpu(d.cpu);
     std::string out = render_versions(d) + render_gpus(d);
     if (any_not_available(d)) out += not_available_note(d);

@@ -40,6 +40,24 @@ else
     [ "$cuda_built" = True ] || fail "devices --json says cuda_built $cuda_built, but fit does not say the build lacks CUDA"
 fi
 
+# The libcuda.so.1 stand-in of the device unit tests (two H200s), when built:
+# GPUs in sight, and only a build with CUDA trains on them.
+fake_driver=$(dirname "$GPUTRAIN")/tests/unit/device
+if [ -e "$fake_driver/libcuda.so.1" ]; then
+    step "devices with GPUs in sight (fake driver): training_device follows the build"
+    LD_LIBRARY_PATH=$fake_driver run_expect 0 devices --json
+    python3 - "$TMP/out" "$cuda_built" <<'PY' || fail "devices --json with the fake driver"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert len(d["gpus"]) == 2, d
+assert d["training_device"] == ("gpu" if sys.argv[2] == "True" else "cpu"), d
+PY
+    LD_LIBRARY_PATH=$fake_driver run_expect 0 devices
+    if [ "$cuda_built" = False ]; then
+        expect_in "$TMP/out" "Note: this gputrain was built without CUDA (rebuild with meson -Dcuda=enabled); training will use the CPU, not these GPUs."
+    fi
+fi
+
 step "devices --topology"
 run_expect 0 devices --topology
 cat "$TMP/out"

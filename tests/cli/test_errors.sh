@@ -94,6 +94,8 @@ run_expect 2 summary "$cfg" --lr 0.1
 expect_in "$TMP/err" "(config values go through --set, e.g. --set optimizer.learning_rate=0.1)"
 run_expect 2 fit "$cfg" --no-such-option
 expect_in "$TMP/err" "gputrain: error: the following argument was not expected: --no-such-option (see 'gputrain fit --help')"
+run_expect 2 fit "$cfg" --- --=3
+expect_in "$TMP/err" "gputrain: error: the following arguments were not expected: --- --=3 (see 'gputrain fit --help')"
 
 step "--resume before the config -> 2, says --resume took the config"
 # (Last on the line, CLI11 gives the path to CONFIG instead, and that resumes.)

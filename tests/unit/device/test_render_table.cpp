@@ -48,6 +48,7 @@ TEST_CASE("render_table: a build without CUDA says so, as fit does, and that tra
     CHECK(render_table(d) ==
           "No GPU: this gputrain was built without CUDA (rebuild with meson -Dcuda=enabled); training will use the "
           "CPU.\n"
+          "Note: nor is a GPU in sight: no CUDA driver found (libcuda.so.1 not loadable)\n"
           "Versions: NVIDIA driver not found, CUDA not found, cuDNN 9.1.0, NCCL not found\n"
           "CPU  Model                            Memory   Cores\n"
           "0    AMD EPYC 9654 96-Core Processor  1.5 TiB  192\n");
