@@ -3,10 +3,14 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
+#include <vector>
 
 #include "build_config.hpp"
 #include "cli/commands.hpp"
+#include "cli/usage_errors.hpp"
 #include "core/error.hpp"
 
 namespace gputrain::cli {
@@ -21,12 +25,13 @@ int main_entry(int argc, char** argv) {
     app.require_subcommand(1);
     app.footer("Run 'gputrain COMMAND --help' for a command's options. Exit codes: 0 ok, 1 runtime failure, "
                "2 usage or config error.");
+    // The order --help and the "unknown command" error list them in.
     const Action fit = add_fit_command(app);
     const Action evaluate = add_evaluate_command(app);
-    const Action devices = add_devices_command(app);
     const Action predict = add_predict_command(app);
     const Action summary = add_summary_command(app);
     const Action bench = add_bench_command(app);
+    const Action devices = add_devices_command(app);
 
     try {
         app.parse(argc, argv);
@@ -37,8 +42,14 @@ int main_entry(int argc, char** argv) {
     } catch (const CLI::CallForVersion& e) {
         return app.exit(e);
     } catch (const CLI::ParseError& e) {
-        std::fprintf(stderr, "gputrain: %s\n", e.what());
-        std::fprintf(stderr, "Run 'gputrain --help' for usage.\n");
+        const std::vector<std::string> args(argv + std::min(argc, 1), argv + argc);
+        std::string message = e.what();
+        try {
+            message = usage_error_message(app, e, args);
+        } catch (const std::exception&) {
+            // The hint is a courtesy: CLI11's own words still name the problem.
+        }
+        std::fprintf(stderr, "gputrain: error: %s\n", message.c_str());
         return 2;
     }
 

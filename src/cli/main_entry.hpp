@@ -1,5 +1,6 @@
-// The command line: `gputrain fit|evaluate|devices`. Parses arguments with
-// CLI11, runs the command, and turns errors into one line and an exit code:
+// The command line: `gputrain fit|evaluate|predict|summary|bench|devices`.
+// Parses arguments with CLI11, runs the command, and turns errors into one
+// line and an exit code:
 // 0 ok, 1 runtime failure, 2 usage or config error.
 #pragma once
 

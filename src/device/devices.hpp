@@ -44,6 +44,9 @@ struct CpuInfo {
 };
 
 struct Discovery {
+    // Whether this gputrain has the CUDA backend (GPUTRAIN_HAVE_CUDA). Without
+    // it the GPUs found are listed, but training runs on the CPU.
+    bool cuda_built = true;
     bool driver_found = false;
     std::string driver_message;   // why there are no GPUs, when there are none
     std::string visible_devices_note;  // with GPUs: CUDA_VISIBLE_DEVICES hides some it seems meant to show

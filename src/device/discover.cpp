@@ -1,3 +1,4 @@
+#include "build_config.hpp"
 #include "device/cuda_driver.hpp"
 #include "device/library_versions.hpp"
 #include "device/nvml_devices.hpp"
@@ -6,6 +7,7 @@ namespace gputrain::device {
 
 Discovery discover(Detail detail) {
     Discovery d;
+    d.cuda_built = GPUTRAIN_HAVE_CUDA != 0;
     d.cpu = cpu_info();
     read_cuda_devices(d);
     if (detail == Detail::full) {

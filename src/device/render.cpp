@@ -58,6 +58,9 @@ std::string no_gpu_line(const Discovery& d, const char* consequence) {
     return "No GPU: " + d.driver_message + "; " + consequence + "\n";
 }
 
+// The words fit uses (train/strategy.cpp) when it falls back to the CPU for this reason.
+const std::string kBuiltWithoutCuda = "this gputrain was built without CUDA (rebuild with meson -Dcuda=enabled)";
+
 std::string render_gpus(const Discovery& d) {
     Rows rows{{"GPU", "Name", "Bus ID", "Memory used / total", "Util", "Temp", "Power draw / limit", "Compute",
                "SMs"}};
@@ -116,10 +119,17 @@ std::string render_versions(const Discovery& d) {
 }
 
 std::string render_table(const Discovery& d) {
+    // Without the CUDA backend the build, not the driver, is why training uses
+    // the CPU (as fit says); what the driver said still matters for a rebuild.
+    if (d.gpus.empty() && !d.cuda_built)
+        return "No GPU: " + kBuiltWithoutCuda + "; training will use the CPU.\n" +
+               (d.driver_message.empty() ? "" : "Note: nor is a GPU in sight: " + d.driver_message + "\n") +
+               render_versions(d) + render_cpu(d.cpu);
     if (d.gpus.empty()) return no_gpu_line(d, "training will use the CPU.") + render_versions(d) + render_cpu(d.cpu);
     std::string out = render_versions(d) + render_gpus(d);
     if (any_not_available(d)) out += not_available_note(d);
     if (!d.visible_devices_note.empty()) out += "Note: " + d.visible_devices_note + "\n";
+    if (!d.cuda_built) out += "Note: " + kBuiltWithoutCuda + "; training will use the CPU, not these GPUs.\n";
     return out + render_cpu(d.cpu);
 }
 

@@ -13,8 +13,8 @@ std::string render_versions(const Discovery& d);
 
 // The GPU table (index, name, bus id, memory used/total, utilization,
 // temperature, power draw/limit, compute capability, SMs) with the versions
-// line above and a note when a cell reads n/a; or the "No GPU: ..." line.
-// Then the CPU.
+// line above, a note when a cell reads n/a and one when this build has no
+// CUDA (training uses the CPU then); or the "No GPU: ..." line. Then the CPU.
 std::string render_table(const Discovery& d);
 
 // The link and peer-access matrices between the GPUs, in the words of
@@ -22,7 +22,7 @@ std::string render_table(const Discovery& d);
 std::string render_topology(const Discovery& d);
 
 // One JSON object: driver, versions, gpus (null for what could not be read),
-// cpu, training_device.
+// cpu, cuda_built, training_device ("cpu" in a build without CUDA).
 std::string render_json(const Discovery& d);
 
 }  // namespace gputrain::device

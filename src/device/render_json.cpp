@@ -178,7 +178,10 @@ std::string render_json(const Discovery& d) {
     w.field("memory_bytes", static_cast<long long>(d.cpu.memory_bytes));
     w.end_object();
 
-    w.field("training_device", std::string(d.gpus.empty() ? "cpu" : "gpu"));
+    w.key("cuda_built");
+    w.boolean(d.cuda_built);
+    // A build without the CUDA backend trains on the CPU whatever GPUs it sees.
+    w.field("training_device", std::string(d.cuda_built && !d.gpus.empty() ? "gpu" : "cpu"));
     w.end_object();
     return w.finish();
 }

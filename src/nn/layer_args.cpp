@@ -18,6 +18,15 @@ void LayerArgs::fail(const std::string& key, const std::string& problem) const {
     throw ConfigError(where + subject + (key.empty() ? "" : ": " + key) + ": " + problem);
 }
 
+void LayerArgs::missing(const std::string& key, const std::string& example) const {
+    // A misspelt required key ("unit: 32") would otherwise read as missing,
+    // with no word about the typo that finish() would have reported.
+    for (const auto& [given, value] : spec_.params)
+        if (!used_.count(given) && closest_name(given, {key}) == key)
+            fail(given, "unknown parameter for " + spec_.type + did_you_mean(given, {key}));
+    fail(key, "missing; this layer needs it (e.g. " + example + ")");
+}
+
 const std::string* LayerArgs::find(const std::string& key) {
     auto it = spec_.params.find(key);
     if (it == spec_.params.end()) return nullptr;
@@ -27,7 +36,7 @@ const std::string* LayerArgs::find(const std::string& key) {
 
 int64_t LayerArgs::positive_int(const std::string& key) {
     const std::string* text = find(key);
-    if (!text) fail(key, "missing; this layer needs it (e.g. " + key + ": 128)");
+    if (!text) missing(key, key + ": 128");
     char* end = nullptr;
     const long long v = std::strtoll(text->c_str(), &end, 10);
     if (text->empty() || *end != '\0' || v <= 0)
@@ -104,7 +113,7 @@ bool parse_int(const std::string& text, long long& out) {
 IntPair LayerArgs::int_pair(const std::string& key, std::optional<IntPair> fallback) {
     const std::string* text = find(key);
     if (!text) {
-        if (!fallback) fail(key, "missing; this layer needs it (e.g. " + key + ": 3 or " + key + ": [3, 3])");
+        if (!fallback) missing(key, key + ": 3 or " + key + ": [3, 3]");
         return *fallback;
     }
     const std::vector<std::string> items = list_items(*text);
@@ -120,7 +129,7 @@ IntPair LayerArgs::int_pair(const std::string& key, std::optional<IntPair> fallb
 
 std::vector<int64_t> LayerArgs::int_list(const std::string& key) {
     const std::string* text = find(key);
-    if (!text) fail(key, "missing; this layer needs it (e.g. " + key + ": [28, 28, 1])");
+    if (!text) missing(key, key + ": [28, 28, 1]");
     std::vector<int64_t> out;
     for (const auto& item : list_items(*text)) {
         long long v;

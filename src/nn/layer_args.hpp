@@ -43,6 +43,9 @@ public:
 
 private:
     const std::string* find(const std::string& key);
+    // A required key is absent: reports a given key that looks like its typo
+    // as unknown (did you mean KEY?), else KEY as missing, with `example`.
+    [[noreturn]] void missing(const std::string& key, const std::string& example) const;
 
     const config::LayerSpec& spec_;
     int index_;

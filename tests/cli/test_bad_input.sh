@@ -118,7 +118,7 @@ fake_driver=$(dirname "$GPUTRAIN")/tests/unit/device
 if [ -e "$fake_driver/libcuda.so.1" ]; then
     cases+=(
 "0|out|Note: CUDA_VISIBLE_DEVICES=\"0,xyz\": 'xyz' is neither a GPU index nor a GPU UUID, so CUDA hides every GPU listed from there on|LD_LIBRARY_PATH=$fake_driver CUDA_VISIBLE_DEVICES=0,xyz|devices"
-"0|out|No GPU: CUDA driver present but cuInit failed: no CUDA-capable device is detected; CUDA_VISIBLE_DEVICES=\"\" hides every GPU; unset it (or list GPUs, e.g. 0,1) to use them; training will use the CPU.|LD_LIBRARY_PATH=$fake_driver CUDA_VISIBLE_DEVICES=|devices"
+"0|out|CUDA driver present but cuInit failed: no CUDA-capable device is detected; CUDA_VISIBLE_DEVICES=\"\" hides every GPU; unset it (or list GPUs, e.g. 0,1) to use them|LD_LIBRARY_PATH=$fake_driver CUDA_VISIBLE_DEVICES=|devices"
     )
 else
     echo "(no fake libcuda.so.1 in $fake_driver: its two cases are left out)"

@@ -26,6 +26,11 @@ expect_in "$TMP/err" "flaten"
 expect_in "$TMP/err" "known types"
 expect_in "$TMP/err" "dense"
 
+step "a misspelt required layer parameter -> 2, named as unknown with the right one"
+sed 's/units: 16/unit: 16/' "$cfg" >"$TMP/unit.yaml"
+run_expect 2 fit "$TMP/unit.yaml" --run-dir "$TMP/run-unit"
+expect_in "$TMP/err" "model.layers[1] (dense): unit: unknown parameter for dense (did you mean 'units'?)"
+
 step "--set training.epochs=0 -> 2"
 run_expect 2 fit "$cfg" --set training.epochs=0 --run-dir "$TMP/run-epochs"
 expect_in "$TMP/err" "training.epochs"
@@ -68,12 +73,46 @@ head -c 100 "$TMP/run/last.safetensors" >"$TMP/bad.safetensors"
 run_expect 1 evaluate "$cfg" --checkpoint "$TMP/bad.safetensors"
 expect_in "$TMP/err" "$TMP/bad.safetensors"
 
-step "fit with an unknown option -> 2"
-run_expect 2 fit "$cfg" --no-such-option
-expect_in "$TMP/err" "--no-such-option"
-
-step "no command -> 2"
+step "no command -> 2, lists the commands"
 run_expect 2
+expect_in "$TMP/err" "gputrain: error: a command is required; commands: fit, evaluate, predict, summary, bench, devices"
+
+step "an unknown command -> 2, one line listing the commands and the likely one"
+run_expect 2 train "$cfg"
+expect_in "$TMP/err" "gputrain: error: unknown command 'train'; commands: fit, evaluate, predict, summary, bench, devices (did you mean 'fit'?)"
+[ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "expected one line on stderr"
+run_expect 2 eval "$cfg"
+expect_in "$TMP/err" "unknown command 'eval'; commands: fit, evaluate, predict, summary, bench, devices (did you mean 'evaluate'?)"
+run_expect 2 infer "$cfg"
+expect_in "$TMP/err" "(did you mean 'predict'?)"
+run_expect 2 summry "$cfg"
+expect_in "$TMP/err" "(did you mean 'summary'?)"
+run_expect 2 frobnicate
+expect_in "$TMP/err" "gputrain: error: unknown command 'frobnicate'; commands: fit, evaluate, predict, summary, bench, devices"
+grep -q "did you mean" "$TMP/err" && fail "no command is near 'frobnicate', yet a suggestion"
+
+step "a config value given as a flag -> 2, points at --set"
+run_expect 2 fit "$cfg" --epochs 3
+expect_in "$TMP/err" "gputrain: error: the following arguments were not expected: --epochs 3 (config values go through --set, e.g. --set training.epochs=3)"
+run_expect 2 fit "$cfg" --batch-size=64
+expect_in "$TMP/err" "(config values go through --set, e.g. --set training.batch_size=64)"
+run_expect 2 summary "$cfg" --lr 0.1
+expect_in "$TMP/err" "(config values go through --set, e.g. --set optimizer.learning_rate=0.1)"
+run_expect 2 fit "$cfg" --no-such-option
+expect_in "$TMP/err" "gputrain: error: the following argument was not expected: --no-such-option (see 'gputrain fit --help')"
+run_expect 2 fit "$cfg" --- --=3
+expect_in "$TMP/err" "gputrain: error: the following arguments were not expected: --- --=3 (see 'gputrain fit --help')"
+
+step "--resume before the config -> 2, says --resume took the config"
+# (Last on the line, CLI11 gives the path to CONFIG instead, and that resumes.)
+run_expect 2 fit --resume "$cfg" --run-dir "$TMP/run-resume-first"
+expect_in "$TMP/err" "gputrain: error: CONFIG is required; --resume took '$cfg' as its checkpoint: put --resume after the config (gputrain fit CONFIG --resume)"
+run_expect 2 fit
+expect_in "$TMP/err" "gputrain: error: config is required (see 'gputrain fit --help')"
+
+step "a bad flag value -> 2, the validator's words with the error prefix"
+run_expect 2 fit "$cfg" --device xyz
+expect_in "$TMP/err" "gputrain: error: --device: xyz not in {auto,cpu,gpu}"
 step "a config that makes yaml-cpp loop forever -> a clear error within the time limit, exit 2"
 run_expect 2 fit tests/fuzz/corpus/config/regression-yaml-cpp-hang
 expect_in "$TMP/err" "gputrain: error: tests/fuzz/corpus/config/regression-yaml-cpp-hang: the YAML parser (yaml-cpp) did not finish within 5 s"

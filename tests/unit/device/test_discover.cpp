@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "build_config.hpp"
 #include "device/devices.hpp"
 #include "device/render.hpp"
 
@@ -13,9 +14,14 @@ TEST_CASE("discover on this machine: GPUs, or none with a reason; always a CPU")
         CHECK(d.cpu.logical_cores > 0);
         CHECK(d.cpu.memory_bytes > 0);
         CHECK_FALSE(d.cpu.model.empty());
+        CHECK(d.cuda_built == (GPUTRAIN_HAVE_CUDA != 0));
         if (d.gpus.empty()) {
             CHECK_FALSE(d.driver_message.empty());
-            CHECK(render_table(d).rfind("No GPU: " + d.driver_message + "; training will use the CPU.\n", 0) == 0);
+            // A build without CUDA gives that as the reason, the words fit uses.
+            const std::string reason = d.cuda_built ? d.driver_message
+                                                    : "this gputrain was built without CUDA (rebuild with meson "
+                                                      "-Dcuda=enabled)";
+            CHECK(render_table(d).rfind("No GPU: " + reason + "; training will use the CPU.\n", 0) == 0);
         }
         for (const auto& g : d.gpus) {
             CHECK_FALSE(g.name.empty());
@@ -78,6 +84,12 @@ TEST_CASE("discover with the fake driver: NVML values follow the GPU by bus id",
     CHECK(d.topology[0][1].pcie_path == "NODE");
     CHECK(render_table(d).find("\n1    NVIDIA H200  0000:19:00.0  1.0 GiB / 140.4 GiB  5%    30 C  100 W / n/a") !=
           std::string::npos);
+    // GPUs in sight: only a build with CUDA trains on them.
+    const bool cuda_built = GPUTRAIN_HAVE_CUDA != 0;
+    CHECK(d.cuda_built == cuda_built);
+    CHECK(render_json(d).find(cuda_built ? "\"training_device\": \"gpu\"" : "\"training_device\": \"cpu\"") !=
+          std::string::npos);
+    CHECK((render_table(d).find("Note: this gputrain was built without CUDA") != std::string::npos) == !cuda_built);
 }
 
 TEST_CASE("discover with the fake driver: direct NVLink links and PCIe-only pairs", "[.fake-driver]") {

@@ -10,7 +10,8 @@ using gputrain::device::testing::python_accepts;
 TEST_CASE("render_json: two H200s, null where NVML gave nothing") {
     const std::string json = render_json(samples::two_h200s());
     CHECK(python_accepts(json, R"py(
-assert set(d) == {"driver", "versions", "gpus", "cpu", "training_device"}, d.keys()
+assert set(d) == {"driver", "versions", "gpus", "cpu", "cuda_built", "training_device"}, d.keys()
+assert d["cuda_built"] is True
 assert d["driver"] == {"found": True, "message": None, "nvml_message": None}, d["driver"]
 assert d["versions"] == {"nvidia_driver": "570.86.15", "cuda": "12.8", "cudnn": "9.1.0", "nccl": "2.21.5"}
 g0, g1 = d["gpus"]
@@ -41,6 +42,19 @@ assert d["gpus"] == [] and d["training_device"] == "cpu" and d["cpu"]["cores"] =
     CHECK(json.rfind("{\n  \"driver\": {\n    \"found\": false,\n", 0) == 0);
     CHECK(json.find("\n  \"gpus\": [],\n") != std::string::npos);
     CHECK(json.substr(json.size() - 3) == "\n}\n");
+}
+
+TEST_CASE("render_json: a build without CUDA trains on the CPU even with GPUs in sight") {
+    Discovery d = samples::two_h200s();
+    d.cuda_built = false;
+    CHECK(python_accepts(render_json(d), R"py(
+assert d["cuda_built"] is False and len(d["gpus"]) == 2 and d["training_device"] == "cpu", d
+)py"));
+    d = samples::no_gpu();
+    d.cuda_built = false;
+    CHECK(python_accepts(render_json(d), R"py(
+assert d["cuda_built"] is False and d["gpus"] == [] and d["training_device"] == "cpu", d
+)py"));
 }
 
 TEST_CASE("render_json: names are escaped") {

@@ -42,6 +42,26 @@ TEST_CASE("render_table: without a GPU, the reason, the versions, then the CPU")
           "0    AMD EPYC 9654 96-Core Processor  1.5 TiB  192\n");
 }
 
+TEST_CASE("render_table: a build without CUDA says so, as fit does, and that training uses the CPU") {
+    Discovery d = samples::no_gpu();
+    d.cuda_built = false;
+    CHECK(render_table(d) ==
+          "No GPU: this gputrain was built without CUDA (rebuild with meson -Dcuda=enabled); training will use the "
+          "CPU.\n"
+          "Note: nor is a GPU in sight: no CUDA driver found (libcuda.so.1 not loadable)\n"
+          "Versions: NVIDIA driver not found, CUDA not found, cuDNN 9.1.0, NCCL not found\n"
+          "CPU  Model                            Memory   Cores\n"
+          "0    AMD EPYC 9654 96-Core Processor  1.5 TiB  192\n");
+    // GPUs in sight are listed, with a note that this build cannot train on them.
+    d = samples::two_h200s();
+    d.cuda_built = false;
+    CHECK(render_table(d).find(
+              "Note: n/a = not readable: NVML does not report it for this GPU\n"
+              "Note: this gputrain was built without CUDA (rebuild with meson -Dcuda=enabled); training will use the "
+              "CPU, not these GPUs.\n"
+              "CPU  ") != std::string::npos);
+}
+
 TEST_CASE("render_versions: a driver whose versions could not be read says n/a, not 'not found'") {
     Discovery d = samples::no_gpu();
     d.driver_found = true;

@@ -80,6 +80,9 @@ TEST_CASE("Image layer parameters are checked key by key") {
     REQUIRE(message_of({8, 8, 1}, {layer("conv2d", {{"filters", "4"}})}) ==
             "test.yaml:3:7: model.layers[0] (conv2d): kernel_size: missing; this layer needs it (e.g. kernel_size: 3 "
             "or kernel_size: [3, 3])");
+    REQUIRE(message_of({8, 8, 1}, {layer("conv2d", {{"filters", "4"}, {"kernel_sise", "3"}})}) ==
+            "test.yaml:3:21: model.layers[0] (conv2d): kernel_sise: unknown parameter for conv2d (did you mean "
+            "'kernel_size'?)");
     REQUIRE(message_of({8, 8, 1}, {conv({{"padding", "sam"}})}) ==
             "test.yaml:3:17: model.layers[0] (conv2d): padding: expected same or valid, got 'sam' (did you mean "
             "'same'?)");
@@ -108,6 +111,9 @@ TEST_CASE("Image layer parameters are checked key by key") {
             "it), got 0");
     REQUIRE(message_of({784}, {layer("reshape", {{"target_shape", "28,x"}})}) ==
             "test.yaml:3:22: model.layers[0] (reshape): target_shape: expected a list of integers, got [28,x]");
+    REQUIRE(message_of({784}, {layer("reshape", {{"target_shap", "28,28,1"}})}) ==
+            "test.yaml:3:21: model.layers[0] (reshape): target_shap: unknown parameter for reshape (did you mean "
+            "'target_shape'?)");
     REQUIRE(message_of({784}, {layer("reshape")}) ==
             "test.yaml:3:7: model.layers[0] (reshape): target_shape: missing; this layer needs it (e.g. target_shape: "
             "[28, 28, 1])");

@@ -169,6 +169,13 @@ TEST_CASE("Model configuration errors name the layer and what to do") {
     REQUIRE(message_of(mc) == "test.yaml:3:7: model.layers[1] (dense 'a'): name: duplicate layer name 'a'; names must be unique");
     mc.layers = {specs::layer("dense")};
     REQUIRE(message_of(mc) == "test.yaml:3:7: model.layers[0] (dense): units: missing; this layer needs it (e.g. units: 128)");
+    // A typo of a required key is reported as the typo, not as the key missing.
+    mc.layers = {specs::layer("flatten"), specs::layer("dense", {{"unit", "32"}})};
+    REQUIRE(message_of(mc) ==
+            "test.yaml:3:14: model.layers[1] (dense): unit: unknown parameter for dense (did you mean 'units'?)");
+    // An unknown key that is no near-miss leaves the required one missing.
+    mc.layers = {specs::layer("dense", {{"colour", "32"}})};
+    REQUIRE(message_of(mc) == "test.yaml:3:7: model.layers[0] (dense): units: missing; this layer needs it (e.g. units: 128)");
 }
 
 TEST_CASE("Unknown loss names are config errors listing the known ones") {
