@@ -104,8 +104,8 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
                      cfg.training.precision,
                      cfg.training.precision == "fp16" ? " (with the fp16 loss scaling, which changes no result here)"
                                                       : "");
-    if (!strategy.on_gpu() && !gpu_only_keys_set(cfg).empty())
-        spdlog::info("{}: only a GPU acts on this; no effect on the CPU", gpu_only_keys_set(cfg));
+    if (const std::string keys = gpu_only_keys_set(cfg); !strategy.on_gpu() && !keys.empty())
+        spdlog::info("{}: only a GPU acts on this; no effect on the CPU", keys);
 
     // With data.shard_files each worker reads only its part of the training set.
     const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::train,

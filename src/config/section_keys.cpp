@@ -35,10 +35,10 @@ std::string home_of_key(const std::string& path, const std::string& key) {
     std::vector<std::string> names{key};
     for (const auto& [other, standard] : kOtherNames)
         if (other == key) names.push_back(standard);
+    const SectionKeys* here = nullptr;  // null for a section not in the table
+    for (const auto& s : section_keys())
+        if (s.path == path) here = &s;
     for (const auto& name : names) {
-        const SectionKeys* here = nullptr;
-        for (const auto& s : section_keys())
-            if (s.path == path) here = &s;
         if (name != key && here && contains(here->keys, name)) return joined(path, name);
         // Sections are searched in file order; "type" and "seed" are in
         // several, so only names that no two sections share are sent elsewhere.
