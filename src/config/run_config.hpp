@@ -87,7 +87,7 @@ struct TrainingConfig {
     // bf16/fp16 on a GPU: round each GEMM's inputs to 16 bits in a kernel of
     // their own and multiply them in cuBLAS's native 16-bit GEMM (true), or let
     // cuBLAS round the fp32 inputs inside the GEMM (false, CUBLAS_COMPUTE_32F_FAST_*).
-    bool cast_gemm_inputs = false;
+    bool cast_gemm_inputs = true;
     // On a GPU: a dense layer's bias add and relu (forward) and bias gradient
     // (backward, linear layers) in cuBLASLt's GEMM epilogue instead of kernels
     // of their own; where cuBLASLt has no such kernel, the plain path runs.

@@ -17,6 +17,10 @@ EvalResult evaluate(std::vector<std::unique_ptr<Replica>>& replicas, const data:
     if (dataset.size() == 0) return result;
 
     const int n = static_cast<int>(replicas.size());
+    // Scores do not depend on the batch: one larger than the replicas' input
+    // buffers (built for the training batch) is cut down to what they hold.
+    const int world = replicas[0]->comm().size();
+    global_batch = std::max<int64_t>(1, std::min(global_batch, replicas[0]->max_rows() * world));
     data::Loader loader(dataset, global_batch, replicas[0]->comm().size(), /*shuffle=*/false, 0,
                         /*prefetch_depth=*/4, n);
     loader.start_epoch(0);

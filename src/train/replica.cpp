@@ -73,6 +73,9 @@ void Replica::release_resident() {
 
 void Replica::load_shard(const float* host_inputs, const int32_t* host_labels, int64_t begin, int64_t end) {
     if (end <= begin) return;
+    if (end - begin > max_rows_)
+        throw Error("internal: a shard of " + std::to_string(end - begin) + " rows for input buffers of " +
+                    std::to_string(max_rows_) + " (a larger batch than the replicas were built for)");
     backend_->copy_to_device(inputs(), host_inputs + begin * sample_elements_,
                              static_cast<size_t>((end - begin) * sample_elements_) * sizeof(float));
     backend_->copy_to_device(labels(), host_labels + begin, static_cast<size_t>(end - begin) * sizeof(int32_t));

@@ -44,6 +44,8 @@ public:
 
     // Copies rows [begin, end) of a host batch into the device shard buffers, now.
     void load_shard(const float* host_inputs, const int32_t* host_labels, int64_t begin, int64_t end);
+    // The most rows a shard may have: the input buffers' size.
+    int64_t max_rows() const { return max_rows_; }
     float* inputs() { return inputs_[current_]; }
     int32_t* labels() { return labels_[current_]; }
 

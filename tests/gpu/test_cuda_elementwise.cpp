@@ -133,14 +133,18 @@ TEST_CASE("softmax forward (also in place) and backward match the CPU") {
             be.softmax_forward(dx_in, y, s.rows, s.cols);
             float* dx = buf.zeros<float>(n);
             be.softmax_backward(y, buf.upload(dy), dx, s.rows, s.cols);
-            auto out = buf.download(y, n);
-            const auto grad = buf.download(dx, n);
-            out.insert(out.end(), grad.begin(), grad.end());
-            return out;
+            return std::make_pair(buf.download(y, n), buf.download(dx, n));
         };
         const auto reference = run(cpu, false);
-        require_close(run(gpu, false), reference, 1e-5, 1e-7);
-        require_close(run(gpu, true), reference, 1e-5, 1e-7);
+        for (const bool in_place : {false, true}) {
+            INFO("in place " << in_place);
+            const auto [y, dx] = run(gpu, in_place);
+            require_close(y, reference.first, 1e-5, 1e-7);
+            // dx = y * (dy - sum(dy * y)) cancels where dy is near the sum:
+            // its error is bounded by the terms' size (|y|, |dy| <= 1), not by
+            // dx's, so a few ulps of 1 absolute (seen on an H200: 1.8e-7).
+            require_close(dx, reference.second, 1e-5, 1e-6);
+        }
     }
 }
 

@@ -68,5 +68,7 @@ TEST_CASE("sgd_step (plain, momentum, Nesterov) matches the CPU over 10 steps") 
     INFO("n " << n << " momentum " << s.momentum << " nesterov " << s.nesterov);
     CpuBackend cpu;
     CudaBackend gpu(0);
-    require_close(run_sgd(gpu, n, s), run_sgd(cpu, n, s), 1e-6, 1e-7);
+    // FMA contraction differs between the compilers, and momentum carries
+    // each step's ulp into the next: 2.5e-6 relative after 10 steps on an H200.
+    require_close(run_sgd(gpu, n, s), run_sgd(cpu, n, s), 1e-5, 1e-7);
 }

@@ -24,7 +24,9 @@ void CpuBackend::batch_norm_sums(const float* x, int rows, int channels, const f
         for (int r = 0; r < rows; ++r) {
             const float* row = x + static_cast<size_t>(r) * channels + c0;
             for (int c = 0; c < width; ++c) {
-                const double v = static_cast<double>(row[c]) - shift_of[c];
+                // d and d^2 rounded to float as the CUDA kernel does, then
+                // summed in double: both backends see the same terms.
+                const float v = row[c] - shift_of[c];
                 sum[c] += v;
                 sum_sq[c] += v * v;
             }

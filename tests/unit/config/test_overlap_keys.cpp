@@ -38,7 +38,7 @@ TEST_CASE("bucket_mb and resident round-trip through the resolved YAML but stay 
     CHECK(load_text(kMinimal, {"training.batch_size=64"}).digest != defaults.digest);
 }
 
-TEST_CASE("training.cuda_graphs, fused_kernels, deterministic (default true), cast_gemm_inputs and gemm_epilogues "
+TEST_CASE("training.cuda_graphs, fused_kernels, deterministic, cast_gemm_inputs (default true) and gemm_epilogues "
           "(default false) take a boolean, stay out of the digest") {
     struct Key {
         std::string name;
@@ -47,7 +47,7 @@ TEST_CASE("training.cuda_graphs, fused_kernels, deterministic (default true), ca
     };
     const Key key = GENERATE(Key{"cuda_graphs", &TrainingConfig::cuda_graphs, true},
                              Key{"fused_kernels", &TrainingConfig::fused_kernels, true},
-                             Key{"cast_gemm_inputs", &TrainingConfig::cast_gemm_inputs, false},
+                             Key{"cast_gemm_inputs", &TrainingConfig::cast_gemm_inputs, true},
                              Key{"gemm_epilogues", &TrainingConfig::gemm_epilogues, false},
                              Key{"deterministic", &TrainingConfig::deterministic, true});
     INFO("training." << key.name);

@@ -59,6 +59,13 @@ TEST_CASE("Training learns the blobs, and evaluation agrees across replica count
     const auto other = train::evaluate(three, test, 16);
     REQUIRE(other.loss == Approx(two.loss).epsilon(1e-5));
     REQUIRE(other.accuracy == two.accuracy);
+
+    // A batch larger than the replicas' input buffers (built for the
+    // training batch) scores the same instead of overrunning them.
+    const auto larger = train::evaluate(three, test, 256);
+    REQUIRE(larger.samples == 101);
+    REQUIRE(larger.loss == Approx(two.loss).epsilon(1e-5));
+    REQUIRE(larger.accuracy == two.accuracy);
 }
 
 TEST_CASE("CPU replicas that copy their rows from the data set (data.resident) train the loader's weights exactly") {
