@@ -14,14 +14,20 @@ constexpr int kSteps = 10;
 std::vector<float> gradients(size_t n, int step) { return random_vector(n, 100 + static_cast<uint32_t>(step)); }
 
 // Parameters, first and second moments after kSteps Adam steps, concatenated.
-std::vector<float> run_adam(Backend& be, size_t n, float weight_decay) {
+// `offset` floats into each buffer: 1 takes every array off 16-byte alignment
+// (the kernel's element-by-element path instead of its float4 one).
+std::vector<float> run_adam(Backend& be, size_t n, float weight_decay, size_t offset = 0) {
     const float lr = 1e-2f, beta1 = 0.9f, beta2 = 0.999f;
     Buffers buf(be);
-    float* params = buf.upload(random_vector(n, 7));
-    float* m = buf.zeros<float>(n);
-    float* v = buf.zeros<float>(n);
+    const auto padded = [&](std::vector<float> values) {
+        values.insert(values.begin(), offset, 0.0f);
+        return buf.upload(values) + offset;
+    };
+    float* params = padded(random_vector(n, 7));
+    float* m = padded(std::vector<float>(n, 0.0f));
+    float* v = padded(std::vector<float>(n, 0.0f));
     for (int t = 1; t <= kSteps; ++t) {
-        const float* g = buf.upload(gradients(n, t));
+        const float* g = padded(gradients(n, t));
         const float alpha = lr * std::sqrt(1.0f - std::pow(beta2, static_cast<float>(t))) /
                             (1.0f - std::pow(beta1, static_cast<float>(t)));
         be.adam_step(params, g, m, v, n, AdamParams{alpha, beta1, beta2, 1e-7f, lr * weight_decay});
@@ -59,6 +65,13 @@ TEST_CASE("adam_step (Adam and AdamW) matches the CPU over 10 steps") {
     CudaBackend gpu(0);
     // Contraction into FMAs may differ between the compilers: an ulp per step.
     require_close(run_adam(gpu, n, weight_decay), run_adam(cpu, n, weight_decay), 1e-6, 1e-7);
+}
+
+TEST_CASE("adam_step's four-at-a-time path updates bit for bit as its element path") {
+    const size_t n = GENERATE(as<size_t>{}, 1, 4, 7, 4097, 100003);
+    INFO("n " << n);
+    CudaBackend gpu(0);
+    require_identical(run_adam(gpu, n, 0.01f, 0), run_adam(gpu, n, 0.01f, 1));
 }
 
 TEST_CASE("sgd_step (plain, momentum, Nesterov) matches the CPU over 10 steps") {

@@ -167,7 +167,7 @@ private:
 
     int device_;
     Precision precision_ = Precision::fp32;
-    bool cast_gemm_inputs_ = true;
+    bool cast_gemm_inputs_ = false;
     bool gemm_epilogues_ = false;
     // The 16-bit input copies of gemm() under cast_gemm_inputs_, from the pool.
     void* gemm_scratch_ = nullptr;
