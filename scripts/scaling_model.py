@@ -26,9 +26,11 @@ def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workload", choices=sorted(WORKLOADS), default="w2")
     p.add_argument("--batch", type=int, help="global batch for strong scaling / per-GPU batch for weak (default: the workload's)")
-    p.add_argument("--tflops", type=float, default=630.0,
-                   help="sustained GEMM rate per GPU in TFLOP/s (default 630: 80%% of the 790 bf16 measured on an H200 here, docs/scaling.md)")
-    p.add_argument("--memory-tbs", type=float, default=4.3, help="device memory bandwidth in TB/s for the optimizer (default 4.3, measured copy rate)")
+    p.add_argument("--tflops", type=float, default=392.0,
+                   help="sustained GEMM rate per GPU in TFLOP/s, the step's other passes folded in (default 392: "
+                        "W2's measured H200 step less Adam, docs/scaling.md)")
+    p.add_argument("--memory-tbs", type=float, default=3.0,
+                   help="memory bandwidth in TB/s that the optimizer reaches (default 3.0, gputrain's Adam on an H200)")
     p.add_argument("--grad-bytes", type=int, choices=(2, 4), default=4, help="bytes per gradient value all-reduced (4 fp32, 2 bf16)")
     p.add_argument("--bucket-mb", type=float, default=25.0, help="gradient bucket size in MiB (0: one all-reduce after backward)")
     p.add_argument("--busbw-nvlink", type=float, default=360.0, help="NCCL all-reduce bus bandwidth in GB/s within one host of 8 GPUs (NVLink)")
