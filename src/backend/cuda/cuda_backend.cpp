@@ -76,6 +76,7 @@ CudaBackend::CudaBackend(int device) : device_(device), pool_(device) {
         // Plain FP32 (no TF32) so that GEMMs agree with the CPU backend to ~1e-6.
         CUBLAS_CHECK(device_, cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH));
         convolution_ = std::make_unique<CudnnConvolution>(device_, stream);
+        convolution_->use_cublas(handle);
         epilogues_ = std::make_unique<LtEpilogueGemm>(device_, stream, cublas_workspace_, kCublasWorkspaceBytes);
         // Fixed, like the cuBLAS workspace: outside the pool, whose figures
         // count what the replica itself allocates.

@@ -114,6 +114,9 @@ struct CudnnConvolution::Plan {
     cudnnMathType_t forward_math = CUDNN_FMA_MATH, backward_data_math = CUDNN_FMA_MATH,
                     backward_filter_math = CUDNN_FMA_MATH;
     size_t algorithm_bytes = 0;  // the largest of the three workspaces
+    // The filter gradient by GEMM over the input's columns (at the
+    // algorithm workspace's start; cudnn_convolution.hpp).
+    bool filter_by_gemm = false;
 
     size_t total_bytes() const { return copy_bytes + algorithm_bytes; }
     void* algorithm_workspace(void* workspace) const { return static_cast<char*>(workspace) + copy_bytes; }
@@ -248,6 +251,11 @@ const CudnnConvolution::Plan& CudnnConvolution::plan_for(const Conv2dGeometry& g
         tensor_ops_, deterministic_, algorithm_cap, p.algorithm_bytes, [&] { return no_algorithm("backward-filter"); });
     p.backward_filter_algo = backward_filter_algo_perf.algo;
     p.backward_filter_math = backward_filter_algo_perf.mathType;
+    const size_t columns_k = static_cast<size_t>(g.kernel_h) * g.kernel_w * g.in_c;
+    const size_t columns_bytes = static_cast<size_t>(g.batch) * g.out_h * g.out_w * columns_k * sizeof(float);
+    p.filter_by_gemm = cublas_ && deterministic_ && columns_k <= static_cast<size_t>(kMaxColumnsK) &&
+                       columns_bytes <= kMaxColumnsBytes && columns_bytes <= algorithm_cap;
+    if (p.filter_by_gemm) p.algorithm_bytes = std::max(p.algorithm_bytes, columns_bytes);
     p.algorithm_bytes = align_up(p.algorithm_bytes);
     return *plans_.emplace(key, std::move(plan)).first->second;
 }
@@ -269,6 +277,12 @@ void CudnnConvolution::allow_tensor_ops(bool allowed) {
     if (allowed == tensor_ops_) return;
     tensor_ops_ = allowed;
     plans_.clear();  // chosen under the other math type
+}
+
+void CudnnConvolution::use_cublas(cublasHandle_t handle) {
+    if (handle == cublas_) return;
+    cublas_ = handle;
+    plans_.clear();  // chosen without (or with) the filter gradient by GEMM
 }
 
 void CudnnConvolution::prefer_deterministic(bool preferred) {
@@ -335,6 +349,18 @@ void CudnnConvolution::backward_filter(const Conv2dGeometry& g, const float* x, 
         return;
     }
     const Plan& p = plan_for_call(g, workspace_bytes);
+    if (p.filter_by_gemm) {
+        // Row-major dW [out_c, K] = dy^T [out_c, M] columns [M, K]; column-major,
+        // as cuBLAS sees them: dW^T [K, out_c] = columns^T [K, M] dy [M, out_c].
+        float* columns = static_cast<float*>(p.algorithm_workspace(workspace));
+        CUDA_CHECK(device_, cuda_kernels::conv_columns(stream_, g, x, columns));
+        const int k_size = g.kernel_h * g.kernel_w * g.in_c;
+        const int pixels = g.batch * g.out_h * g.out_w;
+        const float one = 1.0f, zero = 0.0f;
+        CUBLAS_CHECK(device_, cublasSgemm(cublas_, CUBLAS_OP_N, CUBLAS_OP_T, k_size, g.out_c, pixels, &one, columns,
+                                          k_size, dy, g.out_c, &zero, dw, k_size));
+        return;
+    }
     const float* input = cudnn_input(p, g, x, workspace);
     set_math(p, p.backward_filter_math);
     const float one = 1.0f, zero = 0.0f;

@@ -138,7 +138,33 @@ __global__ void pool_backward_kernel(Pool2dGeometry g, const float* x, const flo
     }
 }
 
+__global__ void conv_columns_kernel(Conv2dGeometry g, const float* x, float* columns, int k_size, size_t n) {
+    for (size_t i = thread_index(); i < n; i += thread_count()) {
+        const int k = static_cast<int>(i % k_size);
+        const size_t m = i / k_size;
+        const int c = k % g.in_c;
+        const int s = (k / g.in_c) % g.kernel_w;
+        const int r = k / (g.in_c * g.kernel_w);
+        const int ow = static_cast<int>(m % g.out_w);
+        const int oh = static_cast<int>((m / g.out_w) % g.out_h);
+        const size_t sample = m / (static_cast<size_t>(g.out_w) * g.out_h);
+        const int ih = oh * g.stride_h - g.pad_top + r * g.dilation_h;
+        const int iw = ow * g.stride_w - g.pad_left + s * g.dilation_w;
+        columns[i] = (ih >= 0 && ih < g.in_h && iw >= 0 && iw < g.in_w)
+                         ? x[((sample * g.in_h + ih) * g.in_w + iw) * g.in_c + c]
+                         : 0.0f;
+    }
+}
+
 }  // namespace
+
+cudaError_t conv_columns(cudaStream_t stream, const Conv2dGeometry& g, const float* x, float* columns) {
+    const int k_size = g.kernel_h * g.kernel_w * g.in_c;
+    const size_t n = elements(g.batch, g.out_h, g.out_w, k_size);
+    if (n == 0) return cudaSuccess;
+    conv_columns_kernel<<<blocks_for(n), kBlockThreads, 0, stream>>>(g, x, columns, k_size, n);
+    return cudaGetLastError();
+}
 
 cudaError_t copy_shifted_nhwc(cudaStream_t stream, const float* src, int src_h, int src_w, float* dst, int dst_h,
                               int dst_w, int top, int left, int batch, int channels) {
