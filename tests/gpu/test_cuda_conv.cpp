@@ -171,6 +171,18 @@ TEST_CASE("conv2d at the Fashion-MNIST CNN's shapes matches the CPU") {
     check_conv(keras_conv(16, 14, 14, 32, 64, 3, 3, 2, 2, 1, 1, true));
 }
 
+TEST_CASE("conv2d's filter gradient by GEMM over the input's columns (a first layer at batch 512) matches the CPU, "
+          "the same on every run") {
+    // 1 input channel, 3x3: a filter row of 9, the GEMM path (cudnn_convolution.hpp).
+    const Conv2dGeometry g = keras_conv(512, 28, 28, 1, 32, 3, 3, 1, 1, 1, 1, true);
+    INFO(describe(g));
+    CpuBackend cpu;
+    CudaBackend gpu(0);
+    const ConvResults first = run_conv(gpu, g, g, 11);
+    require_conv_close(first, run_conv(cpu, g, g, 11), g);
+    require_identical(run_conv(gpu, g, g, 11).dw, first.dw);
+}
+
 TEST_CASE("conv2d under training.precision tf32/bf16 runs on TF32 tensor cores, close to the CPU") {
     // TF32 keeps 10 of fp32's 23 mantissa bits: each product of numbers in
     // [-1, 1] is off by up to about 1e-3, and a sum of n of them drifts like
