@@ -28,9 +28,9 @@ void check_sample_shape(const std::string& path, const std::vector<int64_t>& dim
     int64_t elements = 1;
     for (size_t i = 1; i < dims.size(); ++i) elements *= dims[i];
     if (dims.size() < 2 || elements != shape_elements(model_shape)) {
-        throw ConfigError(path + ": " + what + " shape " + shape_text(dims) + " does not hold samples of " +
-                          "model.input_shape " + shape_text(model_shape) + "; expected [N, " +
-                          std::to_string(shape_elements(model_shape)) + "] or [N] + model.input_shape");
+        throw DataError(path + ": " + what + " shape " + shape_text(dims) + " does not hold samples of " +
+                        "model.input_shape " + shape_text(model_shape) + "; expected [N, " +
+                        std::to_string(shape_elements(model_shape)) + "] or [N] + model.input_shape");
     }
 }
 
@@ -50,9 +50,9 @@ PredictInputs read_predict_inputs(const std::string& path, const Shape& model_in
     } else if (ends_with(path, ".csv")) {
         CsvTable table = read_csv(path, elements);
         if (table.feature_columns != elements) {
-            throw ConfigError(path + ": " + std::to_string(table.feature_columns) + " feature columns after the "
-                              "label, but model.input_shape " + shape_text(model_input_shape) + " needs " +
-                              std::to_string(elements));
+            throw DataError(path + ": " + std::to_string(table.feature_columns) + " feature columns after the "
+                            "label, but model.input_shape " + shape_text(model_input_shape) + " needs " +
+                            std::to_string(elements));
         }
         out.format = "csv";
         out.rows = table.rows;

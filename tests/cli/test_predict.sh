@@ -123,7 +123,8 @@ header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 5), }"
 header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
 open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + bytes(40))
 PY
-run_expect 2 predict "$config" --checkpoint "$ckpt" --input "$TMP/bad.npy" --device cpu
+# A data file that cannot be used is a runtime error (1), as an unsupported dtype is.
+run_expect 1 predict "$config" --checkpoint "$ckpt" --input "$TMP/bad.npy" --device cpu
 expect_in "$TMP/err" "gputrain: error: $TMP/bad.npy: the array's shape [2, 5] does not hold samples of model.input_shape [28, 28]; expected [N, 784] or [N] + model.input_shape"
 run_expect 1 predict "$config" --checkpoint "$ckpt" --input "$TMP/none.npy" --device cpu
 expect_in "$TMP/err" "gputrain: error: $TMP/none.npy: no such file"
