@@ -14,6 +14,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/run_setup.hpp"
+#include "config/gemm_epilogues_use.hpp"
 #include "core/error.hpp"
 #include "data/dataset.hpp"
 #include "data/loader.hpp"
@@ -379,7 +380,10 @@ int run_bench(BenchArgs& args) {
                 ms(pipelined_s));
     std::printf("throughput: %.1f samples/s (global batch %lld, at that step); loss of the last timed step above %.4f\n",
                 samples_per_s, (long long)batch, final_loss);
-    if (cfg.training.gemm_epilogues && backend0.has_device_memory())
+    const std::string epilogues_unused = config::gemm_epilogues_unused_reason(cfg);
+    if (cfg.training.gemm_epilogues && backend0.has_device_memory() && !epilogues_unused.empty())
+        std::printf("%s\n", epilogues_unused.c_str());
+    else if (cfg.training.gemm_epilogues && backend0.has_device_memory())
         std::printf("GEMM epilogues: %zu of %zu GEMM shapes ran inside cuBLASLt's GEMM; the rest took the plain path\n",
                     epilogues.taken, epilogues.asked);
     if (shapes.empty()) return 0;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "config/gemm_epilogues_use.hpp"
 #include "config/load.hpp"
 #include "nn/model.hpp"
 #include "config/resolved_yaml.hpp"
@@ -45,6 +46,10 @@ std::string gpu_only_keys_set(const config::RunConfig& cfg) {
 
 void log_gemm_epilogues(const config::RunConfig& cfg, const Backend& backend) {
     if (!cfg.training.gemm_epilogues || !backend.has_device_memory()) return;
+    if (const std::string reason = config::gemm_epilogues_unused_reason(cfg); !reason.empty()) {
+        spdlog::info("{}", reason);
+        return;
+    }
     const Backend::EpiloguePlans plans = backend.gemm_epilogue_plans();
     spdlog::info("GEMM epilogues: {} of {} GEMM shapes asked for ran with their bias and activation (or bias "
                  "gradient) inside cuBLASLt's GEMM; the rest took the plain path",

@@ -35,7 +35,7 @@ void check_classes(const std::string& split, int64_t data_classes, int64_t model
 std::string gpu_only_keys_set(const config::RunConfig& cfg);
 
 // Under training.gemm_epilogues on a GPU: how many GEMM shapes ran with their
-// bias and activation (or bias gradient) in the GEMM, as an info line.
+// bias and activation (or bias gradient) in the GEMM, or why none could, as an info line.
 void log_gemm_epilogues(const config::RunConfig& cfg, const Backend& backend);
 
 }  // namespace gputrain::cli
