@@ -249,6 +249,7 @@ int run_bench(BenchArgs& args) {
     apply_log_level(cfg, /*quiet=*/true);
     const device::Discovery found = device::discover();
     const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas, nullptr});
+    log_cpu_notes(cfg, strategy.on_gpu(), spdlog::level::warn);
     const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::train);
     if (data.train.size() == 0) throw ConfigError("data: the training set is empty (check data.limit)");
 
@@ -375,10 +376,10 @@ int run_bench(BenchArgs& args) {
                 "(medians; need not add up)\n",
                 ms(step_s), ms(median(t.input)), ms(median(t.forward_backward)), ms(median(t.allreduce)),
                 ms(median(t.optimizer)));
-    std::printf("step as fit runs it (no timing between parts; %s): %.4f ms\n",
+    std::printf("step queued as fit queues it (no timing between parts, no CUDA graph; %s): %.4f ms\n",
                 backend0.has_device_memory() ? "shards copied from device memory, as data.resident" : "shards copied in",
                 ms(pipelined_s));
-    std::printf("throughput: %.1f samples/s (global batch %lld, at that step); loss of the last timed step above %.4f\n",
+    std::printf("throughput at that step: %.1f samples/s (global batch %lld); loss of the last timed step: %.4f\n",
                 samples_per_s, (long long)batch, final_loss);
     const std::string epilogues_unused = config::gemm_epilogues_unused_reason(cfg);
     if (cfg.training.gemm_epilogues && backend0.has_device_memory() && !epilogues_unused.empty())
@@ -423,8 +424,8 @@ Action add_bench_command(CLI::App& app) {
     cmd->add_option("--device", args->common.device, "auto, cpu or gpu: decides the replicas, as for fit")
         ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(replica_count());
-    cmd->add_option("--steps", args->steps, "Timed training steps (default 20)")->check(CLI::PositiveNumber);
-    cmd->add_option("--warmup", args->warmup, "Untimed steps first (default 3)")->check(CLI::NonNegativeNumber);
+    cmd->add_option("--steps", args->steps, "Timed training steps (default 20)")->check(step_count(1));
+    cmd->add_option("--warmup", args->warmup, "Untimed steps first (default 3)")->check(step_count(0));
     cmd->add_flag("--json", args->json, "Print one JSON object instead of the tables");
     return [args] { return run_bench(*args); };
 }

@@ -99,13 +99,7 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     const device::Discovery found = device::discover();
     const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas, world});
     if (!strategy.fallback_note().empty()) spdlog::info("{}", strategy.fallback_note());
-    if (!strategy.on_gpu() && cfg.training.precision != "fp32")
-        spdlog::info("training.precision: {} changes GPU matrix products only; the CPU computes in fp32{}",
-                     cfg.training.precision,
-                     cfg.training.precision == "fp16" ? " (with the fp16 loss scaling, which changes no result here)"
-                                                      : "");
-    if (const std::string keys = gpu_only_keys_set(cfg); !strategy.on_gpu() && !keys.empty())
-        spdlog::info("{}: only a GPU acts on this; no effect on the CPU", keys);
+    log_cpu_notes(cfg, strategy.on_gpu());
 
     // With data.shard_files each worker reads only its part of the training set.
     const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::train,

@@ -44,6 +44,17 @@ std::string gpu_only_keys_set(const config::RunConfig& cfg) {
     return keys;
 }
 
+void log_cpu_notes(const config::RunConfig& cfg, bool on_gpu, spdlog::level::level_enum level) {
+    if (on_gpu) return;
+    if (cfg.training.precision != "fp32")
+        spdlog::log(level, "training.precision: {} changes GPU matrix products only; the CPU computes in fp32{}",
+                     cfg.training.precision,
+                     cfg.training.precision == "fp16" ? " (with the fp16 loss scaling, which changes no result here)"
+                                                      : "");
+    if (const std::string keys = gpu_only_keys_set(cfg); !keys.empty())
+        spdlog::log(level, "{}: only a GPU acts on this; no effect on the CPU", keys);
+}
+
 void log_gemm_epilogues(const config::RunConfig& cfg, const Backend& backend) {
     if (!cfg.training.gemm_epilogues || !backend.has_device_memory()) return;
     if (const std::string reason = config::gemm_epilogues_unused_reason(cfg); !reason.empty()) {

@@ -2,6 +2,8 @@
 // strategy from the devices found, building the replicas.
 #pragma once
 
+#include <spdlog/spdlog.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +35,12 @@ void check_classes(const std::string& split, int64_t data_classes, int64_t model
 // (cast_gemm_inputs, gemm_epilogues, deterministic), as "training.a, training.b";
 // empty when none is.
 std::string gpu_only_keys_set(const config::RunConfig& cfg);
+
+// On the CPU: that training.precision other than fp32 and the GPU-only keys
+// set (gpu_only_keys_set) change nothing there, logged at `level` (bench,
+// which logs warnings only, passes warn: its figures would be taken for bf16's).
+void log_cpu_notes(const config::RunConfig& cfg, bool on_gpu,
+                   spdlog::level::level_enum level = spdlog::level::info);
 
 // Under training.gemm_epilogues on a GPU: how many GEMM shapes ran with their
 // bias and activation (or bias gradient) in the GEMM, or why none could, as an info line.

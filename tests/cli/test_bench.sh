@@ -22,7 +22,9 @@ awk '$1 ~ /^dense/ && $2 == "dense" { if (!($4 > 0 && $5 > 0)) bad = 1; n++ }
      END { exit (n == 2 && !bad) ? 0 : 1 }' "$TMP/out" || fail "dense rows without positive forward/backward ms"
 grep -qE '^step: [0-9.]+ ms = input copy [0-9.]+ \+ forward\+backward [0-9.]+ \+ all-reduce [0-9.]+ \+ optimizer [0-9.]+' \
     "$TMP/out" || fail "no step split line"
-grep -qE '^throughput: [0-9.]+ samples/s' "$TMP/out" || fail "no throughput line"
+grep -qE '^step queued as fit queues it \(no timing between parts, no CUDA graph; shards copied in\): [0-9.]+ ms' \
+    "$TMP/out" || fail "no line for the step as fit queues it"
+grep -qE '^throughput at that step: [0-9.]+ samples/s' "$TMP/out" || fail "no throughput line"
 # Dense(16) on 64 inputs and Dense(4) on 16, 32 rows: forward x*W is m x n x k =
 # 32x16x64, the weight gradient x^T*dz 64x16x32 (TN), the input gradient dz*W^T
 # 32x16x4 (NT) for dense_1 only: nothing in front of the first dense layer
@@ -56,7 +58,10 @@ assert abs(d["backward_gemm_gflops"] - 2 * 16 * 16 * 64 / 1e9 / (d["backward_ms"
 assert abs(d["gemm_gflop"] - 2 * 2 * 16 * 16 * 64 / 1e9) < 1e-12
 s = r["step_ms"]
 assert s["total"] > 0 and s["forward_backward"] > 0 and s["allreduce"] >= 0 and s["optimizer"] > 0, s
-assert abs(r["samples_per_second"] - 32 / (s["total"] / 1e3)) <= 1e-3 * r["samples_per_second"]
+# samples/s and the GEMM share come from the steps queued as fit queues them.
+p = r["pipelined_step_ms"]
+assert p > 0, p
+assert abs(r["samples_per_second"] - 32 / (p / 1e3)) <= 1e-3 * r["samples_per_second"]
 # Two replicas: each has 16 rows. 2*m*n*k FLOPs per GEMM.
 shapes = [(g["layer"], g["pass"], g["m"], g["n"], g["k"], g["op"]) for g in r["gemms"]]
 assert shapes == [("dense", "forward", 16, 16, 64, "NN"), ("dense", "weight grad", 64, 16, 16, "TN"),
@@ -68,7 +73,7 @@ total = sum(g["gflop"] for g in r["gemms"])
 assert abs(r["gemm_gflop_per_step"] - total) < 1e-9
 bare_ms = sum(g["gflop"] / g["bare_gflops"] * 1e3 for g in r["gemms"])
 assert abs(r["gemm_bare_ms_per_step"] - bare_ms) <= 1e-4 * bare_ms + 1e-9
-assert abs(r["fraction_of_bare_gemm"] - bare_ms / s["total"]) <= 1e-3 * r["fraction_of_bare_gemm"] + 1e-9
+assert abs(r["fraction_of_bare_gemm"] - bare_ms / p) <= 1e-3 * r["fraction_of_bare_gemm"] + 1e-9
 # The CPU has no GEMM epilogues: none asked for, none taken.
 assert r["gemm_epilogue_shapes"] == {"asked": 0, "taken": 0}, r["gemm_epilogue_shapes"]
 # A freshly initialized 4-class model: the loss is near ln 4 = 1.386, finite.
@@ -131,6 +136,16 @@ run_expect 2 bench "$TMP/missing.yaml" --device cpu
 expect_in "$TMP/err" "missing.yaml"
 run_expect 2 bench "$config" --steps 0
 expect_in "$TMP/err" "--steps"
+expect_in "$TMP/err" "expected a number of steps from 1 to 1000000, got '0'"
+run_expect 2 bench "$config" --warmup -1
+expect_in "$TMP/err" "expected a number of steps from 0 to 1000000, got '-1'"
+
+step "on the CPU, bench says that bf16 and the GPU-only keys change nothing there (its figures are fp32's)"
+run_expect 0 bench "$config" --device cpu --replicas 1 --steps 1 --warmup 0 --set training.precision=bf16 \
+  --set training.gemm_epilogues=true
+cat "$TMP/out" "$TMP/err" >"$TMP/both"
+expect_in "$TMP/both" "training.precision: bf16 changes GPU matrix products only; the CPU computes in fp32"
+expect_in "$TMP/both" "training.gemm_epilogues: only a GPU acts on this; no effect on the CPU"
 run_expect 2 bench "$config" --set training.batch_size=0
 [ "$(wc -l <"$TMP/err")" -eq 1 ] || { cat "$TMP/err" >&2; fail "expected one line on stderr"; }
 expect_in "$TMP/err" "training.batch_size"
