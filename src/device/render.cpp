@@ -114,8 +114,12 @@ std::string render_versions(const Discovery& d) {
                              : d.driver_version > 0 ? format_cuda_version(d.driver_version)
                                                     : kNotAvailable;
     const auto library = [](const std::optional<int>& v) { return v ? format_library_version(*v) : "not found"; };
+    // A build without CUDA still reports the libraries it finds, for a rebuild;
+    // say that it does not use them.
+    const bool unused = !d.cuda_built && (d.cudnn_version || d.nccl_version);
     return "Versions: NVIDIA driver " + nvidia + ", CUDA " + cuda + ", cuDNN " + library(d.cudnn_version) + ", NCCL " +
-           library(d.nccl_version) + "\n";
+           library(d.nccl_version) + (unused ? " (on this machine; this build, without CUDA, uses none of them)" : "") +
+           "\n";
 }
 
 std::string render_table(const Discovery& d) {

@@ -49,7 +49,8 @@ TEST_CASE("render_table: a build without CUDA says so, as fit does, and that tra
           "No GPU: this gputrain was built without CUDA (rebuild with meson -Dcuda=enabled); training will use the "
           "CPU.\n"
           "Note: nor is a GPU in sight: no CUDA driver found (libcuda.so.1 not loadable)\n"
-          "Versions: NVIDIA driver not found, CUDA not found, cuDNN 9.1.0, NCCL not found\n"
+          "Versions: NVIDIA driver not found, CUDA not found, cuDNN 9.1.0, NCCL not found (on this machine; this "
+          "build, without CUDA, uses none of them)\n"
           "CPU  Model                            Memory   Cores\n"
           "0    AMD EPYC 9654 96-Core Processor  1.5 TiB  192\n");
     // GPUs in sight are listed, with a note that this build cannot train on them.
@@ -71,6 +72,15 @@ TEST_CASE("render_versions: a driver whose versions could not be read says n/a, 
     d.nvidia_driver_version = "580.65.06";
     d.nccl_version = 2708;   // NCCL before 2.9 encoded major*1000
     CHECK(render_versions(d) == "Versions: NVIDIA driver 580.65.06, CUDA 13.0, cuDNN 9.1.0, NCCL 2.7.8\n");
+}
+
+TEST_CASE("render_versions: a build without CUDA says the libraries it found are not its own") {
+    Discovery d = samples::no_gpu();
+    d.cuda_built = false;
+    CHECK(render_versions(d) == "Versions: NVIDIA driver not found, CUDA not found, cuDNN 9.1.0, NCCL not found "
+                                "(on this machine; this build, without CUDA, uses none of them)\n");
+    d.cudnn_version.reset();
+    CHECK(render_versions(d) == "Versions: NVIDIA driver not found, CUDA not found, cuDNN not found, NCCL not found\n");
 }
 
 TEST_CASE("render_topology: the link and peer-access matrices") {
