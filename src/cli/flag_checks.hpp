@@ -9,12 +9,13 @@
 
 namespace gputrain::cli {
 
-// --replicas N: an integer in 1..kMaxReplicas.
-inline CLI::Validator replica_count() {
+// A validator for a whole number in least..most; anything else gets
+// "expected <what> from <least> to <most>, got '<text>'".
+inline CLI::Validator whole_number(const std::string& what, long long least, long long most) {
     return CLI::Validator(
-        [](std::string& text) -> std::string {
-            const std::string expected = "expected a number of CPU replicas from 1 to " +
-                                         std::to_string(config::kMaxReplicas) + ", got '" + text + "'";
+        [what, least, most](std::string& text) -> std::string {
+            const std::string expected = "expected " + what + " from " + std::to_string(least) + " to " +
+                                         std::to_string(most) + ", got '" + text + "'";
             size_t used = 0;
             long long n = 0;
             try {
@@ -22,31 +23,17 @@ inline CLI::Validator replica_count() {
             } catch (const std::exception&) {
                 return expected;
             }
-            if (used != text.size() || n < 1 || n > config::kMaxReplicas) return expected;
+            if (used != text.size() || n < least || n > most) return expected;
             return {};
         },
-        "1.." + std::to_string(config::kMaxReplicas));
+        std::to_string(least) + ".." + std::to_string(most));
 }
 
+// --replicas N: an integer in 1..kMaxReplicas.
+inline CLI::Validator replica_count() { return whole_number("a number of CPU replicas", 1, config::kMaxReplicas); }
+
 // --steps / --warmup: a whole number of steps from `least` (1 or 0) up to a million.
-inline CLI::Validator step_count(long long least) {
-    constexpr long long kMost = 1000000;
-    return CLI::Validator(
-        [least](std::string& text) -> std::string {
-            const std::string expected = "expected a number of steps from " + std::to_string(least) + " to " +
-                                         std::to_string(kMost) + ", got '" + text + "'";
-            size_t used = 0;
-            long long n = 0;
-            try {
-                n = std::stoll(text, &used);
-            } catch (const std::exception&) {
-                return expected;
-            }
-            if (used != text.size() || n < least || n > kMost) return expected;
-            return {};
-        },
-        std::to_string(least) + "..1000000");
-}
+inline CLI::Validator step_count(long long least) { return whole_number("a number of steps", least, 1000000); }
 
 // A path flag given an empty value ("$UNSET_VAR") would otherwise fall back to
 // the default silently.
