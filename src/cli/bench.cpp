@@ -73,7 +73,7 @@ struct Timings {
     std::vector<std::vector<double>> forward, backward;  // [layer][step]
     std::vector<double> loss, input, forward_backward, allreduce, optimizer, total;
     double loss_sum = 0;  // of the last step, all replicas
-    double pipelined_step = 0;  // seconds per step of the steps run as fit runs them (replica 0)
+    double pipelined_step = 0;  // seconds per step of the steps queued as fit queues them (replica 0)
 };
 
 double median(std::vector<double> v) {
