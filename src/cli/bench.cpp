@@ -1,9 +1,10 @@
 // gputrain bench CONFIG: like `caffe time`. Builds the replicas exactly as fit
 // does, runs warm-up steps and then timed training steps on the config's own
 // training data, and prints the median time of each layer's forward and
-// backward, the step split into its phases, samples/s, and for each dense
-// layer's GEMMs the rate the backend reaches on that shape alone next to the
-// rate the layer reached inside the step.
+// backward and the step split into its phases; then as many steps queued as
+// fit queues them (no synchronization between parts), whose time gives
+// samples/s; and for each dense layer's GEMMs the rate the backend reaches on
+// that shape alone next to the rate the layer reached inside the step.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -416,8 +417,8 @@ Action add_bench_command(CLI::App& app) {
     auto args = std::make_shared<BenchArgs>();
     CLI::App* cmd = app.add_subcommand(
         "bench", "Time training steps of a config (like 'caffe time'): each layer's forward and backward, the step "
-                 "split into input / forward+backward / all-reduce / optimizer, samples/s, and each dense layer's "
-                 "GEMM rate against the bare GEMM; writes nothing");
+                 "split into input / forward+backward / all-reduce / optimizer, then the step queued as fit queues "
+                 "it and samples/s at it, and each dense layer's GEMM rate against the bare GEMM; writes nothing");
     cmd->add_option("config", args->common.config_path, "YAML config file")->required();
     cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set training.batch_size=512 "
                                                      "(repeatable)");
