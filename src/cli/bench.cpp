@@ -135,10 +135,7 @@ double run_pipelined_steps(train::Replica& r, const config::RunConfig& cfg, cons
                                buckets.on_ready());
         guard.check(model.grad_data(), n, buckets.finish());
         r.optimizer().apply(model.param_data(), model.grad_data(), guard.skip_flag(false));
-        if (replicated && model.state_count() > 0) {
-            r.comm().allreduce_sum(model.state_data(), model.state_count());
-            be.scale(model.state_data(), model.state_count(), 1.0f / static_cast<float>(r.comm().size()));
-        }
+        r.average_state();
     }
     be.synchronize();
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -199,10 +196,7 @@ void run_steps(train::Replica& r, const config::RunConfig& cfg, const HostBatche
         // The trainer's all-reduce path (strategy.bucket_mb), started after backward:
         // the observed backward reports no gradients ready, so nothing overlaps it here.
         const std::optional<bool> sums_finite = buckets.finish();
-        if (replicated && model.state_count() > 0) {
-            r.comm().allreduce_sum(model.state_data(), model.state_count());
-            be.scale(model.state_data(), model.state_count(), 1.0f / static_cast<float>(r.comm().size()));
-        }
+        r.average_state();
         const double allreduce_s = lap();
         // As the trainer: the finite check, then the update.
         if (sums_finite ? *sums_finite : be.all_finite(model.grad_data(), n))

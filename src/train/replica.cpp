@@ -178,6 +178,12 @@ void Replica::stage_training_shard(const data::Batch& batch) {
     staged_step_ = batch.step;
 }
 
+void Replica::average_state() {
+    if (comm_->size() == 1 || model_->state_count() == 0) return;
+    comm_->allreduce_sum(model_->state_data(), model_->state_count());
+    backend_->scale(model_->state_data(), model_->state_count(), 1.0f / static_cast<float>(comm_->size()));
+}
+
 void Replica::reset_stats() { backend_->fill(stats_, 2, 0.0f); }
 
 void Replica::read_stats(double& loss_sum, double& correct) {

@@ -86,6 +86,11 @@ public:
     // Device running sums: [loss sum, correct].
     float* stats() { return stats_; }
     void reset_stats();
+    // Non-trainable state (batch norm's moving statistics) follows each
+    // replica's own batches: averages it over the replicas so that every one
+    // holds the same state, as the checkpoint (replica 0's) and evaluation
+    // assume. Nothing without state or with one replica.
+    void average_state();
     // Host copy of the stats.
     void read_stats(double& loss_sum, double& correct);
 

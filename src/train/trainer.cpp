@@ -98,14 +98,7 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
             if (loss_scale != 1.0f) r.backend().scale(r.model().grad_data(), n, 1.0f / loss_scale);
             // Identical on every replica after the all-reduce, so all skip alike.
             r.optimizer().apply(r.model().param_data(), r.model().grad_data(), guard.skip_flag(sticky));
-            // Non-trainable state (batch norm's moving statistics) follows each
-            // replica's own batches; average it so every replica holds the same
-            // state, as the checkpoint (replica 0's) and evaluation assume.
-            if (replicated && r.model().state_count() > 0) {
-                r.comm().allreduce_sum(r.model().state_data(), r.model().state_count());
-                r.backend().scale(r.model().state_data(), r.model().state_count(),
-                                  1.0f / static_cast<float>(r.comm().size()));
-            }
+            r.average_state();
         };
         r.graphs().run({rows, batch->size, r.inputs(), r.labels()}, queue_step);
         // The next step's shard is copied while this step's work runs on the GPU.
