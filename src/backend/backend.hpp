@@ -44,6 +44,27 @@ public:
     }
     // Makes gemm()'s scratch at least `bytes` (never shrinks it).
     virtual void reserve_gemm_scratch(size_t bytes) { (void)bytes; }
+    // The same 16-bit copies made by the caller, so that an operand used by
+    // several GEMMs is rounded once (a dense layer keeps its input's and its
+    // kernel's copies from forward to backward). gemm_copy_bytes(): bytes per
+    // element of a copy when gemm() makes them, 0 when it does not (then the
+    // two calls below are not to be used and throw).
+    virtual size_t gemm_copy_bytes() const { return 0; }
+    // copy[i] = x[i] rounded to the 16-bit type gemm() multiplies in (nearest,
+    // ties to even), for i < n; `copy` holds n * gemm_copy_bytes() bytes.
+    virtual void gemm_copy(const float* x, void* copy, size_t n) {
+        (void)x, (void)copy, (void)n;
+        throw Error(name() + ": gemm_copy: this backend makes no 16-bit copies");
+    }
+    // gemm() on operands that are such copies, laid out (and with the leading
+    // dimensions) as gemm()'s fp32 operands would be: the same bits gemm()
+    // computes from the fp32 operands. C stays fp32.
+    virtual void gemm_copied(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a, int lda,
+                             const void* b, int ldb, float beta, float* c, int ldc) {
+        (void)trans_a, (void)trans_b, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b, (void)ldb,
+            (void)beta, (void)c, (void)ldc;
+        throw Error(name() + ": gemm_copied: this backend makes no 16-bit copies");
+    }
 
     // training.gemm_epilogues: a dense layer's GEMM with its bias add and
     // activation (forward) or its bias gradient (backward) in the GEMM's own
@@ -140,6 +161,16 @@ public:
     // not null, db[c] = sum over r of dz[r, c].
     virtual void activation_bias_backward(Activation a, const float* z, const float* y, const float* dy, float* dz,
                                           float* db, int rows, int cols) = 0;
+    // activation_bias_backward for a layer whose GEMMs take dz as a 16-bit
+    // copy (gemm_copy): dz_copy = gemm_copy of the dz it computes, db the same
+    // sums of the fp32 dz. dz itself is scratch (rows x cols floats, may be z
+    // or dy): a backend that rounds inside the pass leaves it unwritten; this
+    // default writes it, then copies it.
+    virtual void activation_bias_backward_copy(Activation a, const float* z, const float* y, const float* dy,
+                                               float* dz, void* dz_copy, float* db, int rows, int cols) {
+        activation_bias_backward(a, z, y, dy, dz, db, rows, cols);
+        gemm_copy(dz, dz_copy, static_cast<size_t>(rows) * static_cast<size_t>(cols));
+    }
     // Row-wise softmax over `cols`.
     virtual void softmax_forward(const float* x, float* y, int rows, int cols) = 0;
     virtual void softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols) = 0;

@@ -29,14 +29,24 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-double measure(Backend& be, const GemmShape& s, const float* a, const float* b, float* c, double min_seconds) {
+// The operands a bare GEMM reads: fp32, or their 16-bit copies made once beforehand.
+struct Operands {
+    const void *a = nullptr, *b = nullptr;
+    bool copies = false;
+};
+
+double measure(Backend& be, const GemmShape& s, const Operands& in, float* c, double min_seconds) {
     // Leading dimensions of the row-major operands as stored (op applied by the call).
     const int lda = s.trans_a ? s.m : s.k, ldb = s.trans_b ? s.k : s.n;
     std::vector<double> times;
     double total = 0;
     while ((total < min_seconds || times.size() < 2) && times.size() < 1000) {
         const auto t = std::chrono::steady_clock::now();
-        be.gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a, lda, b, ldb, 0.0f, c, s.n);
+        if (in.copies)
+            be.gemm_copied(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, in.a, lda, in.b, ldb, 0.0f, c, s.n);
+        else
+            be.gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, static_cast<const float*>(in.a), lda,
+                    static_cast<const float*>(in.b), ldb, 0.0f, c, s.n);
         be.synchronize();
         times.push_back(seconds_since(t));
         total += times.back();
@@ -50,7 +60,8 @@ double measure(Backend& be, const GemmShape& s, const float* a, const float* b, 
 
 }  // namespace
 
-std::vector<double> bare_gemm_rates(Backend& backend, const std::vector<GemmShape>& shapes, double min_seconds) {
+std::vector<double> bare_gemm_rates(Backend& backend, const std::vector<GemmShape>& shapes, double min_seconds,
+                                    BareGemm kind) {
     size_t a_n = 1, b_n = 1, c_n = 1, scratch = 0;
     for (const auto& s : shapes) {
         a_n = std::max(a_n, static_cast<size_t>(s.m) * s.k);
@@ -59,7 +70,9 @@ std::vector<double> bare_gemm_rates(Backend& backend, const std::vector<GemmShap
         scratch = std::max(scratch, backend.gemm_scratch_bytes(s.trans_a, s.trans_b, s.m, s.n, s.k,
                                                                s.trans_a ? s.m : s.k, s.trans_b ? s.k : s.n));
     }
-    backend.reserve_gemm_scratch(scratch);
+    const size_t copy_bytes = backend.gemm_copy_bytes();
+    const bool copies = kind == BareGemm::library_alone && copy_bytes > 0;
+    if (!copies) backend.reserve_gemm_scratch(scratch);
     float* a = backend.allocate_floats(a_n);
     float* b = backend.allocate_floats(b_n);
     float* c = backend.allocate_floats(c_n);
@@ -73,12 +86,23 @@ std::vector<double> bare_gemm_rates(Backend& backend, const std::vector<GemmShap
         backend.copy_to_device(b, host.data() + (host.size() - b_n), b_n * sizeof(float));
     }
     backend.fill(c, c_n, 0.0f);
+    Operands in{a, b, false};
+    void *a16 = nullptr, *b16 = nullptr;
+    if (copies) {  // rounded once, outside the timing
+        a16 = backend.allocate_bytes(a_n * copy_bytes);
+        b16 = backend.allocate_bytes(b_n * copy_bytes);
+        backend.gemm_copy(a, a16, a_n);
+        backend.gemm_copy(b, b16, b_n);
+        in = {a16, b16, true};
+    }
     std::vector<double> rates(shapes.size(), 0.0);
     for (size_t i = 0; i < shapes.size(); ++i) {
         for (size_t j = 0; j < i && rates[i] == 0.0; ++j)
             if (shapes[j].same_call(shapes[i])) rates[i] = rates[j];
-        if (rates[i] == 0.0) rates[i] = measure(backend, shapes[i], a, b, c, min_seconds);
+        if (rates[i] == 0.0) rates[i] = measure(backend, shapes[i], in, c, min_seconds);
     }
+    if (a16) backend.release(a16);
+    if (b16) backend.release(b16);
     backend.release(a);
     backend.release(b);
     backend.release(c);

@@ -27,10 +27,17 @@ struct GemmShape {
 // skips it only for layer 0).
 std::vector<GemmShape> dense_gemms(const nn::Model& model, int rows);
 
-// GFLOP/s of `backend.gemm` on each shape (equal shapes measured once), on
-// random operands: repeated until at least `min_seconds`, median of the calls
-// after the first when there are several. Reserves the GEMM scratch the shapes
-// need under the backend's current settings. Call on the backend's thread.
-std::vector<double> bare_gemm_rates(Backend& backend, const std::vector<GemmShape>& shapes, double min_seconds);
+// What a bare GEMM is timed as. library_alone: the library's GEMM on its
+// own; where the backend multiplies 16-bit copies (Backend::gemm_copy_bytes),
+// on copies made once beforehand, so no cast is timed. with_casts: gemm() as
+// a caller without copies makes it, casting its fp32 operands every call.
+enum class BareGemm { library_alone, with_casts };
+
+// GFLOP/s of one GEMM on each shape (equal shapes measured once), on random
+// operands: repeated until at least `min_seconds`, median of the calls after
+// the first when there are several. Reserves the GEMM scratch the shapes need
+// under the backend's current settings. Call on the backend's thread.
+std::vector<double> bare_gemm_rates(Backend& backend, const std::vector<GemmShape>& shapes, double min_seconds,
+                                    BareGemm kind = BareGemm::library_alone);
 
 }  // namespace gputrain::cli

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend/gemm_input_cast.hpp"
 #include "core/error.hpp"
 #include "nn/activation_step.hpp"
 
@@ -46,12 +47,34 @@ bool Dense::strip_final_softmax() {
 }
 
 size_t Dense::gemm_scratch_bytes(const Backend& backend, int64_t max_rows) const {
+    // With copies of its own the layer never has gemm() make them.
+    if (backend.gemm_copy_bytes() > 0) return 0;
     // The three GEMMs of forward and backward below, with their leading dimensions.
     const int m = static_cast<int>(max_rows * rows_per_sample_), n = static_cast<int>(units_),
               k = static_cast<int>(in_features_);
     return std::max({backend.gemm_scratch_bytes(false, false, m, n, k, k, n),
                      backend.gemm_scratch_bytes(true, false, k, n, m, k, n),
                      backend.gemm_scratch_bytes(false, true, m, k, n, n, n)});
+}
+
+size_t Dense::kernel_copy_bytes(size_t element_bytes) const {
+    return round_up_cast_copy(static_cast<size_t>(in_features_ * units_) * element_bytes);
+}
+
+size_t Dense::gemm_copy_bytes(const Backend& backend, int64_t max_rows) const {
+    const size_t e = backend.gemm_copy_bytes();
+    if (e == 0) return 0;
+    return kernel_copy_bytes(e) + round_up_cast_copy(static_cast<size_t>(max_rows * rows_per_sample_ * in_features_) * e);
+}
+
+void Dense::set_gemm_copies(void* copies, size_t element_bytes) {
+    // The kernel's copy first, x's after it (gemm_copy_bytes' sizes).
+    kernel_copy_ = copies;
+    x_copy_ = copies ? static_cast<char*>(copies) + kernel_copy_bytes(element_bytes) : nullptr;
+}
+
+size_t Dense::workspace_bytes(Backend& backend, int64_t max_rows) {
+    return static_cast<size_t>(max_rows * rows_per_sample_ * units_) * backend.gemm_copy_bytes();  // dz's copy
 }
 
 void Dense::forward(const RunContext& ctx, const float* x, float* y, int rows) {
@@ -62,7 +85,13 @@ void Dense::forward(const RunContext& ctx, const float* x, float* y, int rows) {
     // One kernel where the backend has it (training.gemm_epilogues); it writes y alone.
     if (be.gemm_bias_activation(activation_, m, n, k, x, kernel_, bias, y)) return;
     float* z = activation_ == Activation::linear ? y : pre_activation_;
-    be.gemm(false, false, m, n, k, 1.0f, x, k, kernel_, n, 0.0f, z, n);
+    if (uses_copies(be)) {
+        be.gemm_copy(x, x_copy_, static_cast<size_t>(m) * static_cast<size_t>(k));
+        be.gemm_copy(kernel_, kernel_copy_, static_cast<size_t>(k) * static_cast<size_t>(n));
+        be.gemm_copied(false, false, m, n, k, 1.0f, x_copy_, k, kernel_copy_, n, 0.0f, z, n);
+    } else {
+        be.gemm(false, false, m, n, k, 1.0f, x, k, kernel_, n, 0.0f, z, n);
+    }
     bias_activation_step_forward(be, activation_, z, bias, y, m, n, ctx.fused);
 }
 
@@ -71,17 +100,34 @@ void Dense::backward(const RunContext& ctx, const float* x, const float* y, cons
     const int m = static_cast<int>(rows * rows_per_sample_), n = static_cast<int>(units_),
               k = static_cast<int>(in_features_);
     const float* dz = dy;
+    const bool copies = uses_copies(be);
     if (activation_ != Activation::linear || !use_bias_ ||
         !be.gemm_weight_bias_grad(m, n, k, x, dy, kernel_grad_, bias_grad_)) {
         // relu's derivative is the same read from y as from z (y > 0 exactly
         // where z > 0), and a forward GEMM epilogue leaves z unwritten.
         const float* z = activation_ == Activation::relu ? y : pre_activation_;
-        // dz overwrites z: z is not needed once its derivative is taken.
-        dz = activation_bias_step_backward(be, activation_, z, y, dy, pre_activation_,
-                                           use_bias_ ? bias_grad_ : nullptr, m, n, ctx.fused);
-        be.gemm(true, false, k, n, m, 1.0f, x, k, dz, n, 0.0f, kernel_grad_, n);
+        float* db = use_bias_ ? bias_grad_ : nullptr;
+        const bool elementwise = activation_ != Activation::linear && activation_ != Activation::softmax;
+        if (copies && ctx.fused && elementwise) {
+            // dz's copy straight from the gradient pass; fp32 dz is not needed.
+            be.activation_bias_backward_copy(activation_, z, y, dy, pre_activation_, dz_copy_, db, m, n);
+        } else {
+            // dz overwrites z: z is not needed once its derivative is taken.
+            dz = activation_bias_step_backward(be, activation_, z, y, dy, pre_activation_, db, m, n, ctx.fused);
+            if (copies) be.gemm_copy(dz, dz_copy_, static_cast<size_t>(m) * static_cast<size_t>(n));
+        }
+        if (copies) {
+            // x's copy is forward's: x has not changed since (the model keeps it for this pass).
+            be.gemm_copied(true, false, k, n, m, 1.0f, x_copy_, k, dz_copy_, n, 0.0f, kernel_grad_, n);
+        } else {
+            be.gemm(true, false, k, n, m, 1.0f, x, k, dz, n, 0.0f, kernel_grad_, n);
+        }
     }
-    if (dx) be.gemm(false, true, m, k, n, 1.0f, dz, n, kernel_, n, 0.0f, dx, k);
+    if (!dx) return;
+    if (copies)  // dz's copy from above, the kernel's from forward (the optimizer runs after backward)
+        be.gemm_copied(false, true, m, k, n, 1.0f, dz_copy_, n, kernel_copy_, n, 0.0f, dx, k);
+    else
+        be.gemm(false, true, m, k, n, 1.0f, dz, n, kernel_, n, 0.0f, dx, k);
 }
 
 }  // namespace gputrain::nn

@@ -21,6 +21,17 @@ public:
     bool strip_final_softmax() override;
     bool ends_in_softmax() const override { return activation_ == Activation::softmax; }
     size_t gemm_scratch_bytes(const Backend& backend, int64_t max_rows) const override;
+    // Under the backend's 16-bit GEMM copies: x's and the kernel's copies,
+    // made in forward and read again by backward's two GEMMs (so each is
+    // rounded once a step, not twice), and dz's copy in the workspace, made
+    // once for both backward GEMMs.
+    size_t gemm_copy_bytes(const Backend& backend, int64_t max_rows) const override;
+    void set_gemm_copies(void* copies, size_t element_bytes) override;
+    size_t workspace_bytes(Backend& backend, int64_t max_rows) override;
+    void set_workspace(void* workspace, size_t bytes) override {
+        (void)bytes;
+        dz_copy_ = workspace;
+    }
 
     void forward(const RunContext& ctx, const float* x, float* y, int rows) override;
     void backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx,
@@ -38,6 +49,12 @@ private:
     float* bias_grad_ = nullptr;
     // z = x W + b, kept for the backward pass (relu reads y instead) and reused for dz
     float* pre_activation_ = nullptr;
+    // The 16-bit copies (null without them); the layout of x, W and dz.
+    void* x_copy_ = nullptr;
+    void* kernel_copy_ = nullptr;
+    void* dz_copy_ = nullptr;
+    size_t kernel_copy_bytes(size_t element_bytes) const;
+    bool uses_copies(const Backend& backend) const { return x_copy_ && backend.gemm_copy_bytes() > 0; }
 };
 
 }  // namespace gputrain::nn

@@ -99,6 +99,21 @@ public:
         return 0;
     }
 
+    // Bytes of 16-bit GEMM operand copies (Backend::gemm_copy) the layer
+    // keeps from its forward to its backward pass at up to `max_rows` samples;
+    // 0 where the backend makes no copies. The model allocates each layer's
+    // block (256-byte aligned) before training and hands it over with the
+    // backend's bytes per element.
+    virtual size_t gemm_copy_bytes(const Backend& backend, int64_t max_rows) const {
+        (void)backend;
+        (void)max_rows;
+        return 0;
+    }
+    virtual void set_gemm_copies(void* copies, size_t element_bytes) {
+        (void)copies;
+        (void)element_bytes;
+    }
+
     // If this layer ends in a softmax that the loss can fuse with, drop it so the
     // layer outputs logits; returns whether it did.
     virtual bool strip_final_softmax() { return false; }

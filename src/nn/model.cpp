@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "backend/gemm_input_cast.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "nn/registry.hpp"
@@ -129,16 +130,33 @@ Model::~Model() {
     backend_.release(grads_);
     backend_.release(state_);
     if (workspace_) backend_.release(workspace_);
+    if (gemm_copies_) backend_.release(gemm_copies_);
 }
 
 void Model::allocate_workspace() {
     size_t gemm_scratch = 0;
     for (auto& layer : layers_) {
-        workspace_bytes_ = std::max(workspace_bytes_, layer->workspace_bytes(backend_, max_rows_));
+        const size_t need = layer->workspace_bytes(backend_, max_rows_);
+        workspace_bytes_ = std::max(workspace_bytes_, need);
+        if (layer->gemm_copy_bytes(backend_, max_rows_) > 0)
+            gemm_copy_workspace_bytes_ = std::max(gemm_copy_workspace_bytes_, need);
         gemm_scratch = std::max(gemm_scratch, layer->gemm_scratch_bytes(backend_, max_rows_));
     }
     // The backend's own (shared by every model on it), before any step runs.
     backend_.reserve_gemm_scratch(gemm_scratch);
+    // The layers' 16-bit copies, each block on a 256-byte boundary.
+    std::vector<size_t> copy_offsets;
+    for (auto& layer : layers_) {
+        copy_offsets.push_back(gemm_copy_bytes_);
+        gemm_copy_bytes_ += round_up_cast_copy(layer->gemm_copy_bytes(backend_, max_rows_));
+    }
+    if (gemm_copy_bytes_ > 0) {
+        gemm_copies_ = backend_.allocate_bytes(gemm_copy_bytes_);
+        for (size_t i = 0; i < layers_.size(); ++i)
+            if (layers_[i]->gemm_copy_bytes(backend_, max_rows_) > 0)
+                layers_[i]->set_gemm_copies(static_cast<char*>(gemm_copies_) + copy_offsets[i],
+                                            backend_.gemm_copy_bytes());
+    }
     if (workspace_bytes_ == 0) return;
     workspace_ = backend_.allocate_bytes(workspace_bytes_);
     for (auto& layer : layers_) layer->set_workspace(workspace_, workspace_bytes_);

@@ -12,14 +12,16 @@ namespace gputrain::train {
 
 namespace {
 
-// A CpuBackend that sizes gemm()'s scratch as the CUDA backend does (16-bit
-// input copies when they are made) and keeps what the model reserves.
+// A CpuBackend that sizes the 16-bit GEMM copies as the CUDA backend does
+// when it makes them (gemm()'s scratch, and layers' own copies) and keeps
+// what the model reserves.
 class GemmScratchProbe : public CpuBackend {
 public:
     explicit GemmScratchProbe(bool casts) : casts_(casts) {}
     size_t gemm_scratch_bytes(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb) const override {
         return casts_ ? cast_copy_layout(trans_a, trans_b, m, n, k, lda, ldb).total_bytes : 0;
     }
+    size_t gemm_copy_bytes() const override { return casts_ ? 2 : 0; }
     void reserve_gemm_scratch(size_t bytes) override { reserved = std::max(reserved, bytes); }
     size_t reserved = 0;
 
@@ -43,7 +45,8 @@ MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_re
     m.optimizer_bytes = m.optimizer_slots * m.params * sizeof(float);
     m.activation_bytes = model.activation_floats() * sizeof(float);
     m.scratch_bytes = model.scratch_floats() * sizeof(float);
-    m.gemm_copy_bytes = backend.reserved;
+    // gemm()'s scratch, the layers' kept copies and the workspace their dz copies take.
+    m.gemm_copy_bytes = backend.reserved + model.gemm_copy_bytes() + model.gemm_copy_workspace_bytes();
     // Replica: the shard's inputs and labels, and the two running sums.
     m.input_bytes = static_cast<size_t>(m.rows_per_replica) *
                         (static_cast<size_t>(shape_elements(model.input_shape())) * sizeof(float) + sizeof(int32_t)) +

@@ -19,7 +19,8 @@ struct MemoryEstimate {
     size_t optimizer_slots = 0;  // buffers of the parameters' size: Adam 2, SGD with momentum 1
     size_t weight_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;
     size_t activation_bytes = 0, scratch_bytes = 0, input_bytes = 0;
-    // A GPU's 16-bit copies of the largest GEMM's inputs (training.cast_gemm_inputs).
+    // A GPU's 16-bit copies of GEMM inputs (training.cast_gemm_inputs): dense
+    // layers' inputs and kernels, the widest dz, and gemm()'s scratch.
     size_t gemm_copy_bytes = 0;
 
     size_t total_bytes() const {

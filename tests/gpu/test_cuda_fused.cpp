@@ -70,3 +70,37 @@ TEST_CASE("Fused bias + activation passes equal the GPU's plain pairs bit for bi
         require_close(fused.db, host.db, 1e-5, 2e-7 * s.rows);
     }
 }
+
+TEST_CASE("activation_bias_backward_copy: dz's 16-bit copy and db as the plain pass then gemm_copy, bit for bit") {
+    const Precision precision = GENERATE(Precision::bf16, Precision::fp16);
+    const Activation a = GENERATE(Activation::relu, Activation::gelu);
+    const bool with_bias = GENERATE(true, false);
+    CudaBackend gpu(0);
+    gpu.set_precision(precision);
+    gpu.set_gemm_input_cast(true);
+    for (const Shape& s : kShapes) {
+        INFO((precision == Precision::bf16 ? "bf16 " : "fp16 ") << gputrain::activation_name(a) << " " << s.rows
+                                                                 << " x " << s.cols << (with_bias ? " bias" : ""));
+        const size_t n = static_cast<size_t>(s.rows) * s.cols, cols = static_cast<size_t>(s.cols);
+        auto z0 = random_vector(n, 21, -4.0f, 4.0f);
+        if (n > 3) z0[0] = 0.0f;
+        Buffers buf(gpu);
+        const float* z = buf.upload(z0);
+        float* y = buf.zeros<float>(n);
+        gpu.activation_forward(a, z, y, n);
+        const float* dy = buf.upload(random_vector(n, 22));
+        // The fused pass, with dz marked so that an unwanted write would show.
+        float* dz = buf.upload(std::vector<float>(n, 55.0f));
+        auto* copy = buf.zeros<uint16_t>(n);
+        float* db = with_bias ? buf.upload(std::vector<float>(cols, 77.0f)) : nullptr;
+        gpu.activation_bias_backward_copy(a, z, y, dy, dz, copy, db, s.rows, s.cols);
+        // The base class's composition of the plain pass and the cast kernel.
+        float* plain_dz = buf.zeros<float>(n);
+        auto* plain_copy = buf.zeros<uint16_t>(n);
+        float* plain_db = with_bias ? buf.zeros<float>(cols) : nullptr;
+        gpu.Backend::activation_bias_backward_copy(a, z, y, dy, plain_dz, plain_copy, plain_db, s.rows, s.cols);
+        CHECK(buf.download(copy, n) == buf.download(plain_copy, n));
+        if (with_bias) require_identical(buf.download(db, cols), buf.download(plain_db, cols));
+        CHECK(buf.download(dz, n) == std::vector<float>(n, 55.0f));
+    }
+}

@@ -5,9 +5,12 @@
 #include <cstring>
 #include <random>
 
+#include "backend/gemm_input_cast.hpp"
 #include "parity.hpp"
 
 using namespace gpu_test;
+using gputrain::cast_copy_layout;
+using gputrain::CastCopyLayout;
 
 namespace {
 
@@ -215,4 +218,81 @@ TEST_CASE("cast_gemm_inputs: the copies live in scratch reserved up front; a GEM
         CHECK(run_gemm(gpu, g, 3) == with_flag);
         gpu.set_gemm_input_cast(true);
     }
+}
+
+TEST_CASE("gemm_copy + gemm_copied: the bits gemm() computes under the cast, from copies made once") {
+    const Precision precision = GENERATE(Precision::bf16, Precision::fp16);
+    const bool trans_a = GENERATE(false, true);
+    const bool trans_b = GENERATE(false, true);
+    INFO((precision == Precision::bf16 ? "bf16" : "fp16") << " trans_a " << trans_a << " trans_b " << trans_b);
+    CudaBackend gpu(0);
+    gpu.set_precision(precision);
+    gpu.set_gemm_input_cast(true);
+    CHECK(gpu.gemm_copy_bytes() == 2);
+    // Padded leading dimensions, and W2's output layer's skinny forward shape.
+    for (const GemmCase g : {GemmCase{trans_a, trans_b, 17, 33, 9, 3, 5, 2, 1.5f, -0.5f},
+                             GemmCase{trans_a, trans_b, 4096, 10, 4096, 0, 0, 0, 1.0f, 0.0f}}) {
+        const int lda = (g.trans_a ? g.m : g.k) + g.pad_a, ldb = (g.trans_b ? g.k : g.n) + g.pad_b;
+        const CastCopyLayout l = cast_copy_layout(g.trans_a, g.trans_b, g.m, g.n, g.k, lda, ldb);
+        gpu.reserve_gemm_scratch(l.total_bytes);
+        const auto through_gemm = run_gemm(gpu, g, 5);
+        // The same operands (run_gemm's draws), copied by the caller.
+        std::mt19937 rng(5);
+        const auto a = padded_matrix(g.trans_a ? g.k : g.m, g.trans_a ? g.m : g.k, g.pad_a, rng);
+        const auto b = padded_matrix(g.trans_b ? g.n : g.k, g.trans_b ? g.k : g.n, g.pad_b, rng);
+        const auto c = padded_matrix(g.m, g.n, g.pad_c, rng);
+        Buffers buf(gpu);
+        void* a16 = buf.zeros<uint16_t>(l.a_elements);
+        void* b16 = buf.zeros<uint16_t>(l.b_elements);
+        gpu.gemm_copy(buf.upload(a), a16, l.a_elements);
+        gpu.gemm_copy(buf.upload(b), b16, l.b_elements);
+        float* dc = buf.upload(c);
+        gpu.gemm_copied(g.trans_a, g.trans_b, g.m, g.n, g.k, g.alpha, a16, lda, b16, ldb, g.beta, dc, g.n + g.pad_c);
+        CHECK(buf.download(dc, c.size()) == through_gemm);
+    }
+    // Without the cast there are no copies to make.
+    gpu.set_gemm_input_cast(false);
+    CHECK(gpu.gemm_copy_bytes() == 0);
+    Buffers buf(gpu);
+    REQUIRE_THROWS_WITH(gpu.gemm_copy(buf.zeros<float>(4), buf.zeros<uint16_t>(4), 4),
+                        Catch::Contains("makes no 16-bit copies"));
+}
+
+TEST_CASE("gemm_copy rounds every element to nearest (even), four at a time where aligned and one at a time elsewhere") {
+    const Precision precision = GENERATE(Precision::bf16, Precision::fp16);
+    CudaBackend gpu(0);
+    gpu.set_precision(precision);
+    gpu.set_gemm_input_cast(true);
+    // Ordinary values, halfway cases, subnormals and (for fp16) overflow to infinity.
+    auto host = random_vector(4099, 31, -3.0f, 3.0f);
+    const float special[] = {1.00390625f, 1.01171875f, -1.00390625f, 65519.0f, 65520.0f, 1e6f, -1e6f, 1e-40f, 3e-8f};
+    for (size_t i = 0; i < std::size(special); ++i) host[i * 97] = special[i];
+    Buffers buf(gpu);
+    const float* x = buf.upload(host);
+    auto* copy = buf.zeros<uint16_t>(host.size());
+    // Offsets that break the 16-byte alignment of x or the 8-byte one of the
+    // copy, and lengths with 0 to 3 elements left after the groups of four.
+    for (const size_t offset : {size_t{0}, size_t{1}, size_t{2}, size_t{4}})
+        for (const size_t n : {size_t{1}, size_t{3}, size_t{4}, size_t{4093}, size_t{4094}, size_t{4095}}) {
+            INFO((precision == Precision::bf16 ? "bf16" : "fp16") << " offset " << offset << " n " << n);
+            gpu.fill(reinterpret_cast<float*>(copy), host.size() / 2, 0.0f);
+            gpu.gemm_copy(x + offset, copy + (offset == 2 ? 1 : 0), n);
+            const auto got = buf.download(copy, host.size());
+            std::vector<uint16_t> want(host.size(), 0);
+            for (size_t i = 0; i < n; ++i) {
+                const float v = host[offset + i];
+                uint32_t u;
+                if (precision == Precision::bf16) {
+                    const float r = round_to_bf16(v);
+                    std::memcpy(&u, &r, sizeof u);
+                    want[(offset == 2 ? 1 : 0) + i] = static_cast<uint16_t>(u >> 16);
+                } else {
+                    const _Float16 h = static_cast<_Float16>(v);
+                    uint16_t bits;
+                    std::memcpy(&bits, &h, sizeof bits);
+                    want[(offset == 2 ? 1 : 0) + i] = bits;
+                }
+            }
+            CHECK(got == want);
+        }
 }

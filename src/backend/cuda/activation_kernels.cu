@@ -8,6 +8,9 @@
 // dy * a'(z) is rounded on its own (__fmul_rn: never contracted into the sum
 // that follows), and the bias gradient is summed by the same column_sums
 // chunking as sum_rows.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "backend/cuda/column_sums.cuh"
 #include "backend/cuda/kernel_launch.cuh"
 #include "backend/cuda/kernels.hpp"
@@ -63,6 +66,49 @@ struct ActivationGrad {
         v[0] = d;
     }
 };
+
+// The same gradient stored rounded to 16 bits (Backend::activation_bias_backward_copy),
+// with or without its column sums.
+__device__ inline void store_rounded(__nv_bfloat16* p, float x) { *p = __float2bfloat16_rn(x); }
+__device__ inline void store_rounded(__half* p, float x) { *p = __float2half_rn(x); }
+
+template <Activation A, class T>
+struct ActivationGradCopy {
+    static constexpr int kCount = 1;
+    using Sum = float;
+    const float* z;
+    const float* y;
+    const float* dy;
+    T* dz_copy;
+    __device__ void operator()(size_t i, int, float* v) const {
+        const float d = __fmul_rn(dy[i], math::activation_grad<A>(z[i], y[i]));
+        store_rounded(dz_copy + i, d);
+        v[0] = d;
+    }
+};
+
+template <Activation A, class T>
+__global__ void activation_grad_copy_kernel(const float* z, const float* y, const float* dy, T* dz_copy, size_t n) {
+    for (size_t i = thread_index(); i < n; i += thread_count())
+        store_rounded(dz_copy + i, __fmul_rn(dy[i], math::activation_grad<A>(z[i], y[i])));
+}
+
+template <class T>
+cudaError_t activation_bias_backward_copy_as(cudaStream_t stream, Activation a, const float* z, const float* y,
+                                             const float* dy, T* dz_copy, float* db, int rows, int cols,
+                                             float* scratch, size_t scratch_floats) {
+    cudaError_t status = cudaErrorInvalidValue;
+    with_elementwise_activation(a, [&](auto kind) {
+        constexpr Activation kind_value = decltype(kind)::value;
+        if (db)
+            status = column_sums(stream, ActivationGradCopy<kind_value, T>{z, y, dy, dz_copy}, rows, cols, db,
+                                 scratch, scratch_floats);
+        else
+            status = launch_1d(stream, elements(rows, cols), activation_grad_copy_kernel<kind_value, T>, z, y, dy,
+                               dz_copy, elements(rows, cols));
+    });
+    return status;
+}
 
 }  // namespace
 
@@ -126,6 +172,16 @@ cudaError_t activation_bias_backward(cudaStream_t stream, Activation a, const fl
                                elements(rows, cols));
     });
     return status;
+}
+
+cudaError_t activation_bias_backward_copy(cudaStream_t stream, Activation a, const float* z, const float* y,
+                                          const float* dy, void* dz_copy, bool bf16, float* db, int rows, int cols,
+                                          float* scratch, size_t scratch_floats) {
+    if (bf16)
+        return activation_bias_backward_copy_as(stream, a, z, y, dy, static_cast<__nv_bfloat16*>(dz_copy), db, rows,
+                                                cols, scratch, scratch_floats);
+    return activation_bias_backward_copy_as(stream, a, z, y, dy, static_cast<__half*>(dz_copy), db, rows, cols,
+                                            scratch, scratch_floats);
 }
 
 }  // namespace gputrain::cuda_kernels

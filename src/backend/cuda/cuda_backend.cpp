@@ -317,16 +317,34 @@ void CudaBackend::gemm_on_16bit_copies(bool trans_a, bool trans_b, int m, int n,
                                 name(), m, n, k, l.total_bytes, gemm_scratch_bytes_));
     void* a16 = gemm_scratch_;
     void* b16 = static_cast<char*>(gemm_scratch_) + l.b_offset_bytes;
-    const bool bf16 = precision_ == Precision::bf16;
-    // The copies keep each matrix's layout and leading dimension; every
-    // element is rounded to nearest (even), as autocast's casts do.
-    const auto cast = bf16 ? cuda_kernels::cast_to_bf16 : cuda_kernels::cast_to_fp16;
-    CUDA_CHECK(device_, cast(stream_, a, a16, l.a_elements));
-    CUDA_CHECK(device_, cast(stream_, b, b16, l.b_elements));
-    const cudaDataType_t type = bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    // The copies keep each matrix's layout and leading dimension.
+    gemm_copy(a, a16, l.a_elements);
+    gemm_copy(b, b16, l.b_elements);
+    gemm_copied(trans_a, trans_b, m, n, k, alpha, a16, lda, b16, ldb, beta, c, ldc);
+}
+
+void CudaBackend::gemm_copy(const float* x, void* copy, size_t n) {
+    if (!casts_gemm_inputs()) Backend::gemm_copy(x, copy, n);  // throws
+    activate();
+    // Every element rounded to nearest (even), as autocast's casts do.
+    const auto cast = precision_ == Precision::bf16 ? cuda_kernels::cast_to_bf16 : cuda_kernels::cast_to_fp16;
+    CUDA_CHECK(device_, cast(stream_, x, copy, n));
+}
+
+void CudaBackend::gemm_copied(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a, int lda,
+                              const void* b, int ldb, float beta, float* c, int ldc) {
+    if (!casts_gemm_inputs()) Backend::gemm_copied(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (m <= 0 || n <= 0) return;
+    activate();
+    if (k <= 0) {  // as gemm()
+        CUDA_CHECK(device_, cuda_kernels::scale_matrix(stream_, c, m, n, ldc, beta));
+        return;
+    }
+    const cudaDataType_t type = precision_ == Precision::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+    // Row-major to cuBLAS's column-major as in gemm(): operands swapped.
     const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    CUBLAS_CHECK(device_, cublasGemmEx(cublas_, op_b, op_a, n, m, k, &alpha, b16, type, ldb, a16, type, lda, &beta, c,
+    CUBLAS_CHECK(device_, cublasGemmEx(cublas_, op_b, op_a, n, m, k, &alpha, b, type, ldb, a, type, lda, &beta, c,
                                        CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
@@ -393,6 +411,17 @@ void CudaBackend::activation_bias_backward(Activation a, const float* z, const f
     activate();
     CUDA_CHECK(device_, cuda_kernels::activation_bias_backward(stream_, a, z, y, dy, dz, db, rows, cols,
                                                                column_scratch_, kColumnScratchFloats));
+}
+
+void CudaBackend::activation_bias_backward_copy(Activation a, const float* z, const float* y, const float* dy,
+                                                float* dz, void* dz_copy, float* db, int rows, int cols) {
+    if (!casts_gemm_inputs()) return Backend::activation_bias_backward_copy(a, z, y, dy, dz, dz_copy, db, rows, cols);
+    if (a == Activation::linear || a == Activation::softmax)
+        throw Error(not_elementwise(name(), "activation_bias_backward_copy", a));
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::activation_bias_backward_copy(stream_, a, z, y, dy, dz_copy,
+                                                                    precision_ == Precision::bf16, db, rows, cols,
+                                                                    column_scratch_, kColumnScratchFloats));
 }
 
 void CudaBackend::activation_forward(Activation a, const float* x, float* y, size_t n) {

@@ -55,6 +55,12 @@ public:
     void set_deterministic(bool deterministic) override;
     size_t gemm_scratch_bytes(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb) const override;
     void reserve_gemm_scratch(size_t bytes) override;
+    // 2 under bf16/fp16 with the cast, else 0; the copies are what
+    // gemm_on_16bit_copies makes, so gemm_copied gives gemm()'s bits.
+    size_t gemm_copy_bytes() const override { return casts_gemm_inputs() ? 2 : 0; }
+    void gemm_copy(const float* x, void* copy, size_t n) override;
+    void gemm_copied(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const void* a, int lda,
+                     const void* b, int ldb, float beta, float* c, int ldc) override;
     // Dense GEMMs with cuBLASLt epilogues (lt_epilogue_gemm.hpp), off by
     // default; not under cast_gemm_inputs, whose 16-bit copies they skip.
     void set_gemm_epilogues(bool on) override { gemm_epilogues_ = on; }
@@ -94,6 +100,9 @@ public:
     void bias_activation_forward(Activation a, float* z, const float* bias, float* y, int rows, int cols) override;
     void activation_bias_backward(Activation a, const float* z, const float* y, const float* dy, float* dz,
                                   float* db, int rows, int cols) override;
+    // Rounds dz to its 16-bit copy inside the pass (dz unwritten).
+    void activation_bias_backward_copy(Activation a, const float* z, const float* y, const float* dy, float* dz,
+                                       void* dz_copy, float* db, int rows, int cols) override;
     void activation_forward(Activation a, const float* x, float* y, size_t n) override;
     void activation_backward(Activation a, const float* x, const float* y, const float* dy, float* dx,
                              size_t n) override;

@@ -10,11 +10,15 @@
 // weights would differ from a direct run: tests/unit/train/test_graph_replay.cpp.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/gemm_input_cast.hpp"
 #include "core/error.hpp"
 
 namespace fixture {
@@ -97,8 +101,74 @@ public:
     void scale(float* x, size_t n, float alpha) override { GPUTRAIN_RECORDED(scale(x, n, alpha)); }
     void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
               float beta, float* c, int ldc) override {
+        if (rounds_) {  // as a GPU's gemm() under the cast: round both operands, then multiply
+            ++plain_gemms;
+            const gputrain::CastCopyLayout l = gputrain::cast_copy_layout(ta, tb, m, n, k, lda, ldb);
+            if (l.total_bytes > reserved_) throw gputrain::Error("cpu: gemm() without its scratch reserved");
+            run_or_record([=, this] {
+                const std::vector<float> a16 = widened(rounded(a, l.a_elements)), b16 = widened(rounded(b, l.b_elements));
+                CpuBackend::gemm(ta, tb, m, n, k, alpha, a16.data(), lda, b16.data(), ldb, beta, c, ldc);
+            });
+            return;
+        }
         GPUTRAIN_RECORDED(gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
     }
+    // bf16 GEMMs as a GPU computes them under training.cast_gemm_inputs,
+    // emulated: gemm() rounds its operands to bf16 (nearest, ties to even)
+    // before the CPU's fp32 product; with `copies` the backend also offers
+    // Backend::gemm_copy (bf16 bits in 2 bytes) and gemm_copied (widens them
+    // and multiplies), so layers keep copies of their own. Either way the
+    // products are of the same rounded numbers.
+    void set_bf16_gemm(bool rounds, bool copies) {
+        rounds_ = rounds;
+        copies_ = rounds && copies;
+    }
+    size_t gemm_scratch_bytes(bool ta, bool tb, int m, int n, int k, int lda, int ldb) const override {
+        return rounds_ ? gputrain::cast_copy_layout(ta, tb, m, n, k, lda, ldb).total_bytes : 0;
+    }
+    void reserve_gemm_scratch(size_t bytes) override { reserved_ = std::max(reserved_, bytes); }
+    size_t reserved_gemm_scratch() const { return reserved_; }
+    size_t gemm_copy_bytes() const override { return copies_ ? 2 : 0; }
+    void gemm_copy(const float* x, void* copy, size_t n) override {
+        if (!copies_) return Backend::gemm_copy(x, copy, n);
+        ++copies_made;
+        copy_elements += static_cast<int64_t>(n);
+        run_or_record([=] {
+            const std::vector<uint16_t> bits = rounded(x, n);
+            std::memcpy(copy, bits.data(), n * sizeof(uint16_t));
+        });
+    }
+    void gemm_copied(bool ta, bool tb, int m, int n, int k, float alpha, const void* a, int lda, const void* b, int ldb,
+                     float beta, float* c, int ldc) override {
+        if (!copies_) return Backend::gemm_copied(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        ++copied_gemms;
+        const gputrain::CastCopyLayout l = gputrain::cast_copy_layout(ta, tb, m, n, k, lda, ldb);
+        run_or_record([=, this] {
+            const std::vector<float> a32 = widened(static_cast<const uint16_t*>(a), l.a_elements);
+            const std::vector<float> b32 = widened(static_cast<const uint16_t*>(b), l.b_elements);
+            CpuBackend::gemm(ta, tb, m, n, k, alpha, a32.data(), lda, b32.data(), ldb, beta, c, ldc);
+        });
+    }
+    // As a GPU fuses it: dz's copy and db from one pass, dz itself not
+    // written (here filled with NaN, so that a layer reading it would show).
+    void activation_bias_backward_copy(Activation a, const float* z, const float* y, const float* dy, float* dz,
+                                       void* dz_copy, float* db, int rows, int cols) override {
+        if (!copies_) return Backend::activation_bias_backward_copy(a, z, y, dy, dz, dz_copy, db, rows, cols);
+        const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
+        ++copies_made;
+        ++fused_copies;
+        copy_elements += static_cast<int64_t>(n);
+        run_or_record([=, this] {
+            std::vector<float> d(n);
+            CpuBackend::activation_bias_backward(a, z, y, dy, d.data(), db, rows, cols);
+            const std::vector<uint16_t> bits = rounded(d.data(), n);
+            std::memcpy(dz_copy, bits.data(), n * sizeof(uint16_t));
+            std::fill(dz, dz + n, std::numeric_limits<float>::quiet_NaN());
+        });
+    }
+    // Under set_bf16_gemm: GEMMs by gemm() and by gemm_copied, copies made
+    // (fused_copies of them in activation_bias_backward_copy) and their elements.
+    int64_t plain_gemms = 0, copied_gemms = 0, copies_made = 0, fused_copies = 0, copy_elements = 0;
     void add_bias(float* y, const float* bias, int rows, int cols) override {
         GPUTRAIN_RECORDED(add_bias(y, bias, rows, cols));
     }
@@ -235,6 +305,27 @@ public:
 #undef GPUTRAIN_RECORDED
 
 private:
+    // bf16 bits of each float: the upper half after rounding to nearest, ties to even.
+    static std::vector<uint16_t> rounded(const float* x, size_t n) {
+        std::vector<uint16_t> out(n);
+        for (size_t i = 0; i < n; ++i) {
+            uint32_t u;
+            std::memcpy(&u, &x[i], sizeof u);
+            u += 0x7FFFu + ((u >> 16) & 1u);  // finite inputs only (training data here)
+            out[i] = static_cast<uint16_t>(u >> 16);
+        }
+        return out;
+    }
+    static std::vector<float> widened(const uint16_t* bits, size_t n) {
+        std::vector<float> out(n);
+        for (size_t i = 0; i < n; ++i) {
+            const uint32_t u = static_cast<uint32_t>(bits[i]) << 16;
+            std::memcpy(&out[i], &u, sizeof u);
+        }
+        return out;
+    }
+    static std::vector<float> widened(const std::vector<uint16_t>& bits) { return widened(bits.data(), bits.size()); }
+
     void refuse() {
         if (!recording_) return;
         spoiled_ = true;
@@ -249,6 +340,8 @@ private:
 
     bool device_memory_;
     bool epilogues_ = false;
+    bool rounds_ = false, copies_ = false;
+    size_t reserved_ = 0;
     bool recording_ = false;
     bool spoiled_ = false;
     std::vector<std::function<void()>> ops_;

@@ -1,0 +1,151 @@
+// training.cast_gemm_inputs on the CPU: the recording backend emulates a GPU's
+// bf16 GEMMs (operands rounded to bf16, products in fp32), either inside
+// gemm() or through the 16-bit copies of Backend::gemm_copy that dense layers
+// keep (x's and the kernel's from forward to backward, dz's for both backward
+// GEMMs). The two must train to the same weights bit for bit, directly and as
+// replayed graphs, with each operand rounded once a step; the copies and
+// gemm()'s own scratch must be in place before the first step (a GPU must not
+// allocate while a step is recorded or collectives run), and the memory
+// estimate must count them. tests/gpu/test_cuda_gemm.cpp checks the CUDA
+// backend's copies against its gemm() on the GPU.
+#include "backend/gemm_input_cast.hpp"
+#include "dist/local_communicator.hpp"
+#include "nn/model.hpp"
+#include "recording_backend.hpp"
+#include "train/memory_estimate.hpp"
+#include "train_fixture.hpp"
+
+using namespace gputrain;
+
+namespace {
+
+// Bytes of a contiguous rows x cols matrix copied in 16 bits, rounded up to 256.
+size_t copy_bytes(int64_t rows, int64_t cols) { return static_cast<size_t>((rows * cols * 2 + 255) / 256 * 256); }
+
+// Dense layers of these widths on 6 inputs, the last one softmax.
+config::RunConfig dense_job(const std::vector<int64_t>& units, int64_t batch) {
+    auto cfg = fixture::small_job(2, batch);
+    cfg.model.layers.clear();
+    for (size_t i = 0; i < units.size(); ++i)
+        cfg.model.layers.push_back(specs::layer(
+            "dense", {{"units", std::to_string(units[i])}, {"activation", i + 1 < units.size() ? "relu" : "softmax"}}));
+    return cfg;
+}
+
+std::vector<std::unique_ptr<train::Replica>> bf16_replicas(const config::RunConfig& cfg, int count, bool copies) {
+    std::vector<std::unique_ptr<train::Replica>> out;
+    auto comms = dist::make_local_communicators(count);
+    const int64_t rows = (cfg.training.batch_size + count - 1) / count;
+    for (int r = 0; r < count; ++r) {
+        auto backend = std::make_unique<fixture::RecordingBackend>();
+        backend->set_bf16_gemm(true, copies);
+        out.push_back(std::make_unique<train::Replica>(cfg, std::move(backend), std::move(comms[r]), rows));
+    }
+    return out;
+}
+
+fixture::RecordingBackend& recording(train::Replica& r) { return static_cast<fixture::RecordingBackend&>(r.backend()); }
+
+}  // namespace
+
+TEST_CASE("Dense layers' own 16-bit copies train to the weights of gemm() rounding its operands, bit for bit") {
+    const bool graphs = GENERATE(false, true);
+    const int replicas = GENERATE(1, 2);
+    const bool fused = GENERATE(true, false);  // dz's copy made in the gradient pass, or after it
+    INFO("training.cuda_graphs " << graphs << ", " << replicas << " replica(s), fused_kernels " << fused);
+    using specs::layer;
+    auto cfg = fixture::small_job(2, 16);
+    // relu, linear without bias, gelu, a dropout between, the softmax output.
+    cfg.model.layers = {layer("dense", {{"units", "24"}, {"activation", "relu"}}),
+                        layer("dense", {{"units", "12"}, {"use_bias", "false"}}),
+                        layer("dense", {{"units", "8"}, {"activation", "gelu"}}),
+                        layer("dropout", {{"rate", "0.25"}}),
+                        layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
+    cfg.training.cuda_graphs = graphs;
+    cfg.training.fused_kernels = fused;
+    data::DataSplits data;
+    data.train = fixture::blobs(150, 4);  // 9 full steps and one of 6 an epoch
+    data.validation = fixture::blobs(40, 9);
+    fixture::TempDir rounding_dir, copies_dir, fp32_dir;
+    auto rounding = bf16_replicas(cfg, replicas, false);
+    const auto rounding_run = fixture::fit(cfg, rounding, data, rounding_dir.path.string());
+    auto copies = bf16_replicas(cfg, replicas, true);
+    const auto copies_run = fixture::fit(cfg, copies, data, copies_dir.path.string());
+    auto fp32 = fixture::replicas(cfg, replicas);
+    fixture::fit(cfg, fp32, data, fp32_dir.path.string());
+
+    for (int r = 0; r < replicas; ++r) {
+        REQUIRE(fixture::params_of(*copies[r]) == fixture::params_of(*rounding[r]));
+        CHECK(recording(*rounding[r]).plain_gemms > 0);
+        CHECK(recording(*rounding[r]).copied_gemms == 0);
+        CHECK(recording(*copies[r]).plain_gemms == 0);  // every dense GEMM took the copies
+        CHECK(recording(*copies[r]).copied_gemms == recording(*rounding[r]).plain_gemms);
+        CHECK((recording(*copies[r]).fused_copies > 0) == fused);
+        if (graphs && replicas == 1) CHECK(recording(*copies[r]).replays > 0);  // graphs: one replica only
+    }
+    CHECK(copies_run.history.back().loss == rounding_run.history.back().loss);
+    CHECK(copies_run.history.back().val_loss == rounding_run.history.back().val_loss);
+    // The emulation rounds for real: fp32 training ends elsewhere.
+    CHECK(fixture::params_of(*fp32[0]) != fixture::params_of(*copies[0]));
+}
+
+TEST_CASE("A dense layer rounds each GEMM operand once a step: x and its kernel in forward, dz in backward") {
+    // 6 -> 32 (relu) -> 3 (softmax) at 16 rows: one training step.
+    auto cfg = dense_job({32, 3}, 16);
+    fixture::RecordingBackend backend;
+    backend.set_bf16_gemm(true, true);
+    nn::Model model(cfg.model, cfg.loss, backend, 16, cfg.training.seed);
+    const data::Dataset d = fixture::blobs(16, 2);
+    std::vector<float> stats(2, 0.0f);
+    nn::RunContext ctx{backend, true, cfg.training.seed};
+    model.forward_backward(ctx, d.inputs.data(), d.labels.data(), 16, 1.0f / 16, stats.data());
+    CHECK(backend.copies_made == 6);
+    CHECK(backend.fused_copies == 1);  // the relu layer's dz, rounded in its gradient pass
+    CHECK(backend.copied_gemms == 5);  // the first layer computes no input gradient
+    CHECK(backend.copy_elements == (16 * 6 + 6 * 32 + 16 * 32) + (16 * 32 + 32 * 3 + 16 * 3));
+    CHECK(backend.plain_gemms == 0);
+    // gemm() needs no scratch: nothing calls it.
+    CHECK(backend.reserved_gemm_scratch() == 0);
+    // Each layer's block: its kernel's copy and its input's, each rounded up to 256 bytes.
+    CHECK(model.gemm_copy_bytes() == (copy_bytes(6, 32) + copy_bytes(16, 6)) + (copy_bytes(32, 3) + copy_bytes(16, 32)));
+    // The shared workspace holds the widest dz's copy.
+    CHECK(model.workspace_bytes() == 16 * 32 * 2);
+}
+
+TEST_CASE("Without copies of their own, dense layers reserve gemm()'s scratch for the largest GEMM before training") {
+    // Which GEMM needs the most scratch, with both operands rounded into it:
+    // forward x W, weight gradient x^T dz, input gradient dz W^T (reserved for
+    // the first layer too, which never runs it).
+    auto cfg = dense_job({200, 3}, 16);
+    fixture::RecordingBackend backend;
+    backend.set_bf16_gemm(true, false);
+    nn::Model model(cfg.model, cfg.loss, backend, 16, cfg.training.seed);
+    const size_t first = std::max({copy_bytes(16, 6) + copy_bytes(6, 200), copy_bytes(16, 6) + copy_bytes(16, 200),
+                                   copy_bytes(16, 200) + copy_bytes(6, 200)});
+    const size_t second = std::max({copy_bytes(16, 200) + copy_bytes(200, 3), copy_bytes(16, 200) + copy_bytes(16, 3),
+                                    copy_bytes(16, 3) + copy_bytes(200, 3)});
+    CHECK(backend.reserved_gemm_scratch() == std::max(first, second));
+    CHECK(model.gemm_copy_bytes() == 0);
+    CHECK(model.workspace_bytes() == 0);
+}
+
+TEST_CASE("The memory estimate counts a GPU's 16-bit GEMM copies only where they are made") {
+    auto cfg = fixture::small_job(1, 16);
+    cfg.model.layers = {specs::layer("dense", {{"units", "200"}, {"activation", "relu"}}),
+                        specs::layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
+    const auto with = [&](const std::string& precision, bool cast, bool on_gpu) {
+        cfg.training.precision = precision;
+        cfg.training.cast_gemm_inputs = cast;
+        return train::estimate_memory(cfg, 16, on_gpu);
+    };
+    // Kernels' and inputs' copies, and the workspace's copy of the widest dz.
+    const size_t kept = copy_bytes(6, 200) + copy_bytes(16, 6) + copy_bytes(200, 3) + copy_bytes(16, 200);
+    CHECK(with("bf16", true, true).gemm_copy_bytes == kept + 16 * 200 * 2);
+    CHECK(with("fp16", true, true).gemm_copy_bytes == with("bf16", true, true).gemm_copy_bytes);
+    CHECK(with("bf16", true, true).total_bytes() ==
+          with("bf16", false, true).total_bytes() + with("bf16", true, true).gemm_copy_bytes);
+    CHECK(with("bf16", false, true).gemm_copy_bytes == 0);
+    CHECK(with("tf32", true, true).gemm_copy_bytes == 0);
+    CHECK(with("fp32", true, true).gemm_copy_bytes == 0);
+    CHECK(with("bf16", true, false).gemm_copy_bytes == 0);
+}
