@@ -153,7 +153,8 @@ public:
     // The bias add and the activation of a dense or conv layer in one pass,
     // bit for bit what add_bias then activation_forward compute:
     // z[r, c] += bias[c] (none when bias is null), kept for the backward pass,
-    // and y = a(z). Element-wise activations only (not linear, not softmax).
+    // and y = a(z). z may be y: y = a(y + bias) in place, no z kept.
+    // Element-wise activations only (not linear, not softmax).
     virtual void bias_activation_forward(Activation a, float* z, const float* bias, float* y, int rows,
                                          int cols) = 0;
     // Their gradients in one pass, bit for bit what activation_backward then

@@ -84,7 +84,9 @@ void Dense::forward(const RunContext& ctx, const float* x, float* y, int rows) {
     const float* bias = use_bias_ ? bias_ : nullptr;
     // One kernel where the backend has it (training.gemm_epilogues); it writes y alone.
     if (be.gemm_bias_activation(activation_, m, n, k, x, kernel_, bias, y)) return;
-    float* z = activation_ == Activation::linear ? y : pre_activation_;
+    // z is kept for the backward pass, except where y is all it needs:
+    // linear (y is z) and relu (its derivative reads y), which work in place.
+    float* z = activation_ == Activation::linear || activation_ == Activation::relu ? y : pre_activation_;
     if (uses_copies(be)) {
         be.gemm_copy(x, x_copy_, static_cast<size_t>(m) * static_cast<size_t>(k));
         be.gemm_copy(kernel_, kernel_copy_, static_cast<size_t>(k) * static_cast<size_t>(n));

@@ -47,7 +47,9 @@ private:
     float* bias_ = nullptr;
     float* kernel_grad_ = nullptr;
     float* bias_grad_ = nullptr;
-    // z = x W + b, kept for the backward pass (relu reads y instead) and reused for dz
+    // z = x W + b, kept for the backward pass where the activation's
+    // derivative needs it (not linear, not relu: their forward works in y),
+    // and reused for dz
     float* pre_activation_ = nullptr;
     // The 16-bit copies (null without them); the layout of x, W and dz.
     void* x_copy_ = nullptr;

@@ -104,3 +104,21 @@ TEST_CASE("activation_bias_backward_copy: dz's 16-bit copy and db as the plain p
         CHECK(buf.download(dz, n) == std::vector<float>(n, 55.0f));
     }
 }
+
+TEST_CASE("bias_activation_forward in place (z is y) gives the y of the separate pass") {
+    const Activation a = GENERATE(Activation::relu, Activation::gelu);
+    CudaBackend gpu(0);
+    for (const Shape& s : kShapes) {
+        INFO(gputrain::activation_name(a) << " " << s.rows << " x " << s.cols);
+        const size_t n = static_cast<size_t>(s.rows) * s.cols;
+        const auto z0 = random_vector(n, 41, -4.0f, 4.0f);
+        Buffers buf(gpu);
+        const float* bias = buf.upload(random_vector(static_cast<size_t>(s.cols), 42));
+        float* z = buf.upload(z0);
+        float* y = buf.zeros<float>(n);
+        gpu.bias_activation_forward(a, z, bias, y, s.rows, s.cols);
+        float* in_place = buf.upload(z0);
+        gpu.bias_activation_forward(a, in_place, bias, in_place, s.rows, s.cols);
+        require_identical(buf.download(in_place, n), buf.download(y, n));
+    }
+}

@@ -34,6 +34,13 @@ void activation_grad_all(const float* z, const float* y, const float* dy, float*
 
 template <Activation A>
 void bias_activation_rows(float* z, const float* bias, float* y, int rows, int cols) {
+    if (z == y) {  // in place (a relu layer keeps no z): one array, which GCC vectorizes without an alias check
+        for (int r = 0; r < rows; ++r) {
+            float* yr = y + static_cast<size_t>(r) * cols;
+            for (int c = 0; c < cols; ++c) yr[c] = math::activate<A>(yr[c] + bias[c]);
+        }
+        return;
+    }
     for (int r = 0; r < rows; ++r) {
         float* zr = z + static_cast<size_t>(r) * cols;
         float* yr = y + static_cast<size_t>(r) * cols;

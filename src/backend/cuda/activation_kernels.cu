@@ -24,14 +24,16 @@ __global__ void add_bias_kernel(float* y, const float* bias, size_t n, int cols)
 }
 
 // y = a(in + bias), and z_out = in + bias, when there is a bias; plain
-// activation_forward passes neither (y = a(in)).
+// activation_forward passes neither (y = a(in)). z_out == y (in place, a
+// relu layer that keeps no z) writes y alone.
 template <Activation A>
 __global__ void activation_kernel(const float* in, const float* bias, float* z_out, float* y, size_t n, int cols) {
+    const bool keep_z = z_out != y;
     for (size_t i = thread_index(); i < n; i += thread_count()) {
         float v = in[i];
         if (bias) {
             v += bias[i % cols];
-            z_out[i] = v;
+            if (keep_z) z_out[i] = v;
         }
         y[i] = math::activate<A>(v);
     }

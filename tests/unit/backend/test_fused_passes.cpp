@@ -78,6 +78,11 @@ TEST_CASE("bias_activation_forward equals add_bias then activation_forward, bit 
 
     REQUIRE(same_bits(z_fused, z_plain));  // z keeps the pre-activation for the backward pass
     REQUIRE(same_bits(y_fused, y_plain));
+    // In place (z is y, as a relu dense layer runs it): the same y.
+    auto y_in_place = z0;
+    be.bias_activation_forward(a, y_in_place.data(), with_bias ? bias.data() : nullptr, y_in_place.data(), s.rows,
+                               s.cols);
+    REQUIRE(same_bits(y_in_place, y_plain));
     for (size_t i = 0; i < n; ++i) {
         const double pre = static_cast<double>(z0[i]) + (with_bias ? bias[i % s.cols] : 0.0f);
         REQUIRE(y_fused[i] == Approx(reference(a, pre)).epsilon(1e-5).margin(1e-6));
