@@ -162,6 +162,14 @@ public:
     // not null, db[c] = sum over r of dz[r, c].
     virtual void activation_bias_backward(Activation a, const float* z, const float* y, const float* dy, float* dz,
                                           float* db, int rows, int cols) = 0;
+    // bias_activation_forward that also writes y's 16-bit copy (gemm_copy's
+    // rounding of y) for the GEMM of the layer that reads y next. This
+    // default makes the copy after the pass; a backend may round in it.
+    virtual void bias_activation_forward_copy(Activation a, float* z, const float* bias, float* y, void* y_copy,
+                                              int rows, int cols) {
+        bias_activation_forward(a, z, bias, y, rows, cols);
+        gemm_copy(y, y_copy, static_cast<size_t>(rows) * static_cast<size_t>(cols));
+    }
     // activation_bias_backward for a layer whose GEMMs take dz as a 16-bit
     // copy (gemm_copy): dz_copy = gemm_copy of the dz it computes, db the same
     // sums of the fp32 dz. dz itself is scratch (rows x cols floats, may be z

@@ -81,20 +81,32 @@ void Dense::forward(const RunContext& ctx, const float* x, float* y, int rows) {
     Backend& be = ctx.backend;
     const int m = static_cast<int>(rows * rows_per_sample_), n = static_cast<int>(units_),
               k = static_cast<int>(in_features_);
+    const size_t out_elements = static_cast<size_t>(m) * static_cast<size_t>(n);
+    const bool copies = uses_copies(be);
     const float* bias = use_bias_ ? bias_ : nullptr;
     // One kernel where the backend has it (training.gemm_epilogues); it writes y alone.
-    if (be.gemm_bias_activation(activation_, m, n, k, x, kernel_, bias, y)) return;
+    if (be.gemm_bias_activation(activation_, m, n, k, x, kernel_, bias, y)) {
+        if (copies && output_copy_) be.gemm_copy(y, output_copy_, out_elements);
+        return;
+    }
     // z is kept for the backward pass, except where y is all it needs:
     // linear (y is z) and relu (its derivative reads y), which work in place.
     float* z = activation_ == Activation::linear || activation_ == Activation::relu ? y : pre_activation_;
-    if (uses_copies(be)) {
-        be.gemm_copy(x, x_copy_, static_cast<size_t>(m) * static_cast<size_t>(k));
+    if (copies) {
+        // x's copy may have been written by the layer before, with x.
+        if (!input_copy_made_) be.gemm_copy(x, x_copy_, static_cast<size_t>(m) * static_cast<size_t>(k));
         be.gemm_copy(kernel_, kernel_copy_, static_cast<size_t>(k) * static_cast<size_t>(n));
         be.gemm_copied(false, false, m, n, k, 1.0f, x_copy_, k, kernel_copy_, n, 0.0f, z, n);
     } else {
         be.gemm(false, false, m, n, k, 1.0f, x, k, kernel_, n, 0.0f, z, n);
     }
+    const bool elementwise = activation_ != Activation::linear && activation_ != Activation::softmax;
+    if (copies && output_copy_ && ctx.fused && elementwise) {
+        be.bias_activation_forward_copy(activation_, z, bias, y, output_copy_, m, n);
+        return;
+    }
     bias_activation_step_forward(be, activation_, z, bias, y, m, n, ctx.fused);
+    if (copies && output_copy_) be.gemm_copy(y, output_copy_, out_elements);
 }
 
 void Dense::backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx, int rows) {

@@ -27,6 +27,14 @@ public:
     // once for both backward GEMMs.
     size_t gemm_copy_bytes(const Backend& backend, int64_t max_rows) const override;
     void set_gemm_copies(void* copies, size_t element_bytes) override;
+    // A dense layer writes the next layer's input copy in its bias +
+    // activation pass (Backend::bias_activation_forward_copy), or right after it.
+    void* gemm_input_copy() const override { return x_copy_; }
+    void set_gemm_input_copy_made(bool made) override { input_copy_made_ = made; }
+    bool set_gemm_output_copy(void* copy) override {
+        output_copy_ = copy;
+        return true;
+    }
     size_t workspace_bytes(Backend& backend, int64_t max_rows) override;
     void set_workspace(void* workspace, size_t bytes) override {
         (void)bytes;
@@ -55,6 +63,8 @@ private:
     void* x_copy_ = nullptr;
     void* kernel_copy_ = nullptr;
     void* dz_copy_ = nullptr;
+    bool input_copy_made_ = false;   // by the layer before, in its forward
+    void* output_copy_ = nullptr;    // the next layer's input copy, written here
     size_t kernel_copy_bytes(size_t element_bytes) const;
     bool uses_copies(const Backend& backend) const { return x_copy_ && backend.gemm_copy_bytes() > 0; }
 };

@@ -113,6 +113,17 @@ public:
         (void)copies;
         (void)element_bytes;
     }
+    // Neighbours: where this layer keeps its input's 16-bit copy (null:
+    // nowhere), so that the layer before it can write that copy in the pass
+    // that writes its output (set_gemm_output_copy, true: it will, every
+    // forward); the model then tells this layer not to make it
+    // (set_gemm_input_copy_made). Wired by the model after set_gemm_copies.
+    virtual void* gemm_input_copy() const { return nullptr; }
+    virtual void set_gemm_input_copy_made(bool made) { (void)made; }
+    virtual bool set_gemm_output_copy(void* copy) {
+        (void)copy;
+        return false;
+    }
 
     // If this layer ends in a softmax that the loss can fuse with, drop it so the
     // layer outputs logits; returns whether it did.

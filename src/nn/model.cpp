@@ -156,6 +156,10 @@ void Model::allocate_workspace() {
             if (layers_[i]->gemm_copy_bytes(backend_, max_rows_) > 0)
                 layers_[i]->set_gemm_copies(static_cast<char*>(gemm_copies_) + copy_offsets[i],
                                             backend_.gemm_copy_bytes());
+        // A layer whose input's copy its predecessor can write with its output.
+        for (size_t i = 1; i < layers_.size(); ++i)
+            if (void* input_copy = layers_[i]->gemm_input_copy())
+                layers_[i]->set_gemm_input_copy_made(layers_[i - 1]->set_gemm_output_copy(input_copy));
     }
     if (workspace_bytes_ == 0) return;
     workspace_ = backend_.allocate_bytes(workspace_bytes_);

@@ -122,3 +122,31 @@ TEST_CASE("bias_activation_forward in place (z is y) gives the y of the separate
         require_identical(buf.download(in_place, n), buf.download(y, n));
     }
 }
+
+TEST_CASE("bias_activation_forward_copy: z, y and y's 16-bit copy as the plain pass then gemm_copy, bit for bit") {
+    const Precision precision = GENERATE(Precision::bf16, Precision::fp16);
+    const Activation a = GENERATE(Activation::relu, Activation::gelu);
+    const bool in_place = GENERATE(true, false);  // z is y, as a relu layer runs it
+    CudaBackend gpu(0);
+    gpu.set_precision(precision);
+    gpu.set_gemm_input_cast(true);
+    for (const Shape& s : kShapes) {
+        INFO((precision == Precision::bf16 ? "bf16 " : "fp16 ") << gputrain::activation_name(a) << " " << s.rows
+                                                                 << " x " << s.cols << (in_place ? " in place" : ""));
+        const size_t n = static_cast<size_t>(s.rows) * s.cols;
+        const auto z0 = random_vector(n, 51, -4.0f, 4.0f);
+        Buffers buf(gpu);
+        const float* bias = buf.upload(random_vector(static_cast<size_t>(s.cols), 52));
+        float* z = buf.upload(z0);
+        float* y = in_place ? z : buf.zeros<float>(n);
+        auto* copy = buf.zeros<uint16_t>(n);
+        gpu.bias_activation_forward_copy(a, z, bias, y, copy, s.rows, s.cols);
+        float* plain_z = buf.upload(z0);
+        float* plain_y = in_place ? plain_z : buf.zeros<float>(n);
+        auto* plain_copy = buf.zeros<uint16_t>(n);
+        gpu.Backend::bias_activation_forward_copy(a, plain_z, bias, plain_y, plain_copy, s.rows, s.cols);
+        require_identical(buf.download(y, n), buf.download(plain_y, n));
+        require_identical(buf.download(z, n), buf.download(plain_z, n));
+        CHECK(buf.download(copy, n) == buf.download(plain_copy, n));
+    }
+}

@@ -95,6 +95,35 @@ __global__ void activation_grad_copy_kernel(const float* z, const float* y, cons
         store_rounded(dz_copy + i, __fmul_rn(dy[i], math::activation_grad<A>(z[i], y[i])));
 }
 
+// activation_kernel that also stores y rounded to 16 bits
+// (Backend::bias_activation_forward_copy).
+template <Activation A, class T>
+__global__ void activation_copy_kernel(const float* in, const float* bias, float* z_out, float* y, T* y_copy,
+                                       size_t n, int cols) {
+    const bool keep_z = z_out != y;
+    for (size_t i = thread_index(); i < n; i += thread_count()) {
+        float v = in[i];
+        if (bias) {
+            v += bias[i % cols];
+            if (keep_z) z_out[i] = v;
+        }
+        const float out = math::activate<A>(v);
+        y[i] = out;
+        store_rounded(y_copy + i, out);
+    }
+}
+
+template <class T>
+cudaError_t bias_activation_forward_copy_as(cudaStream_t stream, Activation a, float* z, const float* bias, float* y,
+                                            T* y_copy, int rows, int cols) {
+    const size_t n = elements(rows, cols);
+    cudaError_t status = cudaErrorInvalidValue;
+    with_elementwise_activation(a, [&](auto kind) {
+        status = launch_1d(stream, n, activation_copy_kernel<decltype(kind)::value, T>, z, bias, z, y, y_copy, n, cols);
+    });
+    return status;
+}
+
 template <class T>
 cudaError_t activation_bias_backward_copy_as(cudaStream_t stream, Activation a, const float* z, const float* y,
                                              const float* dy, T* dz_copy, float* db, int rows, int cols,
@@ -184,6 +213,13 @@ cudaError_t activation_bias_backward_copy(cudaStream_t stream, Activation a, con
                                                 cols, scratch, scratch_floats);
     return activation_bias_backward_copy_as(stream, a, z, y, dy, static_cast<__half*>(dz_copy), db, rows, cols,
                                             scratch, scratch_floats);
+}
+
+cudaError_t bias_activation_forward_copy(cudaStream_t stream, Activation a, float* z, const float* bias, float* y,
+                                         void* y_copy, bool bf16, int rows, int cols) {
+    if (bf16)
+        return bias_activation_forward_copy_as(stream, a, z, bias, y, static_cast<__nv_bfloat16*>(y_copy), rows, cols);
+    return bias_activation_forward_copy_as(stream, a, z, bias, y, static_cast<__half*>(y_copy), rows, cols);
 }
 
 }  // namespace gputrain::cuda_kernels

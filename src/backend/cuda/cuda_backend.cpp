@@ -413,6 +413,16 @@ void CudaBackend::activation_bias_backward(Activation a, const float* z, const f
                                                                column_scratch_, kColumnScratchFloats));
 }
 
+void CudaBackend::bias_activation_forward_copy(Activation a, float* z, const float* bias, float* y, void* y_copy,
+                                               int rows, int cols) {
+    if (!casts_gemm_inputs()) return Backend::bias_activation_forward_copy(a, z, bias, y, y_copy, rows, cols);
+    if (a == Activation::linear || a == Activation::softmax)
+        throw Error(not_elementwise(name(), "bias_activation_forward_copy", a));
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::bias_activation_forward_copy(stream_, a, z, bias, y, y_copy,
+                                                                   precision_ == Precision::bf16, rows, cols));
+}
+
 void CudaBackend::activation_bias_backward_copy(Activation a, const float* z, const float* y, const float* dy,
                                                 float* dz, void* dz_copy, float* db, int rows, int cols) {
     if (!casts_gemm_inputs()) return Backend::activation_bias_backward_copy(a, z, y, dy, dz, dz_copy, db, rows, cols);

@@ -100,7 +100,9 @@ public:
     void bias_activation_forward(Activation a, float* z, const float* bias, float* y, int rows, int cols) override;
     void activation_bias_backward(Activation a, const float* z, const float* y, const float* dy, float* dz,
                                   float* db, int rows, int cols) override;
-    // Rounds dz to its 16-bit copy inside the pass (dz unwritten).
+    // Round y to its copy, and dz to its copy (dz unwritten), inside the pass.
+    void bias_activation_forward_copy(Activation a, float* z, const float* bias, float* y, void* y_copy, int rows,
+                                      int cols) override;
     void activation_bias_backward_copy(Activation a, const float* z, const float* y, const float* dy, float* dz,
                                        void* dz_copy, float* db, int rows, int cols) override;
     void activation_forward(Activation a, const float* x, float* y, size_t n) override;

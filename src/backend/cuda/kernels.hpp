@@ -38,6 +38,10 @@ cudaError_t bias_activation_forward(cudaStream_t stream, Activation a, float* z,
 cudaError_t activation_bias_backward(cudaStream_t stream, Activation a, const float* z, const float* y,
                                      const float* dy, float* dz, float* db, int rows, int cols, float* scratch,
                                      size_t scratch_floats);
+// bias_activation_forward that also writes y rounded to 16 bits (bf16, else
+// fp16) into y_copy, rounded as cast_to_bf16/cast_to_fp16 round.
+cudaError_t bias_activation_forward_copy(cudaStream_t stream, Activation a, float* z, const float* bias, float* y,
+                                         void* y_copy, bool bf16, int rows, int cols);
 // The same gradient written only as a 16-bit copy (bf16, else fp16), rounded
 // as cast_to_bf16/cast_to_fp16 round; db (when not null) summed from the fp32 values.
 cudaError_t activation_bias_backward_copy(cudaStream_t stream, Activation a, const float* z, const float* y,

@@ -149,6 +149,20 @@ public:
             CpuBackend::gemm(ta, tb, m, n, k, alpha, a32.data(), lda, b32.data(), ldb, beta, c, ldc);
         });
     }
+    // As a GPU fuses it: y and its copy from one pass.
+    void bias_activation_forward_copy(Activation a, float* z, const float* bias, float* y, void* y_copy, int rows,
+                                      int cols) override {
+        if (!copies_) return Backend::bias_activation_forward_copy(a, z, bias, y, y_copy, rows, cols);
+        const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
+        ++copies_made;
+        ++fused_copies;
+        copy_elements += static_cast<int64_t>(n);
+        run_or_record([=, this] {
+            CpuBackend::bias_activation_forward(a, z, bias, y, rows, cols);
+            const std::vector<uint16_t> bits = rounded(y, n);
+            std::memcpy(y_copy, bits.data(), n * sizeof(uint16_t));
+        });
+    }
     // As a GPU fuses it: dz's copy and db from one pass, dz itself not
     // written (here filled with NaN, so that a layer reading it would show).
     void activation_bias_backward_copy(Activation a, const float* z, const float* y, const float* dy, float* dz,
