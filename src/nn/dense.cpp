@@ -84,11 +84,9 @@ void Dense::forward(const RunContext& ctx, const float* x, float* y, int rows) {
     const size_t out_elements = static_cast<size_t>(m) * static_cast<size_t>(n);
     const bool copies = uses_copies(be);
     const float* bias = use_bias_ ? bias_ : nullptr;
-    // One kernel where the backend has it (training.gemm_epilogues); it writes y alone.
-    if (be.gemm_bias_activation(activation_, m, n, k, x, kernel_, bias, y)) {
-        if (copies && output_copy_) be.gemm_copy(y, output_copy_, out_elements);
-        return;
-    }
+    // One kernel where the backend has it (training.gemm_epilogues; on fp32
+    // operands, so not with copies); it writes y alone.
+    if (!copies && be.gemm_bias_activation(activation_, m, n, k, x, kernel_, bias, y)) return;
     // z is kept for the backward pass, except where y is all it needs:
     // linear (y is z) and relu (its derivative reads y), which work in place.
     float* z = activation_ == Activation::linear || activation_ == Activation::relu ? y : pre_activation_;
@@ -115,7 +113,9 @@ void Dense::backward(const RunContext& ctx, const float* x, const float* y, cons
               k = static_cast<int>(in_features_);
     const float* dz = dy;
     const bool copies = uses_copies(be);
-    if (activation_ != Activation::linear || !use_bias_ ||
+    const size_t dz_elements = static_cast<size_t>(m) * static_cast<size_t>(n);
+    // The epilogues multiply fp32 operands: not with copies (a GPU offers none then).
+    if (copies || activation_ != Activation::linear || !use_bias_ ||
         !be.gemm_weight_bias_grad(m, n, k, x, dy, kernel_grad_, bias_grad_)) {
         // relu's derivative is the same read from y as from z (y > 0 exactly
         // where z > 0), and a forward GEMM epilogue leaves z unwritten.
@@ -128,7 +128,7 @@ void Dense::backward(const RunContext& ctx, const float* x, const float* y, cons
         } else {
             // dz overwrites z: z is not needed once its derivative is taken.
             dz = activation_bias_step_backward(be, activation_, z, y, dy, pre_activation_, db, m, n, ctx.fused);
-            if (copies) be.gemm_copy(dz, dz_copy_, static_cast<size_t>(m) * static_cast<size_t>(n));
+            if (copies) be.gemm_copy(dz, dz_copy_, dz_elements);
         }
         if (copies) {
             // x's copy is forward's: x has not changed since (the model keeps it for this pass).

@@ -151,3 +151,17 @@ TEST_CASE("The memory estimate counts a GPU's 16-bit GEMM copies only where they
     CHECK(with("fp32", true, true).gemm_copy_bytes == 0);
     CHECK(with("bf16", true, false).gemm_copy_bytes == 0);
 }
+
+TEST_CASE("With copies, dense layers take no GEMM epilogue (they multiply fp32 operands) and train the same bits") {
+    auto cfg = dense_job({24, 12, 3}, 16);
+    data::DataSplits data;
+    data.train = fixture::blobs(150, 4);
+    fixture::TempDir plain_dir, epilogue_dir;
+    auto plain = bf16_replicas(cfg, 1, true);
+    fixture::fit(cfg, plain, data, plain_dir.path.string());
+    cfg.training.gemm_epilogues = true;
+    auto asked = bf16_replicas(cfg, 1, true);
+    fixture::fit(cfg, asked, data, epilogue_dir.path.string());
+    CHECK(recording(*asked[0]).epilogue_calls == 0);
+    CHECK(fixture::params_of(*asked[0]) == fixture::params_of(*plain[0]));
+}
