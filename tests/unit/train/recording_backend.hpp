@@ -105,6 +105,7 @@ public:
             ++plain_gemms;
             const gputrain::CastCopyLayout l = gputrain::cast_copy_layout(ta, tb, m, n, k, lda, ldb);
             if (l.total_bytes > reserved_) throw gputrain::Error("cpu: gemm() without its scratch reserved");
+            largest_scratch_need = std::max(largest_scratch_need, l.total_bytes);
             run_or_record([=, this] {
                 const std::vector<float> a16 = widened(rounded(a, l.a_elements)), b16 = widened(rounded(b, l.b_elements));
                 CpuBackend::gemm(ta, tb, m, n, k, alpha, a16.data(), lda, b16.data(), ldb, beta, c, ldc);
@@ -126,7 +127,11 @@ public:
     size_t gemm_scratch_bytes(bool ta, bool tb, int m, int n, int k, int lda, int ldb) const override {
         return rounds_ ? gputrain::cast_copy_layout(ta, tb, m, n, k, lda, ldb).total_bytes : 0;
     }
-    void reserve_gemm_scratch(size_t bytes) override { reserved_ = std::max(reserved_, bytes); }
+    void reserve_gemm_scratch(size_t bytes) override {
+        reserved_ = std::max(reserved_, bytes);
+        ++scratch_reservations;
+        gemms_before_reserving += plain_gemms;
+    }
     size_t reserved_gemm_scratch() const { return reserved_; }
     size_t gemm_copy_bytes() const override { return copies_ ? 2 : 0; }
     void gemm_copy(const float* x, void* copy, size_t n) override {
@@ -183,6 +188,9 @@ public:
     // Under set_bf16_gemm: GEMMs by gemm() and by gemm_copied, copies made
     // (fused_copies of them in activation_bias_backward_copy) and their elements.
     int64_t plain_gemms = 0, copied_gemms = 0, copies_made = 0, fused_copies = 0, copy_elements = 0;
+    // gemm()'s scratch: reservations, gemm() calls made before one, the largest need met.
+    int64_t scratch_reservations = 0, gemms_before_reserving = 0;
+    size_t largest_scratch_need = 0;
     void add_bias(float* y, const float* bias, int rows, int cols) override {
         GPUTRAIN_RECORDED(add_bias(y, bias, rows, cols));
     }

@@ -114,6 +114,58 @@ TEST_CASE("A dense layer rounds each GEMM operand once a step: x and its kernel 
     CHECK(model.workspace_bytes() == 16 * 32 * 2);
 }
 
+// The scratch gemm() needs to round both operands of these dense layers at
+// `rows` samples, and the largest that training asks for: forward x W,
+// weight gradient x^T dz, input gradient dz W^T (reserved for the first
+// layer too, which never runs it).
+std::pair<size_t, size_t> scratch_for(const std::vector<std::pair<int64_t, int64_t>>& dense, int64_t rows) {
+    size_t reserve = 0, called = 0;
+    for (size_t i = 0; i < dense.size(); ++i) {
+        const auto [in, out] = dense[i];
+        const size_t forward = copy_bytes(rows, in) + copy_bytes(in, out);
+        const size_t weight_grad = copy_bytes(rows, in) + copy_bytes(rows, out);
+        const size_t input_grad = copy_bytes(rows, out) + copy_bytes(in, out);
+        reserve = std::max({reserve, forward, weight_grad, input_grad});
+        called = std::max({called, forward, weight_grad, i > 0 ? input_grad : 0});
+    }
+    return {reserve, called};
+}
+
+TEST_CASE("Without copies of their own, each replica reserves gemm()'s largest scratch before the first step") {
+    struct Job {
+        const char* largest;  // which GEMM needs the most scratch
+        std::vector<int64_t> units;
+        int64_t batch;
+    };
+    // Wide enough that the 256-byte rounding does not hide a wrong size.
+    const Job job = GENERATE(Job{"the first layer's input gradient (reserved, never run)", {200, 3}, 16},
+                             Job{"a weight gradient", {40, 3}, 64}, Job{"an input gradient", {16, 200, 3}, 16},
+                             Job{"a forward product", {64, 32, 3}, 16});
+    const int replicas = GENERATE(1, 2);
+    INFO(job.largest << "; " << replicas << " replica(s)");
+    const auto cfg = dense_job(job.units, job.batch);
+    std::vector<std::pair<int64_t, int64_t>> dense;
+    int64_t in = 6;
+    for (int64_t out : job.units) {
+        dense.push_back({in, out});
+        in = out;
+    }
+    const auto [reserve, called] = scratch_for(dense, job.batch / replicas);
+    auto reps = bf16_replicas(cfg, replicas, false);
+    data::DataSplits data;
+    data.train = fixture::blobs(150, 4);  // a short last batch
+    fixture::TempDir dir;
+    fixture::fit(cfg, reps, data, dir.path.string());
+    for (auto& r : reps) {
+        const auto& be = recording(*r);
+        CHECK(be.scratch_reservations == 1);
+        CHECK(be.gemms_before_reserving == 0);
+        CHECK(be.plain_gemms > 0);
+        CHECK(be.reserved_gemm_scratch() == reserve);
+        CHECK(be.largest_scratch_need == called);
+    }
+}
+
 TEST_CASE("Without copies of their own, dense layers reserve gemm()'s scratch for the largest GEMM before training") {
     // Which GEMM needs the most scratch, with both operands rounded into it:
     // forward x W, weight gradient x^T dz, input gradient dz W^T (reserved for
