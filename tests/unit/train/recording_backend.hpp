@@ -114,15 +114,17 @@ public:
         }
         GPUTRAIN_RECORDED(gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
     }
-    // bf16 GEMMs as a GPU computes them under training.cast_gemm_inputs,
-    // emulated: gemm() rounds its operands to bf16 (nearest, ties to even)
-    // before the CPU's fp32 product; with `copies` the backend also offers
-    // Backend::gemm_copy (bf16 bits in 2 bytes) and gemm_copied (widens them
-    // and multiplies), so layers keep copies of their own. Either way the
+    // bf16 (or fp16) GEMMs as a GPU computes them under
+    // training.cast_gemm_inputs, emulated: gemm() rounds its operands to 16
+    // bits (nearest, ties to even; fp16 overflows to infinity) before the
+    // CPU's fp32 product; with `copies` the backend also offers
+    // Backend::gemm_copy (the 16-bit bits in 2 bytes) and gemm_copied (widens
+    // them and multiplies), so layers keep copies of their own. Either way the
     // products are of the same rounded numbers.
-    void set_bf16_gemm(bool rounds, bool copies) {
+    void set_bf16_gemm(bool rounds, bool copies, bool fp16 = false) {
         rounds_ = rounds;
         copies_ = rounds && copies;
+        fp16_ = fp16;
     }
     size_t gemm_scratch_bytes(bool ta, bool tb, int m, int n, int k, int lda, int ldb) const override {
         return rounds_ ? gputrain::cast_copy_layout(ta, tb, m, n, k, lda, ldb).total_bytes : 0;
@@ -138,7 +140,7 @@ public:
         if (!copies_) return Backend::gemm_copy(x, copy, n);
         ++copies_made;
         copy_elements += static_cast<int64_t>(n);
-        run_or_record([=] {
+        run_or_record([=, this] {
             const std::vector<uint16_t> bits = rounded(x, n);
             std::memcpy(copy, bits.data(), n * sizeof(uint16_t));
         });
@@ -327,26 +329,38 @@ public:
 #undef GPUTRAIN_RECORDED
 
 private:
-    // bf16 bits of each float: the upper half after rounding to nearest, ties to even.
-    static std::vector<uint16_t> rounded(const float* x, size_t n) {
+    // 16-bit bits of each float: bf16, the upper half after rounding to
+    // nearest, ties to even (finite inputs); fp16, the compiler's _Float16.
+    std::vector<uint16_t> rounded(const float* x, size_t n) const {
         std::vector<uint16_t> out(n);
         for (size_t i = 0; i < n; ++i) {
+            if (fp16_) {
+                const _Float16 h = static_cast<_Float16>(x[i]);
+                std::memcpy(&out[i], &h, sizeof h);
+                continue;
+            }
             uint32_t u;
             std::memcpy(&u, &x[i], sizeof u);
-            u += 0x7FFFu + ((u >> 16) & 1u);  // finite inputs only (training data here)
+            u += 0x7FFFu + ((u >> 16) & 1u);
             out[i] = static_cast<uint16_t>(u >> 16);
         }
         return out;
     }
-    static std::vector<float> widened(const uint16_t* bits, size_t n) {
+    std::vector<float> widened(const uint16_t* bits, size_t n) const {
         std::vector<float> out(n);
         for (size_t i = 0; i < n; ++i) {
+            if (fp16_) {
+                _Float16 h;
+                std::memcpy(&h, &bits[i], sizeof h);
+                out[i] = static_cast<float>(h);
+                continue;
+            }
             const uint32_t u = static_cast<uint32_t>(bits[i]) << 16;
             std::memcpy(&out[i], &u, sizeof u);
         }
         return out;
     }
-    static std::vector<float> widened(const std::vector<uint16_t>& bits) { return widened(bits.data(), bits.size()); }
+    std::vector<float> widened(const std::vector<uint16_t>& bits) const { return widened(bits.data(), bits.size()); }
 
     void refuse() {
         if (!recording_) return;
@@ -362,7 +376,7 @@ private:
 
     bool device_memory_;
     bool epilogues_ = false;
-    bool rounds_ = false, copies_ = false;
+    bool rounds_ = false, copies_ = false, fp16_ = false;
     size_t reserved_ = 0;
     bool recording_ = false;
     bool spoiled_ = false;

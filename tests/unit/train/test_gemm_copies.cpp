@@ -32,13 +32,14 @@ config::RunConfig dense_job(const std::vector<int64_t>& units, int64_t batch) {
     return cfg;
 }
 
+// fp16 when the config says so (its loss scaling then runs too).
 std::vector<std::unique_ptr<train::Replica>> bf16_replicas(const config::RunConfig& cfg, int count, bool copies) {
     std::vector<std::unique_ptr<train::Replica>> out;
     auto comms = dist::make_local_communicators(count);
     const int64_t rows = (cfg.training.batch_size + count - 1) / count;
     for (int r = 0; r < count; ++r) {
         auto backend = std::make_unique<fixture::RecordingBackend>();
-        backend->set_bf16_gemm(true, copies);
+        backend->set_bf16_gemm(true, copies, cfg.training.precision == "fp16");
         out.push_back(std::make_unique<train::Replica>(cfg, std::move(backend), std::move(comms[r]), rows));
     }
     return out;
@@ -52,7 +53,9 @@ TEST_CASE("Dense layers' own 16-bit copies train to the weights of gemm() roundi
     const bool graphs = GENERATE(false, true);
     const int replicas = GENERATE(1, 2);
     const bool fused = GENERATE(true, false);  // dz's copy made in the gradient pass, or after it
-    INFO("training.cuda_graphs " << graphs << ", " << replicas << " replica(s), fused_kernels " << fused);
+    const std::string precision = GENERATE("bf16", "fp16");
+    INFO("training.cuda_graphs " << graphs << ", " << replicas << " replica(s), fused_kernels " << fused << ", "
+                                 << precision);
     using specs::layer;
     auto cfg = fixture::small_job(2, 16);
     // relu, linear without bias, gelu, a dropout between, the softmax output.
@@ -63,6 +66,7 @@ TEST_CASE("Dense layers' own 16-bit copies train to the weights of gemm() roundi
                         layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
     cfg.training.cuda_graphs = graphs;
     cfg.training.fused_kernels = fused;
+    cfg.training.precision = precision;
     data::DataSplits data;
     data.train = fixture::blobs(150, 4);  // 9 full steps and one of 6 an epoch
     data.validation = fixture::blobs(40, 9);
@@ -81,7 +85,8 @@ TEST_CASE("Dense layers' own 16-bit copies train to the weights of gemm() roundi
         CHECK(recording(*copies[r]).plain_gemms == 0);  // every dense GEMM took the copies
         CHECK(recording(*copies[r]).copied_gemms == recording(*rounding[r]).plain_gemms);
         if (fused) CHECK(recording(*copies[r]).fused_copies > 0);  // (evaluation always runs the fused passes)
-        if (graphs && replicas == 1) CHECK(recording(*copies[r]).replays > 0);  // graphs: one replica only
+        // Graphs: one replica, and not under fp16 (its loss scale is a host value).
+        if (graphs && replicas == 1 && precision != "fp16") CHECK(recording(*copies[r]).replays > 0);
     }
     CHECK(copies_run.history.back().loss == rounding_run.history.back().loss);
     CHECK(copies_run.history.back().val_loss == rounding_run.history.back().val_loss);
