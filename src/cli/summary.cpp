@@ -43,13 +43,16 @@ int run_summary(SummaryArgs& args) {
     print_line(label, m.optimizer_bytes);
     print_line("activations (outputs + gradients)", m.activation_bytes);
     print_line("layer scratch", m.scratch_bytes);
+    print_line("layer workspace (shared)", m.workspace_bytes);
     print_line("input shard (inputs + labels)", m.input_bytes);
     if (m.gemm_copy_bytes > 0) {
         std::snprintf(label, sizeof label, "%s copies of GEMM inputs", cfg.training.precision.c_str());
         print_line(label, m.gemm_copy_bytes);
     }
     print_line("total", m.total_bytes());
-    if (strategy.on_gpu()) std::printf("(on a GPU, cuBLAS and NCCL workspaces come on top)\n");
+    if (strategy.on_gpu())
+        std::printf("(on a GPU, cuBLAS and NCCL workspaces come on top, and a convolution's workspace is what "
+                    "cuDNN asks for, not the CPU's counted here)\n");
     return 0;
 }
 

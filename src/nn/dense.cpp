@@ -35,10 +35,7 @@ void Dense::bind(const std::vector<float*>& params, const std::vector<float*>& g
     }
 }
 
-int64_t Dense::scratch_per_sample() const {
-    // Linear layers need no copy of z: y is z.
-    return activation_ == Activation::linear ? 0 : rows_per_sample_ * units_;
-}
+int64_t Dense::scratch_per_sample() const { return keeps_z() ? rows_per_sample_ * units_ : 0; }
 
 bool Dense::strip_final_softmax() {
     if (activation_ != Activation::softmax) return false;
@@ -73,8 +70,13 @@ void Dense::set_gemm_copies(void* copies, size_t element_bytes) {
     x_copy_ = copies ? static_cast<char*>(copies) + kernel_copy_bytes(element_bytes) : nullptr;
 }
 
+size_t Dense::dz_workspace_bytes(size_t dz_elements) const {
+    return activation_ == Activation::relu ? round_up_cast_copy(dz_elements * sizeof(float)) : 0;
+}
+
 size_t Dense::workspace_bytes(Backend& backend, int64_t max_rows) {
-    return static_cast<size_t>(max_rows * rows_per_sample_ * units_) * backend.gemm_copy_bytes();  // dz's copy
+    const size_t dz_elements = static_cast<size_t>(max_rows * rows_per_sample_ * units_);
+    return dz_workspace_bytes(dz_elements) + dz_elements * backend.gemm_copy_bytes();  // relu's dz, dz's copy
 }
 
 void Dense::forward(const RunContext& ctx, const float* x, float* y, int rows) {
@@ -89,7 +91,7 @@ void Dense::forward(const RunContext& ctx, const float* x, float* y, int rows) {
     if (!copies && be.gemm_bias_activation(activation_, m, n, k, x, kernel_, bias, y)) return;
     // z is kept for the backward pass, except where y is all it needs:
     // linear (y is z) and relu (its derivative reads y), which work in place.
-    float* z = activation_ == Activation::linear || activation_ == Activation::relu ? y : pre_activation_;
+    float* z = keeps_z() ? pre_activation_ : y;
     if (copies) {
         // x's copy may have been written by the layer before, with x.
         if (!input_copy_made_) be.gemm_copy(x, x_copy_, static_cast<size_t>(m) * static_cast<size_t>(k));
@@ -114,6 +116,9 @@ void Dense::backward(const RunContext& ctx, const float* x, const float* y, cons
     const float* dz = dy;
     const bool copies = uses_copies(be);
     const size_t dz_elements = static_cast<size_t>(m) * static_cast<size_t>(n);
+    // dz: relu's in the workspace, the others' over z; its copy after relu's dz.
+    float* dz_out = activation_ == Activation::relu ? reinterpret_cast<float*>(workspace_) : pre_activation_;
+    void* dz_copy = workspace_ + dz_workspace_bytes(dz_elements);
     // The epilogues multiply fp32 operands: not with copies (a GPU offers none then).
     if (copies || activation_ != Activation::linear || !use_bias_ ||
         !be.gemm_weight_bias_grad(m, n, k, x, dy, kernel_grad_, bias_grad_)) {
@@ -124,22 +129,22 @@ void Dense::backward(const RunContext& ctx, const float* x, const float* y, cons
         const bool elementwise = activation_ != Activation::linear && activation_ != Activation::softmax;
         if (copies && ctx.fused && elementwise) {
             // dz's copy straight from the gradient pass; fp32 dz is not needed.
-            be.activation_bias_backward_copy(activation_, z, y, dy, pre_activation_, dz_copy_, db, m, n);
+            be.activation_bias_backward_copy(activation_, z, y, dy, dz_out, dz_copy, db, m, n);
         } else {
-            // dz overwrites z: z is not needed once its derivative is taken.
-            dz = activation_bias_step_backward(be, activation_, z, y, dy, pre_activation_, db, m, n, ctx.fused);
-            if (copies) be.gemm_copy(dz, dz_copy_, dz_elements);
+            // dz may overwrite z: z is not needed once its derivative is taken.
+            dz = activation_bias_step_backward(be, activation_, z, y, dy, dz_out, db, m, n, ctx.fused);
+            if (copies) be.gemm_copy(dz, dz_copy, dz_elements);
         }
         if (copies) {
             // x's copy is forward's: x has not changed since (the model keeps it for this pass).
-            be.gemm_copied(true, false, k, n, m, 1.0f, x_copy_, k, dz_copy_, n, 0.0f, kernel_grad_, n);
+            be.gemm_copied(true, false, k, n, m, 1.0f, x_copy_, k, dz_copy, n, 0.0f, kernel_grad_, n);
         } else {
             be.gemm(true, false, k, n, m, 1.0f, x, k, dz, n, 0.0f, kernel_grad_, n);
         }
     }
     if (!dx) return;
     if (copies)  // dz's copy from above, the kernel's from forward (the optimizer runs after backward)
-        be.gemm_copied(false, true, m, k, n, 1.0f, dz_copy_, n, kernel_copy_, n, 0.0f, dx, k);
+        be.gemm_copied(false, true, m, k, n, 1.0f, dz_copy, n, kernel_copy_, n, 0.0f, dx, k);
     else
         be.gemm(false, true, m, k, n, 1.0f, dz, n, kernel_, n, 0.0f, dx, k);
 }

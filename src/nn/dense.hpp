@@ -24,7 +24,8 @@ public:
     // Under the backend's 16-bit GEMM copies: x's and the kernel's copies,
     // made in forward and read again by backward's two GEMMs (so each is
     // rounded once a step, not twice), and dz's copy in the workspace, made
-    // once for both backward GEMMs.
+    // once for both backward GEMMs. A relu layer's fp32 dz is in the
+    // workspace too (it keeps no z between the passes).
     size_t gemm_copy_bytes(const Backend& backend, int64_t max_rows) const override;
     void set_gemm_copies(void* copies, size_t element_bytes) override;
     // A dense layer writes the next layer's input copy in its bias +
@@ -38,7 +39,7 @@ public:
     size_t workspace_bytes(Backend& backend, int64_t max_rows) override;
     void set_workspace(void* workspace, size_t bytes) override {
         (void)bytes;
-        dz_copy_ = workspace;
+        workspace_ = static_cast<char*>(workspace);
     }
 
     void forward(const RunContext& ctx, const float* x, float* y, int rows) override;
@@ -56,13 +57,17 @@ private:
     float* kernel_grad_ = nullptr;
     float* bias_grad_ = nullptr;
     // z = x W + b, kept for the backward pass where the activation's
-    // derivative needs it (not linear, not relu: their forward works in y),
-    // and reused for dz
+    // derivative needs it (not linear, not relu: their forward works in y,
+    // and relu's derivative reads y), and reused for dz
     float* pre_activation_ = nullptr;
-    // The 16-bit copies (null without them); the layout of x, W and dz.
+    bool keeps_z() const { return activation_ != Activation::linear && activation_ != Activation::relu; }
+    // The workspace, within one backward call: relu's fp32 dz (256-byte
+    // rounded), then dz's 16-bit copy.
+    char* workspace_ = nullptr;
+    size_t dz_workspace_bytes(size_t dz_elements) const;
+    // The 16-bit copies (null without them); the layout of x and W.
     void* x_copy_ = nullptr;
     void* kernel_copy_ = nullptr;
-    void* dz_copy_ = nullptr;
     bool input_copy_made_ = false;   // by the layer before, in its forward
     void* output_copy_ = nullptr;    // the next layer's input copy, written here
     size_t kernel_copy_bytes(size_t element_bytes) const;

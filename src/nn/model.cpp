@@ -106,8 +106,8 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         activation_floats_ += static_cast<size_t>(max_rows_ * n);
         scratch += scratch_block(*layers_[i]);
     }
-    scratch_floats_ = static_cast<size_t>(std::max<int64_t>(1, scratch));
-    scratch_ = backend_.allocate_floats(scratch_floats_);
+    scratch_floats_ = static_cast<size_t>(scratch);
+    scratch_ = backend_.allocate_floats(std::max<size_t>(1, scratch_floats_));
     float* s = scratch_;
     for (auto& layer : layers_) {
         layer->set_scratch(s);
@@ -136,10 +136,7 @@ Model::~Model() {
 void Model::allocate_workspace() {
     size_t gemm_scratch = 0;
     for (auto& layer : layers_) {
-        const size_t need = layer->workspace_bytes(backend_, max_rows_);
-        workspace_bytes_ = std::max(workspace_bytes_, need);
-        if (layer->gemm_copy_bytes(backend_, max_rows_) > 0)
-            gemm_copy_workspace_bytes_ = std::max(gemm_copy_workspace_bytes_, need);
+        workspace_bytes_ = std::max(workspace_bytes_, layer->workspace_bytes(backend_, max_rows_));
         gemm_scratch = std::max(gemm_scratch, layer->gemm_scratch_bytes(backend_, max_rows_));
     }
     // The backend's own (shared by every model on it), before any step runs.

@@ -83,13 +83,12 @@ public:
     const float* outputs() const { return activations_.back(); }
 
     // Floats allocated for `max_rows` samples: the layer outputs plus the two
-    // activation-gradient buffers, and the layers' scratch (for memory estimates).
+    // activation-gradient buffers, and the layers' scratch (for memory
+    // estimates; workspace_bytes() is the shared workspace's).
     size_t activation_floats() const { return activation_floats_; }
     size_t scratch_floats() const { return scratch_floats_; }
-    // Bytes of the layers' own 16-bit GEMM operand copies (Layer::gemm_copy_bytes),
-    // and the most workspace a layer that keeps them asks for (its dz's copy).
+    // Bytes of the layers' own 16-bit GEMM operand copies (Layer::gemm_copy_bytes).
     size_t gemm_copy_bytes() const { return gemm_copy_bytes_; }
-    size_t gemm_copy_workspace_bytes() const { return gemm_copy_workspace_bytes_; }
 
     // A Keras-like table: layer (type), output shape, parameters; then totals.
     std::string summary() const;
@@ -143,7 +142,6 @@ private:
     size_t workspace_bytes_ = 0;
     void* gemm_copies_ = nullptr;  // every layer's block, one allocation
     size_t gemm_copy_bytes_ = 0;
-    size_t gemm_copy_workspace_bytes_ = 0;
     std::vector<float*> activations_;    // per layer output
     float* scratch_ = nullptr;
     float* grad_a_ = nullptr;            // ping-pong buffers for activation gradients

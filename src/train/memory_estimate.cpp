@@ -45,8 +45,8 @@ MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_re
     m.optimizer_bytes = m.optimizer_slots * m.params * sizeof(float);
     m.activation_bytes = model.activation_floats() * sizeof(float);
     m.scratch_bytes = model.scratch_floats() * sizeof(float);
-    // gemm()'s scratch, the layers' kept copies and the workspace their dz copies take.
-    m.gemm_copy_bytes = backend.reserved + model.gemm_copy_bytes() + model.gemm_copy_workspace_bytes();
+    m.workspace_bytes = model.workspace_bytes();
+    m.gemm_copy_bytes = backend.reserved + model.gemm_copy_bytes();  // gemm()'s scratch, the layers' copies
     // Replica: the shard's inputs and labels, and the two running sums.
     m.input_bytes = static_cast<size_t>(m.rows_per_replica) *
                         (static_cast<size_t>(shape_elements(model.input_shape())) * sizeof(float) + sizeof(int32_t)) +

@@ -19,13 +19,17 @@ struct MemoryEstimate {
     size_t optimizer_slots = 0;  // buffers of the parameters' size: Adam 2, SGD with momentum 1
     size_t weight_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;
     size_t activation_bytes = 0, scratch_bytes = 0, input_bytes = 0;
+    // The layers' shared workspace: one call's temporaries (a relu layer's
+    // dz, a dense layer's 16-bit dz copy, the CPU's im2col columns; a GPU's
+    // convolutions use cuDNN's workspace instead, sized there).
+    size_t workspace_bytes = 0;
     // A GPU's 16-bit copies of GEMM inputs (training.cast_gemm_inputs): dense
-    // layers' inputs and kernels, the widest dz, and gemm()'s scratch.
+    // layers' inputs and kernels, and gemm()'s scratch (dz's is in the workspace).
     size_t gemm_copy_bytes = 0;
 
     size_t total_bytes() const {
-        return weight_bytes + gradient_bytes + optimizer_bytes + activation_bytes + scratch_bytes + input_bytes +
-               gemm_copy_bytes;
+        return weight_bytes + gradient_bytes + optimizer_bytes + activation_bytes + scratch_bytes + workspace_bytes +
+               input_bytes + gemm_copy_bytes;
     }
 };
 

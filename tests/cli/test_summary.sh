@@ -4,7 +4,8 @@
 #   params      784*128 + 128 + 128*10 + 10 = 101770
 #   weights = gradients = 4 * 101770 = 407080; Adam's m and v: 2 * 407080
 #   activations: rows * (784 + 128 + 10) layer outputs + 2 gradient buffers of rows * 784
-#   scratch: rows * 128 (the relu layer keeps z; the last layer's softmax is fused, so none)
+#   scratch: none (the relu layer keeps no z: its derivative reads y; the last layer's softmax is fused)
+#   workspace: rows * 128 (the relu layer's dz, within its backward call)
 #   input shard: rows * (784 * 4 + 4) + 8 (the two running sums)
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
@@ -27,7 +28,8 @@ check() {  # check ROWS OPTIMIZER_SLOTS
     expect_bytes gradients $((4 * params))
     expect_bytes "optimizer state" $((slots * 4 * params))
     expect_bytes activations $((4 * rows * (784 + 128 + 10 + 2 * 784)))
-    expect_bytes "layer scratch" $((4 * rows * 128))
+    expect_bytes "layer scratch" 0
+    expect_bytes "layer workspace" $((4 * rows * 128))
     expect_bytes "input shard" $((rows * (784 * 4 + 4) + 8))
     expect_bytes total $((4 * params * (2 + slots) + 4 * rows * (784 + 128 + 10 + 2 * 784) + 4 * rows * 128 +
                           rows * (784 * 4 + 4) + 8))

@@ -115,8 +115,10 @@ TEST_CASE("A dense layer rounds each GEMM operand once a step: x and its kernel 
     CHECK(backend.reserved_gemm_scratch() == 0);
     // Each layer's block: its kernel's copy and its input's, each rounded up to 256 bytes.
     CHECK(model.gemm_copy_bytes() == (copy_bytes(6, 32) + copy_bytes(16, 6)) + (copy_bytes(32, 3) + copy_bytes(16, 32)));
-    // The shared workspace holds the widest dz's copy.
-    CHECK(model.workspace_bytes() == 16 * 32 * 2);
+    // The shared workspace holds, for the relu layer, its fp32 dz and then
+    // dz's copy; for the output layer dz's copy alone (its dz is dy).
+    CHECK(model.workspace_bytes() == 16 * 32 * 4 + 16 * 32 * 2);
+    CHECK(model.scratch_floats() == 0);  // neither layer keeps z
 }
 
 // The scratch gemm() needs to round both operands of these dense layers at
@@ -185,7 +187,7 @@ TEST_CASE("Without copies of their own, dense layers reserve gemm()'s scratch fo
                                     copy_bytes(16, 3) + copy_bytes(200, 3)});
     CHECK(backend.reserved_gemm_scratch() == std::max(first, second));
     CHECK(model.gemm_copy_bytes() == 0);
-    CHECK(model.workspace_bytes() == 0);
+    CHECK(model.workspace_bytes() == 16 * 200 * 4);  // the relu layer's fp32 dz
 }
 
 TEST_CASE("The memory estimate counts a GPU's 16-bit GEMM copies only where they are made") {
@@ -197,12 +199,14 @@ TEST_CASE("The memory estimate counts a GPU's 16-bit GEMM copies only where they
         cfg.training.cast_gemm_inputs = cast;
         return train::estimate_memory(cfg, 16, on_gpu);
     };
-    // Kernels' and inputs' copies, and the workspace's copy of the widest dz.
+    // Kernels' and inputs' copies; the workspace grows by the widest dz's copy.
     const size_t kept = copy_bytes(6, 200) + copy_bytes(16, 6) + copy_bytes(200, 3) + copy_bytes(16, 200);
-    CHECK(with("bf16", true, true).gemm_copy_bytes == kept + 16 * 200 * 2);
+    CHECK(with("bf16", true, true).gemm_copy_bytes == kept);
+    CHECK(with("bf16", true, true).workspace_bytes == 16 * 200 * 4 + 16 * 200 * 2);
+    CHECK(with("bf16", false, true).workspace_bytes == 16 * 200 * 4);
     CHECK(with("fp16", true, true).gemm_copy_bytes == with("bf16", true, true).gemm_copy_bytes);
     CHECK(with("bf16", true, true).total_bytes() ==
-          with("bf16", false, true).total_bytes() + with("bf16", true, true).gemm_copy_bytes);
+          with("bf16", false, true).total_bytes() + kept + 16 * 200 * 2);
     CHECK(with("bf16", false, true).gemm_copy_bytes == 0);
     CHECK(with("tf32", true, true).gemm_copy_bytes == 0);
     CHECK(with("fp32", true, true).gemm_copy_bytes == 0);
