@@ -160,35 +160,6 @@ float keep(float x) { return x; }
 
 }  // namespace
 
-TEST_CASE("cast_gemm_inputs: bf16/fp16 GEMMs multiply the inputs rounded to nearest, accumulating in fp32") {
-    struct Mode {
-        Precision precision;
-        float (*round)(float);
-    };
-    const Mode mode = GENERATE(Mode{Precision::bf16, round_to_bf16}, Mode{Precision::fp16, round_to_fp16});
-    const bool trans_a = GENERATE(false, true);
-    const bool trans_b = GENERATE(false, true);
-    INFO((mode.precision == Precision::bf16 ? "bf16" : "fp16") << " trans_a " << trans_a << " trans_b " << trans_b);
-    CpuBackend cpu;
-    CudaBackend gpu(0);
-    gpu.set_precision(mode.precision);
-    gpu.set_gemm_input_cast(true);
-    // Odd sizes, padded leading dimensions, and W1's forward shape.
-    for (const GemmCase g : {GemmCase{trans_a, trans_b, 17, 33, 9, 3, 5, 2, 1.5f, -0.5f},
-                             GemmCase{trans_a, trans_b, 32, 128, 784, 0, 0, 0, 1.0f, 0.0f},
-                             GemmCase{trans_a, trans_b, 1, 1, 1, 0, 0, 0, 1.0f, 0.0f}}) {
-        const int lda = (g.trans_a ? g.m : g.k) + g.pad_a, ldb = (g.trans_b ? g.k : g.n) + g.pad_b;
-        gpu.reserve_gemm_scratch(gpu.gemm_scratch_bytes(g.trans_a, g.trans_b, g.m, g.n, g.k, lda, ldb));
-        // The reference: the CPU's fp32 GEMM of the inputs rounded on the host. Every
-        // product of two 16-bit values is exact in fp32, so only the sums' order differs.
-        const auto reference = run_gemm_on_rounded(cpu, g, 11, mode.round);
-        const auto cast = run_gemm(gpu, g, 11);
-        require_close(cast, reference, 1e-4, 1e-4);
-        // ... and rounding really happened: unrounded fp32 inputs give another answer.
-        if (g.k > 1) CHECK(max_abs_difference(run_gemm_on_rounded(cpu, g, 11, keep), cast) > 1e-3);
-    }
-}
-
 TEST_CASE("cast_gemm_inputs: the copies live in scratch reserved up front; a GEMM never allocates") {
     CudaBackend gpu(0);
     gpu.set_precision(Precision::bf16);
@@ -220,7 +191,8 @@ TEST_CASE("cast_gemm_inputs: the copies live in scratch reserved up front; a GEM
     }
 }
 
-TEST_CASE("gemm_copied multiplies gemm_copy's copies as the CPU multiplies the rounded inputs") {
+TEST_CASE("cast_gemm_inputs: gemm_copied multiplies gemm_copy's copies as the CPU multiplies the rounded inputs; "
+          "gemm() is the same") {
     struct Mode {
         Precision precision;
         float (*round)(float);
@@ -234,8 +206,10 @@ TEST_CASE("gemm_copied multiplies gemm_copy's copies as the CPU multiplies the r
     gpu.set_precision(mode.precision);
     gpu.set_gemm_input_cast(true);
     CHECK(gpu.gemm_copy_bytes() == 2);
-    // Padded leading dimensions, and W2's output layer's skinny forward shape.
+    // Odd sizes, padded leading dimensions, W1's forward shape and W2's output layer's skinny one.
     for (const GemmCase g : {GemmCase{trans_a, trans_b, 17, 33, 9, 3, 5, 2, 1.5f, -0.5f},
+                             GemmCase{trans_a, trans_b, 32, 128, 784, 0, 0, 0, 1.0f, 0.0f},
+                             GemmCase{trans_a, trans_b, 1, 1, 1, 0, 0, 0, 1.0f, 0.0f},
                              GemmCase{trans_a, trans_b, 4096, 10, 4096, 0, 0, 0, 1.0f, 0.0f}}) {
         const int lda = (g.trans_a ? g.m : g.k) + g.pad_a, ldb = (g.trans_b ? g.k : g.n) + g.pad_b;
         const CastCopyLayout l = cast_copy_layout(g.trans_a, g.trans_b, g.m, g.n, g.k, lda, ldb);
@@ -258,6 +232,8 @@ TEST_CASE("gemm_copied multiplies gemm_copy's copies as the CPU multiplies the r
         // gemm() under the cast multiplies the same copies: the same bits.
         gpu.reserve_gemm_scratch(l.total_bytes);
         CHECK(run_gemm(gpu, g, 5) == copied);
+        // ... and rounding really happened: unrounded fp32 inputs give another answer.
+        if (g.k > 1) CHECK(max_abs_difference(run_gemm_on_rounded(cpu, g, 5, keep), copied) > 1e-3);
     }
     // Without the cast there are no copies to make.
     gpu.set_gemm_input_cast(false);
