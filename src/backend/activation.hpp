@@ -9,6 +9,10 @@ namespace gputrain {
 
 enum class Activation { linear, relu, sigmoid, tanh, softmax, gelu };
 
+// relu, sigmoid, tanh and gelu act on each value alone; linear does nothing
+// and softmax works across a row.
+inline bool is_elementwise(Activation a) { return a != Activation::linear && a != Activation::softmax; }
+
 // Calls body(std::integral_constant<Activation, A>{}) for an element-wise
 // activation a (relu, sigmoid, tanh, gelu), so that the loop inside is
 // compiled once per kind; returns false for linear and softmax.

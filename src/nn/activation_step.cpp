@@ -4,7 +4,7 @@ namespace gputrain::nn {
 
 void bias_activation_step_forward(Backend& backend, Activation act, float* z, const float* bias, float* y, int rows,
                                   int cols, bool fused) {
-    const bool elementwise = act != Activation::linear && act != Activation::softmax;
+    const bool elementwise = is_elementwise(act);
     if (fused && elementwise) {
         backend.bias_activation_forward(act, z, bias, y, rows, cols);
         return;
@@ -18,7 +18,7 @@ void bias_activation_step_forward(Backend& backend, Activation act, float* z, co
 
 const float* activation_bias_step_backward(Backend& backend, Activation act, const float* z, const float* y,
                                            const float* dy, float* dz_out, float* db, int rows, int cols, bool fused) {
-    const bool elementwise = act != Activation::linear && act != Activation::softmax;
+    const bool elementwise = is_elementwise(act);
     if (fused && elementwise) {
         backend.activation_bias_backward(act, z, y, dy, dz_out, db, rows, cols);
         return dz_out;

@@ -100,8 +100,7 @@ void Dense::forward(const RunContext& ctx, const float* x, float* y, int rows) {
     } else {
         be.gemm(false, false, m, n, k, 1.0f, x, k, kernel_, n, 0.0f, z, n);
     }
-    const bool elementwise = activation_ != Activation::linear && activation_ != Activation::softmax;
-    if (copies && output_copy_ && ctx.fused && elementwise) {
+    if (copies && output_copy_ && ctx.fused && is_elementwise(activation_)) {
         be.bias_activation_forward_copy(activation_, z, bias, y, output_copy_, m, n);
         return;
     }
@@ -123,11 +122,11 @@ void Dense::backward(const RunContext& ctx, const float* x, const float* y, cons
     if (copies || activation_ != Activation::linear || !use_bias_ ||
         !be.gemm_weight_bias_grad(m, n, k, x, dy, kernel_grad_, bias_grad_)) {
         // relu's derivative is the same read from y as from z (y > 0 exactly
-        // where z > 0), and a forward GEMM epilogue leaves z unwritten.
-        const float* z = activation_ == Activation::relu ? y : pre_activation_;
+        // where z > 0), and a forward GEMM epilogue leaves z unwritten;
+        // linear's derivative reads neither.
+        const float* z = keeps_z() ? pre_activation_ : y;
         float* db = use_bias_ ? bias_grad_ : nullptr;
-        const bool elementwise = activation_ != Activation::linear && activation_ != Activation::softmax;
-        if (copies && ctx.fused && elementwise) {
+        if (copies && ctx.fused && is_elementwise(activation_)) {
             // dz's copy straight from the gradient pass; fp32 dz is not needed.
             be.activation_bias_backward_copy(activation_, z, y, dy, dz_out, dz_copy, db, m, n);
         } else {

@@ -142,15 +142,16 @@ void Model::allocate_workspace() {
     // The backend's own (shared by every model on it), before any step runs.
     backend_.reserve_gemm_scratch(gemm_scratch);
     // The layers' 16-bit copies, each block on a 256-byte boundary.
-    std::vector<size_t> copy_offsets;
+    std::vector<size_t> copy_offsets, copy_sizes;
     for (auto& layer : layers_) {
         copy_offsets.push_back(gemm_copy_bytes_);
-        gemm_copy_bytes_ += round_up_cast_copy(layer->gemm_copy_bytes(backend_, max_rows_));
+        copy_sizes.push_back(layer->gemm_copy_bytes(backend_, max_rows_));
+        gemm_copy_bytes_ += round_up_cast_copy(copy_sizes.back());
     }
     if (gemm_copy_bytes_ > 0) {
         gemm_copies_ = backend_.allocate_bytes(gemm_copy_bytes_);
         for (size_t i = 0; i < layers_.size(); ++i)
-            if (layers_[i]->gemm_copy_bytes(backend_, max_rows_) > 0)
+            if (copy_sizes[i] > 0)
                 layers_[i]->set_gemm_copies(static_cast<char*>(gemm_copies_) + copy_offsets[i],
                                             backend_.gemm_copy_bytes());
         // A layer whose input's copy its predecessor can write with its output.
