@@ -11,8 +11,10 @@ kernel's gpu__time_duration by its short name (no namespaces, template
 arguments or parameters), and prints a Markdown table per step: calls, time,
 and share of all kernel time. The number of steps is the number of calls of
 the kernel whose short name contains --steps-from (the optimizer runs one
-kernel a step; default "adam"), or 1 when none matches; kernels after its
-last call (a step cut short by ncu's --launch-count) are left out. ncu runs kernels one
+kernel a step, last; default "adam"), or 1 when none matches. Kernels up to
+its first call (set-up and the warm-up step) are left out when it ran twice
+or more, and kernels after its last call (a step cut short by ncu's
+--launch-count) always. ncu runs kernels one
 at a time, so the sum is the step's kernel time without overlap or launch gaps.
 Used by scripts/gpu-check on a GPU machine; the product itself needs no Python.
 """
@@ -74,11 +76,14 @@ def read_durations(lines):
 
 
 def table(durations, steps_from):
-    # Whole steps only: what ran after the last optimizer call (a step ncu
-    # stopped profiling in the middle of) is left out.
+    # Whole steps only: a step ends with its optimizer call. What ran up to the
+    # first call (set-up and the first, warm-up step) is left out when there
+    # are two calls or more, and what ran after the last one (a step ncu
+    # stopped profiling in the middle of) always.
     ends = [i for i, (name, _) in enumerate(durations) if steps_from in short_name(name).lower()]
+    first = ends[0] + 1 if len(ends) >= 2 else 0
     if ends:
-        durations = durations[: ends[-1] + 1]
+        durations = durations[first : ends[-1] + 1]
     totals, calls = {}, {}
     for name, us in durations:
         s = short_name(name)
@@ -86,9 +91,10 @@ def table(durations, steps_from):
         calls[s] = calls.get(s, 0) + 1
     steps = sum(c for s, c in calls.items() if steps_from in s.lower()) or 1
     all_us = sum(totals.values())
+    skipped = "after the first (set-up and warm-up left out)" if first else "from the start (set-up included)"
     lines = [
-        f"{len(durations)} kernels, {steps} step(s) (calls of *{steps_from}*); kernel time per step "
-        f"{all_us / steps:.1f} us",
+        f"{len(durations)} kernels, {steps} step(s) {skipped}, each ending with *{steps_from}*; "
+        f"kernel time per step {all_us / steps:.1f} us",
         "",
         "| kernel | calls per step | us per step | share |",
         "| --- | --- | --- | --- |",
