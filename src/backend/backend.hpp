@@ -65,6 +65,10 @@ public:
             (void)beta, (void)c, (void)ldc;
         throw Error(name() + ": gemm_copied: this backend makes no 16-bit copies");
     }
+    // Throws, naming `call`, when this backend (as set now) makes no 16-bit copies.
+    void require_copies(const char* call) const {
+        if (gemm_copy_bytes() == 0) throw Error(name() + ": " + call + ": this backend makes no 16-bit copies");
+    }
 
     // training.gemm_epilogues: a dense layer's GEMM with its bias add and
     // activation (forward) or its bias gradient (backward) in the GEMM's own
@@ -167,6 +171,7 @@ public:
     // default makes the copy after the pass; a backend may round in it.
     virtual void bias_activation_forward_copy(Activation a, float* z, const float* bias, float* y, void* y_copy,
                                               int rows, int cols) {
+        require_copies("bias_activation_forward_copy");  // before the pass writes anything
         bias_activation_forward(a, z, bias, y, rows, cols);
         gemm_copy(y, y_copy, static_cast<size_t>(rows) * static_cast<size_t>(cols));
     }
@@ -177,6 +182,7 @@ public:
     // default writes it, then copies it.
     virtual void activation_bias_backward_copy(Activation a, const float* z, const float* y, const float* dy,
                                                float* dz, void* dz_copy, float* db, int rows, int cols) {
+        require_copies("activation_bias_backward_copy");
         activation_bias_backward(a, z, y, dy, dz, db, rows, cols);
         gemm_copy(dz, dz_copy, static_cast<size_t>(rows) * static_cast<size_t>(cols));
     }

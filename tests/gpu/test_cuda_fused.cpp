@@ -73,7 +73,7 @@ TEST_CASE("Fused bias + activation passes equal the GPU's plain pairs bit for bi
 
 TEST_CASE("activation_bias_backward_copy: dz's 16-bit copy and db as the plain pass then gemm_copy, bit for bit") {
     const Precision precision = GENERATE(Precision::bf16, Precision::fp16);
-    const Activation a = GENERATE(Activation::relu, Activation::gelu);
+    const Activation a = GENERATE(Activation::relu, Activation::sigmoid, Activation::tanh, Activation::gelu);
     const bool with_bias = GENERATE(true, false);
     CudaBackend gpu(0);
     gpu.set_precision(precision);
@@ -106,7 +106,7 @@ TEST_CASE("activation_bias_backward_copy: dz's 16-bit copy and db as the plain p
 }
 
 TEST_CASE("bias_activation_forward in place (z is y) gives the y of the separate pass") {
-    const Activation a = GENERATE(Activation::relu, Activation::gelu);
+    const Activation a = GENERATE(Activation::relu, Activation::sigmoid, Activation::tanh, Activation::gelu);
     CudaBackend gpu(0);
     for (const Shape& s : kShapes) {
         INFO(gputrain::activation_name(a) << " " << s.rows << " x " << s.cols);
@@ -125,7 +125,7 @@ TEST_CASE("bias_activation_forward in place (z is y) gives the y of the separate
 
 TEST_CASE("bias_activation_forward_copy: z, y and y's 16-bit copy as the plain pass then gemm_copy, bit for bit") {
     const Precision precision = GENERATE(Precision::bf16, Precision::fp16);
-    const Activation a = GENERATE(Activation::relu, Activation::gelu);
+    const Activation a = GENERATE(Activation::relu, Activation::sigmoid, Activation::tanh, Activation::gelu);
     const bool in_place = GENERATE(true, false);  // z is y, as a relu layer runs it
     CudaBackend gpu(0);
     gpu.set_precision(precision);

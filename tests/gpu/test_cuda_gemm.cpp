@@ -232,8 +232,9 @@ TEST_CASE("cast_gemm_inputs: gemm_copied multiplies gemm_copy's copies as the CP
         // gemm() under the cast multiplies the same copies: the same bits.
         gpu.reserve_gemm_scratch(l.total_bytes);
         CHECK(run_gemm(gpu, g, 5) == copied);
-        // ... and rounding really happened: unrounded fp32 inputs give another answer.
-        if (g.k > 1) CHECK(max_abs_difference(run_gemm_on_rounded(cpu, g, 5, keep), copied) > 1e-3);
+        // ... and rounding really happened: unrounded fp32 inputs give another
+        // answer. The gap grows like sqrt(k) (fp16: about 1.4e-3 at k = 9, 9e-3 at 784).
+        if (g.k > 1) CHECK(max_abs_difference(run_gemm_on_rounded(cpu, g, 5, keep), copied) > 1.5e-4 * std::sqrt(g.k));
     }
     // Without the cast there are no copies to make.
     gpu.set_gemm_input_cast(false);
@@ -255,13 +256,16 @@ TEST_CASE("gemm_copy rounds every element to nearest (even), four at a time wher
     Buffers buf(gpu);
     const float* x = buf.upload(host);
     auto* copy = buf.zeros<uint16_t>(host.size());
-    // Offsets that break the 16-byte alignment of x or the 8-byte one of the
-    // copy, and lengths with 0 to 3 elements left after the groups of four.
+    // Offsets that break the 16-byte alignment of x, the 8-byte one of the
+    // copy, either or both, and lengths with 0 to 3 elements left after the
+    // groups of four.
     for (const size_t offset : {size_t{0}, size_t{1}, size_t{2}, size_t{4}})
+        for (const size_t copy_offset : {size_t{0}, size_t{1}, size_t{4}})
         for (const size_t n : {size_t{1}, size_t{3}, size_t{4}, size_t{4093}, size_t{4094}, size_t{4095}}) {
-            INFO((precision == Precision::bf16 ? "bf16" : "fp16") << " offset " << offset << " n " << n);
+            INFO((precision == Precision::bf16 ? "bf16" : "fp16") << " offset " << offset << " copy offset "
+                                                                   << copy_offset << " n " << n);
             gpu.fill(reinterpret_cast<float*>(copy), host.size() / 2, 0.0f);
-            gpu.gemm_copy(x + offset, copy + (offset == 2 ? 1 : 0), n);
+            gpu.gemm_copy(x + offset, copy + copy_offset, n);
             const auto got = buf.download(copy, host.size());
             std::vector<uint16_t> want(host.size(), 0);
             for (size_t i = 0; i < n; ++i) {
@@ -270,12 +274,12 @@ TEST_CASE("gemm_copy rounds every element to nearest (even), four at a time wher
                 if (precision == Precision::bf16) {
                     const float r = round_to_bf16(v);
                     std::memcpy(&u, &r, sizeof u);
-                    want[(offset == 2 ? 1 : 0) + i] = static_cast<uint16_t>(u >> 16);
+                    want[copy_offset + i] = static_cast<uint16_t>(u >> 16);
                 } else {
                     const _Float16 h = static_cast<_Float16>(v);
                     uint16_t bits;
                     std::memcpy(&bits, &h, sizeof bits);
-                    want[(offset == 2 ? 1 : 0) + i] = bits;
+                    want[copy_offset + i] = bits;
                 }
             }
             CHECK(got == want);

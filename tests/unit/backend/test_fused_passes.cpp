@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -149,4 +150,22 @@ TEST_CASE("The fused passes refuse linear and softmax, naming them") {
     REQUIRE_THROWS_WITH(
         be.activation_bias_backward(Activation::linear, z.data(), y.data(), y.data(), z.data(), db.data(), 2, 3),
         "cpu: activation_bias_backward: linear is not element-wise");
+}
+
+TEST_CASE("The copy forms of the fused passes refuse a backend without 16-bit copies before writing anything") {
+    CpuBackend be;  // computes in fp32: gemm_copy_bytes() == 0
+    REQUIRE(be.gemm_copy_bytes() == 0);
+    std::vector<float> z{1.0f, -2.0f, 3.0f, -4.0f}, y(4, 7.0f), dz(4, 5.0f), db(2, 9.0f);
+    std::vector<uint16_t> copy(4, 0);
+    const std::vector<float> bias{0.5f, 0.25f};
+    REQUIRE_THROWS_WITH(be.bias_activation_forward_copy(Activation::relu, z.data(), bias.data(), y.data(),
+                                                        copy.data(), 2, 2),
+                        "cpu: bias_activation_forward_copy: this backend makes no 16-bit copies");
+    CHECK(z == std::vector<float>{1.0f, -2.0f, 3.0f, -4.0f});
+    CHECK(y == std::vector<float>(4, 7.0f));
+    REQUIRE_THROWS_WITH(be.activation_bias_backward_copy(Activation::relu, z.data(), y.data(), y.data(), dz.data(),
+                                                         copy.data(), db.data(), 2, 2),
+                        "cpu: activation_bias_backward_copy: this backend makes no 16-bit copies");
+    CHECK(dz == std::vector<float>(4, 5.0f));
+    CHECK(db == std::vector<float>(2, 9.0f));
 }
