@@ -124,7 +124,6 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
         std::error_code ec;
         fs::create_directories(cfg.run_dir, ec);
         if (ec) throw Error("cannot create run dir '" + cfg.run_dir + "': " + ec.message());
-        write_resolved_config(cfg, !resume_from.empty());
     }
 
     train::FitOptions options;
@@ -132,6 +131,8 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     options.resume_from = resume_from;
     options.progress = train::progress_mode(cfg.logging.progress, stdout, quiet);
     options.resume_command = resume_command(args);
+    // Once the checkpoint has loaded: a failed resume leaves config.yaml alone.
+    if (lead) options.on_start = [&cfg, resuming = !resume_from.empty()] { write_resolved_config(cfg, resuming); };
     train::Trainer trainer(cfg, replicas, data, options);
     train::install_interrupt_handlers();
     const train::FitResult result = trainer.fit();

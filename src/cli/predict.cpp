@@ -46,7 +46,10 @@ void write_csv(std::FILE* f, const std::vector<float>& probabilities, int64_t cl
 void write_output(const std::string& path, const std::vector<float>& probabilities, int64_t rows, int64_t classes) {
     if (path.empty()) {
         write_csv(stdout, probabilities, classes);
-        std::fflush(stdout);
+        // A closed pipe or a full disk: say so rather than exit 0 with rows lost.
+        if (std::fflush(stdout) != 0 || std::ferror(stdout))
+            throw Error("cannot write the probabilities to standard output: " + std::string(std::strerror(errno)) +
+                        "; give --output FILE");
         return;
     }
     if (is_npy(path)) {

@@ -24,10 +24,18 @@ namespace {
 std::string read_file(const std::string& path) {
     std::FILE* file = std::fopen(path.c_str(), "rb");
     if (!file) throw ConfigError("cannot read config '" + path + "': " + std::strerror(errno));
+    // A config is a small text file; stop reading what never ends (/dev/zero).
+    constexpr size_t kMaxConfigBytes = size_t{16} << 20;
     std::string text;
     char buffer[65536];
     size_t n;
-    while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) text.append(buffer, n);
+    while ((n = std::fread(buffer, 1, sizeof buffer, file)) > 0) {
+        text.append(buffer, n);
+        if (text.size() > kMaxConfigBytes) {
+            std::fclose(file);
+            throw ConfigError("cannot read config '" + path + "': longer than 16 MiB; give a YAML config file");
+        }
+    }
     const int error = std::ferror(file) ? errno : 0;
     std::fclose(file);
     if (error) throw ConfigError("cannot read config '" + path + "': " + std::strerror(error));

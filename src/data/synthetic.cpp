@@ -26,7 +26,18 @@ Dataset make_synthetic(const Shape& sample_shape, int64_t samples, int64_t class
     if (classes < 1) throw ConfigError("data.synthetic.classes must be at least 1, got " + std::to_string(classes));
     if (samples < 1) throw ConfigError("data.synthetic.samples must be at least 1, got " + std::to_string(samples));
 
-    const int64_t elements = shape_elements(sample_shape);
+    // Both tables are held in memory: a size that cannot be is a config error, not a failed allocation.
+    constexpr int64_t kMaxFloats = int64_t{1} << 34;  // 64 GiB
+    int64_t elements = 0, table = 0;
+    if (!elements_within(sample_shape, kMaxSampleElements, elements) ||
+        !elements_within({classes, elements}, kMaxFloats, table))
+        throw ConfigError("data.synthetic.classes: " + std::to_string(classes) + " class means of " +
+                          shape_to_string(sample_shape, false) + " are more than " + std::to_string(kMaxFloats) +
+                          " values; use fewer classes");
+    if (!elements_within({samples, elements}, kMaxFloats, table))
+        throw ConfigError("data.synthetic.samples: " + std::to_string(samples) + " samples of " +
+                          shape_to_string(sample_shape, false) + " are more than " + std::to_string(kMaxFloats) +
+                          " values; use fewer samples");
     const Rng base(seed);
     Rng pattern_rng = base.split(0);
     std::vector<float> means(static_cast<size_t>(classes * elements));

@@ -36,6 +36,9 @@ Shape Conv2d::build(const Shape& input_shape) {
                           shape_to_string(input_shape, false) +
                           " with padding valid; use a smaller kernel_size or padding: same");
     }
+    std::string window = "kernel " + pair_text(s_.kernel) + " stride " + pair_text(s_.strides) + " dilation " +
+                         pair_text(s_.dilation) + " padding " + padding_name(s_.padding);
+    require_int_extent(name_, type(), window, h, w);
     g_.in_h = static_cast<int>(input_shape[0]);
     g_.in_w = static_cast<int>(input_shape[1]);
     g_.in_c = static_cast<int>(input_shape[2]);

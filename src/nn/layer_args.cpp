@@ -1,8 +1,10 @@
 #include "nn/layer_args.hpp"
 
+#include <cerrno>
 #include <cstdlib>
 
 #include "core/error.hpp"
+#include "core/shape.hpp"
 #include "core/suggest.hpp"
 
 namespace gputrain::nn {
@@ -34,13 +36,38 @@ const std::string* LayerArgs::find(const std::string& key) {
     return &it->second;
 }
 
+namespace {
+
+// A layer's sizes (units, filters, kernel, strides, ...) are counted with int
+// by the backends.
+constexpr long long kMaxLayerInt = kMaxSampleElements;
+const std::string kTooLarge = " is too large; layer sizes are at most " + std::to_string(kMaxLayerInt);
+
+// Whole text as a base-10 integer; false when it is not one or does not fit in long long.
+bool parse_int(const std::string& text, long long& out) {
+    char* end = nullptr;
+    errno = 0;
+    out = std::strtoll(text.c_str(), &end, 10);
+    return !text.empty() && *end == '\0' && errno != ERANGE;
+}
+
+bool all_digits(const std::string& text) {
+    size_t i = !text.empty() && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+    if (i == text.size()) return false;
+    for (; i < text.size(); ++i)
+        if (text[i] < '0' || text[i] > '9') return false;
+    return true;
+}
+
+}  // namespace
+
 int64_t LayerArgs::positive_int(const std::string& key) {
     const std::string* text = find(key);
     if (!text) missing(key, key + ": 128");
-    char* end = nullptr;
-    const long long v = std::strtoll(text->c_str(), &end, 10);
-    if (text->empty() || *end != '\0' || v <= 0)
-        fail(key, "expected a positive integer, got '" + *text + "'");
+    long long v = 0;
+    const bool parsed = parse_int(*text, v);
+    if (parsed ? v > kMaxLayerInt : all_digits(*text) && (*text)[0] != '-') fail(key, *text + kTooLarge);
+    if (!parsed || v <= 0) fail(key, "expected a positive integer, got '" + *text + "'");
     return v;
 }
 
@@ -102,12 +129,6 @@ std::vector<std::string> list_items(const std::string& text) {
     }
 }
 
-bool parse_int(const std::string& text, long long& out) {
-    char* end = nullptr;
-    out = std::strtoll(text.c_str(), &end, 10);
-    return !text.empty() && *end == '\0';
-}
-
 }  // namespace
 
 IntPair LayerArgs::int_pair(const std::string& key, std::optional<IntPair> fallback) {
@@ -120,9 +141,11 @@ IntPair LayerArgs::int_pair(const std::string& key, std::optional<IntPair> fallb
     const std::string expected = "expected a positive integer or a list of two (e.g. [3, 3]), got ";
     if (items.size() > 2) fail(key, expected + "[" + *text + "]");
     long long v[2] = {0, 0};
-    for (size_t i = 0; i < items.size(); ++i)
-        if (!parse_int(items[i], v[i]) || v[i] <= 0)
-            fail(key, expected + (items.size() == 1 ? "'" + *text + "'" : "[" + *text + "]"));
+    for (size_t i = 0; i < items.size(); ++i) {
+        const bool parsed = parse_int(items[i], v[i]);
+        if (parsed ? v[i] > kMaxLayerInt : all_digits(items[i]) && items[i][0] != '-') fail(key, items[i] + kTooLarge);
+        if (!parsed || v[i] <= 0) fail(key, expected + (items.size() == 1 ? "'" + *text + "'" : "[" + *text + "]"));
+    }
     if (items.size() == 1) v[1] = v[0];
     return {v[0], v[1]};
 }
@@ -132,8 +155,10 @@ std::vector<int64_t> LayerArgs::int_list(const std::string& key) {
     if (!text) missing(key, key + ": [28, 28, 1]");
     std::vector<int64_t> out;
     for (const auto& item : list_items(*text)) {
-        long long v;
-        if (!parse_int(item, v)) fail(key, "expected a list of integers, got [" + *text + "]");
+        long long v = 0;
+        const bool parsed = parse_int(item, v);
+        if (parsed ? v > kMaxLayerInt || v < -kMaxLayerInt : all_digits(item)) fail(key, item + kTooLarge);
+        if (!parsed) fail(key, "expected a list of integers, got [" + *text + "]");
         out.push_back(v);
     }
     return out;

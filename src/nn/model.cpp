@@ -1,5 +1,6 @@
 #include "nn/model.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -12,12 +13,24 @@
 
 namespace gputrain::nn {
 
+namespace {
+
+// The most elements of one parameter tensor (64 GiB of fp32): far beyond any
+// device's memory, and far from overflowing the counts made from it.
+constexpr int64_t kMaxParamElements = int64_t{1} << 34;
+
+}  // namespace
+
 Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, Backend& backend, int64_t max_rows,
              uint64_t init_seed)
     : backend_(backend), loss_(loss), input_shape_(model.input_shape), max_rows_(max_rows) {
     if (model.layers.empty()) throw ConfigError("model.layers: the model has no layers; add at least one");
     for (int64_t d : input_shape_)
         if (d <= 0) throw ConfigError("model.input_shape: every dimension must be positive");
+    int64_t elements = 0;
+    if (!elements_within(input_shape_, kMaxSampleElements, elements))
+        throw ConfigError("model.input_shape: " + shape_to_string(input_shape_, false) + " has more than " +
+                          std::to_string(kMaxSampleElements) + " elements per sample; give a smaller shape");
 
     // Build the layers, naming them like Keras (dense, dense_1, ...).
     std::map<std::string, int> type_counts;
@@ -31,6 +44,12 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
             const int n = type_counts[spec.type]++;
             name = n == 0 ? spec.type : spec.type + "_" + std::to_string(n);
             while (names.count(name)) name = spec.type + "_" + std::to_string(type_counts[spec.type]++);
+        } else if (name.find('/') != std::string::npos ||
+                   std::any_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; })) {
+            // Checkpoints name tensors LAYER/PARAM (and optimizer/adam_m/LAYER/PARAM).
+            LayerArgs(spec, static_cast<int>(i))
+                .fail("name", "'/' and control characters are not allowed in a layer name; use letters, digits, '_', "
+                              "'-' or '.'");
         } else if (names.count(name)) {
             LayerArgs(spec, static_cast<int>(i)).fail("name", "duplicate layer name '" + name + "'; names must be unique");
         }
@@ -38,10 +57,26 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         layer->set_name(name);
         layer->set_index(static_cast<int>(i));
         shape = layer->build(shape);
+        // Every later size (activations, GEMM dimensions) is counted from these.
+        if (!elements_within(shape, kMaxSampleElements, elements))
+            LayerArgs(spec, static_cast<int>(i))
+                .fail("", "its output " + shape_to_string(shape) + " has more than " +
+                              std::to_string(kMaxSampleElements) + " elements per sample; use smaller sizes");
+        for (const auto& p : layer->param_specs())
+            if (!elements_within(p.shape, kMaxParamElements, elements))
+                LayerArgs(spec, static_cast<int>(i))
+                    .fail("", "its " + p.name + " " + shape_to_string(p.shape, false) + " has more than " +
+                                  std::to_string(kMaxParamElements) + " elements; use smaller sizes");
         shapes_.push_back(shape);
         layers_.push_back(std::move(layer));
     }
 
+    // The losses read one score per class for each sample.
+    if (shapes_.back().size() != 1)
+        LayerArgs(model.layers.back(), static_cast<int>(model.layers.size() - 1))
+            .fail("", "the model's output " + shape_to_string(shapes_.back()) +
+                          " must be one vector per sample, (None, classes), for the loss; add a flatten layer "
+                          "before the last dense layer");
     softmax_under_logits_loss_ = loss_.is_cross_entropy() && loss_.from_logits() && layers_.back()->ends_in_softmax();
     if (loss_.is_cross_entropy() && !loss_.from_logits() && layers_.back()->strip_final_softmax()) {
         fused_softmax_ = true;

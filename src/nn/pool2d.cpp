@@ -20,6 +20,11 @@ Shape Pool2d::build(const Shape& input_shape) {
         throw ConfigError("layer '" + name_ + "' (" + type() + "): pool_size " + std::to_string(pool_.h) + "x" +
                           std::to_string(pool_.w) + " is larger than its input " + shape_to_string(input_shape, false) +
                           " with padding valid; use a smaller pool_size or padding: same");
+    require_int_extent(name_, type(),
+                       "pool_size " + std::to_string(pool_.h) + "x" + std::to_string(pool_.w) + " strides " +
+                           std::to_string(strides_.h) + "x" + std::to_string(strides_.w) + " padding " +
+                           padding_name(padding_),
+                       h, w);
     g_.mode = mode_;
     g_.in_h = static_cast<int>(input_shape[0]);
     g_.in_w = static_cast<int>(input_shape[1]);

@@ -19,13 +19,18 @@ Shape Reshape::build(const Shape& input_shape) {
     Shape out = target_;
     int64_t known = 1;
     int inferred = -1;
+    Shape given;
     for (size_t i = 0; i < out.size(); ++i) {
         if (out[i] == -1)
             inferred = static_cast<int>(i);
         else
-            known *= out[i];
+            given.push_back(out[i]);
     }
     const std::string subject = "layer '" + name_ + "' (reshape): target_shape " + list_text(target_);
+    if (!elements_within(given, kMaxSampleElements, known))
+        throw ConfigError(subject + " has more than " + std::to_string(kMaxSampleElements) +
+                          " elements, more than its input " + shape_to_string(input_shape, false) + " has (" +
+                          std::to_string(elements_) + ")");
     if (inferred >= 0) {
         if (elements_ % known != 0)
             throw ConfigError(subject + " cannot hold the " + std::to_string(elements_) + " elements of input " +

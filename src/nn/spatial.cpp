@@ -1,5 +1,6 @@
 #include "nn/spatial.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.hpp"
@@ -7,17 +8,31 @@
 namespace gputrain::nn {
 
 bool window_axis(int64_t in, int64_t window, int64_t stride, int64_t dilation, Padding padding, WindowAxis& out) {
-    const int64_t span = dilation * (window - 1) + 1;
+    // In 128 bits: dilation, window and stride may each be near 2^31.
+    const __int128 span = static_cast<__int128>(dilation) * (window - 1) + 1;
+    const auto extent_of = [&](int64_t outputs) {
+        const __int128 e = static_cast<__int128>(outputs - 1) * stride + span;
+        return static_cast<int64_t>(std::min<__int128>(e, kMaxSampleElements + 1));
+    };
     if (padding == Padding::valid) {
         if (span > in) return false;
-        out.out = (in - span) / stride + 1;
+        out.out = static_cast<int64_t>((in - span) / stride + 1);
         out.pad_before = 0;
+        out.extent = extent_of(out.out);
         return true;
     }
     out.out = (in + stride - 1) / stride;
-    const int64_t total = std::max<int64_t>((out.out - 1) * stride + span - in, 0);
-    out.pad_before = total / 2;
+    out.extent = extent_of(out.out);
+    out.pad_before = std::max<int64_t>(out.extent - in, 0) / 2;
     return true;
+}
+
+void require_int_extent(const std::string& layer, const std::string& type, const std::string& window_text,
+                        const WindowAxis& h, const WindowAxis& w) {
+    if (h.extent <= kMaxSampleElements && w.extent <= kMaxSampleElements) return;
+    throw ConfigError("layer '" + layer + "' (" + type + "): " + window_text +
+                      ": its padded input would be larger than " + std::to_string(kMaxSampleElements) +
+                      " pixels along an axis; use smaller sizes");
 }
 
 const char* padding_name(Padding padding) { return padding == Padding::same ? "same" : "valid"; }

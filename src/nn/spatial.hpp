@@ -14,14 +14,21 @@ enum class Padding { same, valid };
 struct WindowAxis {
     int64_t out = 0;
     int64_t pad_before = 0;
+    int64_t extent = 0;  // the padded input the windows cover: (out - 1) * stride + span, at most kMaxSampleElements + 1
 };
 
 // Keras semantics. same: out = ceil(in / stride), total padding
 // max((out - 1) * stride + dilation * (window - 1) + 1 - in, 0), the smaller
 // half before (the odd pixel goes after). valid: no padding,
 // out = (in - span) / stride + 1. Returns false when the window's span does not
-// fit in the (padded) input.
+// fit in the (padded) input. Arguments up to kMaxSampleElements; an extent
+// beyond that is reported as kMaxSampleElements + 1 (see require_int_extent).
 bool window_axis(int64_t in, int64_t window, int64_t stride, int64_t dilation, Padding padding, WindowAxis& out);
+
+// Throws ConfigError when an axis's padded extent passes kMaxSampleElements
+// (the backends index it with int), naming the layer and `window_text`.
+void require_int_extent(const std::string& layer, const std::string& type, const std::string& window_text,
+                        const WindowAxis& h, const WindowAxis& w);
 
 const char* padding_name(Padding padding);
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -68,25 +69,36 @@ std::string shape_text(const std::vector<int64_t>& shape) {
     return s + "]";
 }
 
+// A whole number >= 0 (epochs, steps): all of the text, no sign.
 int64_t meta_int(const checkpoint::Contents& c, const std::string& path, const std::string& key) {
     auto it = c.metadata.find(key);
     if (it == c.metadata.end()) throw DataError(path + ": metadata has no '" + key + "'; not a gputrain checkpoint?");
-    try {
-        return std::stoll(it->second);
-    } catch (const std::exception&) {
-        throw DataError(path + ": metadata '" + key + "' is not an integer: '" + it->second + "'");
-    }
+    const std::string& text = it->second;
+    int64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0)
+        throw DataError(path + ": metadata '" + key + "' is not a whole number >= 0: '" + text +
+                        "'; the file is damaged or not a gputrain checkpoint");
+    return value;
 }
 
 // An optional real-valued metadata entry (`fallback` when absent).
-double meta_real(const checkpoint::Contents& c, const std::string& path, const std::string& key, double fallback) {
+// `finite`: NaN and infinities are damage (sums); else they are values (a best loss may be NaN).
+double meta_real(const checkpoint::Contents& c, const std::string& path, const std::string& key, double fallback,
+                 bool finite = true) {
     auto it = c.metadata.find(key);
     if (it == c.metadata.end()) return fallback;
+    size_t used = 0;
+    double value = 0;
     try {
-        return std::stod(it->second);
+        value = std::stod(it->second, &used);
     } catch (const std::exception&) {
-        throw DataError(path + ": metadata '" + key + "' is not a number: '" + it->second + "'");
+        used = 0;
     }
+    if (used == 0 || used != it->second.size() || (finite && !std::isfinite(value)))
+        throw DataError(path + ": metadata '" + key + "' is not a" + (finite ? " finite" : "") + " number: '" + it->second +
+                        "'; the file is damaged or not a gputrain checkpoint");
+    return value;
 }
 
 }  // namespace
@@ -300,7 +312,7 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     }
     if (contents.metadata.count("best_value")) {
         st.has_best = true;
-        st.best_value = meta_real(contents, path, "best_value", 0.0);
+        st.best_value = meta_real(contents, path, "best_value", 0.0, /*finite=*/false);
     }
     if (contents.metadata.count("loss_scale")) {
         st.loss_scale = meta_real(contents, path, "loss_scale", 0.0);

@@ -26,7 +26,15 @@ MetricsFile::MetricsFile(const std::string& path, bool append, int64_t epochs_do
     std::FILE* f = std::fopen(path_.c_str(), "w");
     if (!f) throw Error("cannot write metrics file '" + path_ + "': " + std::strerror(errno));
     std::fputs(kHeader, f);
-    std::fclose(f);
+    close_or_throw(f, "cannot write metrics file");
+}
+
+// A full disk shows when the buffered line is flushed, at the latest at fclose.
+void MetricsFile::close_or_throw(std::FILE* f, const char* what) const {
+    const bool failed = std::ferror(f) != 0;
+    const int error = errno;
+    if (std::fclose(f) != 0 || failed)
+        throw Error(std::string(what) + " '" + path_ + "': " + std::strerror(failed ? error : errno));
 }
 
 void MetricsFile::keep_epochs_through(int64_t epochs_done) {
@@ -48,6 +56,7 @@ void MetricsFile::keep_epochs_through(int64_t epochs_done) {
     {
         std::ofstream out(temp, std::ios::trunc);
         for (const auto& l : kept) out << l << '\n';
+        out.close();
         if (!out) throw Error("cannot rewrite metrics file '" + path_ + "': " + std::strerror(errno));
     }
     std::filesystem::rename(temp, path_);
@@ -63,7 +72,7 @@ void MetricsFile::write(const EpochRecord& r) {
     else
         std::fprintf(f, "%lld,%.6f,%.6f,,,%.8g,%.3f,%.1f\n", (long long)r.epoch, r.loss, r.accuracy, r.learning_rate,
                      r.seconds, r.samples_per_second);
-    std::fclose(f);
+    close_or_throw(f, "cannot append to metrics file");
 }
 
 }  // namespace gputrain::train

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 
 namespace gputrain::train {
@@ -28,6 +29,8 @@ public:
 
 private:
     void keep_epochs_through(int64_t epochs_done);
+    // Closes f; throws "WHAT 'PATH': reason" when a write or the close failed.
+    void close_or_throw(std::FILE* f, const char* what) const;
 
     std::string path_;
 };

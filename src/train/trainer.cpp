@@ -219,6 +219,7 @@ FitResult Trainer::fit() {
                               " of an epoch that now has " + std::to_string(steps_per_epoch_) +
                               " steps; resume with the training.batch_size and data it was written with");
     }
+    if (writer && options_.on_start) options_.on_start();
     MetricsFile metrics(cfg_.logging.metrics_file.empty() || !writer
                             ? std::string()
                             : (std::filesystem::path(options_.run_dir) / cfg_.logging.metrics_file).string(),

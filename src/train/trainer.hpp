@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,10 @@ struct FitOptions {
     std::FILE* out = stdout;
     // The command that continues this run, for messages ("gputrain fit CFG --run-dir D --resume").
     std::string resume_command;
+    // Called by the writing worker once the checkpoint to resume from (if any)
+    // has loaded, before training writes anything: a resume that fails leaves
+    // the run dir as it was.
+    std::function<void()> on_start;
 };
 
 struct FitResult {

@@ -25,6 +25,18 @@ run_expect 0 fit "$cfg" --run-dir "$TMP/ck" --quiet --set training.epochs=1
 head -c 300 "$TMP/ck/last.safetensors" >"$TMP/truncated.safetensors"
 : >"$TMP/empty.safetensors"
 echo "not a folder" >"$TMP/file"
+# A checkpoint whose metadata says epoch -5 (the tensors intact).
+python3 - "$TMP/ck/last.safetensors" "$TMP/negative-epoch.safetensors" <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+header = json.loads(raw[8:8 + n])
+header["__metadata__"]["epoch"] = "-5"
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+PY
+cp "$TMP/ck/config.yaml" "$TMP/ck-config-before.yaml"
 mkdir "$TMP/blocked" && : >"$TMP/blocked/tensorboard"
 
 run="--run-dir @TMP@/run --quiet --set training.epochs=1"
@@ -124,6 +136,17 @@ else
     echo "(no fake libcuda.so.1 in $fake_driver: its two cases are left out)"
 fi
 
+# Sizes past what the backends count with int, endless input, full disks,
+# damaged checkpoint metadata (each once a crash, a hang or a silent loss).
+cases+=(
+"2|err|model.layers[1] (dense): units: 4294967296 is too large; layer sizes are at most 2147483647|-|fit @CFG@ $run --set model.layers[1].units=4294967296"
+"2|err|model.input_shape: (4294967296, 4294967296) has more than 2147483647 elements per sample; give a smaller shape|-|summary @CFG@ --set model.input_shape=[4294967296,4294967296]"
+"2|err|data.synthetic.classes: 1152921504606846976 class means of|-|fit @CFG@ $run --set data.synthetic.classes=1152921504606846976"
+"2|err|cannot read config '/dev/zero': longer than 16 MiB; give a YAML config file|-|fit /dev/zero"
+"1|err|cannot write metrics file '/dev/full': No space left on device|-|fit @CFG@ $run --set logging.metrics_file=/dev/full"
+"1|err|@TMP@/negative-epoch.safetensors: metadata 'epoch' is not a whole number >= 0: '-5'; the file is damaged or not a gputrain checkpoint|-|fit @CFG@ $run --resume @TMP@/negative-epoch.safetensors"
+)
+
 expand() {
     local s=$1
     s=${s//@DCFG@/$TMP/data.yaml}
@@ -163,4 +186,13 @@ for row in "${cases[@]}"; do
     fi
     passed=$((passed + 1))
 done
+# The resume above that failed on a tensor's shape left the run dir's config alone.
+[ ! -e "$TMP/ck/config.previous-1.yaml" ] || fail "a failed --resume kept the run dir's config as config.previous-1.yaml"
+cmp -s "$TMP/ck/config.yaml" "$TMP/ck-config-before.yaml" || fail "a failed --resume rewrote the run dir's config.yaml"
+# predict's probabilities to a full disk: an error, not exit 0 with the rows lost.
+got=0
+"$GPUTRAIN" predict "$cfg" --checkpoint "$TMP/ck/last.safetensors" --input "$data/good/train-images-idx3-ubyte" \
+    >/dev/full 2>"$TMP/err" || got=$?
+[ "$got" -eq 1 ] || { cat "$TMP/err" >&2; fail "predict to a full disk exited $got, expected 1"; }
+expect_in "$TMP/err" "cannot write the probabilities to standard output: No space left on device; give --output FILE"
 echo "ok: $passed cases"

@@ -9,8 +9,9 @@ source "$(dirname "$0")/lib.sh" "$@"
 
 cfg=$TMP/synthetic.yaml
 write_synthetic_config "$cfg"
-# Epochs long enough (2500 steps, ~1 s) that a signal lands mid-epoch.
-long=(--set data.synthetic.samples=20000 --set training.batch_size=8 --set training.epochs=2 --set "model.layers[1].units=1024")
+# Epochs long enough (12500 steps: 0.5 s on a fast core, seconds on a busy one)
+# that a signal sent 0.1 s after epoch 1 ends lands mid-epoch.
+long=(--set data.synthetic.samples=100000 --set training.batch_size=8 --set training.epochs=2 --set "model.layers[1].units=1024")
 
 # start_fit RUN_DIR [ARGS...]: fit in the background; sets PID.
 start_fit() {
@@ -40,13 +41,13 @@ for sig in INT TERM; do
     dir=$TMP/run-$sig
     start_fit "$dir"
     wait_for "$dir/best.safetensors"  # the last file epoch 1 writes
-    sleep 0.2
+    sleep 0.1
     kill -"$sig" "$PID"
     finish
     want=$([ "$sig" = INT ] && echo 130 || echo 143)
     [ "$CODE" -eq "$want" ] || { cat "$TMP/out" "$TMP/err" >&2; fail "exit $CODE after SIG$sig, expected $want"; }
     expect_in "$TMP/err" "gputrain: stopped: interrupted by SIG$sig at epoch"
-    expect_in "$TMP/err" "checkpoint written to $dir/last.safetensors; continue with: gputrain fit $cfg --run-dir $dir --set data.synthetic.samples=20000"
+    expect_in "$TMP/err" "checkpoint written to $dir/last.safetensors; continue with: gputrain fit $cfg --run-dir $dir --set data.synthetic.samples=100000"
     expect_in "$TMP/err" " --resume"
     python3 - "$dir/last.safetensors" "SIG$sig" <<'PY'
 import json, struct, sys
@@ -68,7 +69,7 @@ step "two signals (SIGINT, then SIGTERM): immediate exit, previous checkpoint in
 dir=$TMP/run-twice
 start_fit "$dir"
 wait_for "$dir/best.safetensors"
-sleep 0.2
+sleep 0.1
 # Two different signals: two of the same kind may merge into one delivery.
 kill -INT "$PID"
 kill -TERM "$PID"

@@ -52,7 +52,8 @@ TEST_CASE("Image layers fed the wrong shape name the layer, both shapes and the 
     REQUIRE(message_of({5, 5, 1}, {conv({{"dilation_rate", "3"}})}) ==
             "layer 'conv2d' (conv2d): kernel 3x3 (dilation 3x3) is larger than its input (5, 5, 1) with padding "
             "valid; use a smaller kernel_size or padding: same");
-    REQUIRE(message_of({4, 4, 1}, {conv({{"kernel_size", "5"}, {"padding", "same"}})}) == "no error");
+    REQUIRE(message_of({4, 4, 1}, {conv({{"kernel_size", "5"}, {"padding", "same"}}), layer("flatten"),
+                                   layer("dense", {{"units", "3"}})}) == "no error");
     REQUIRE(message_of({9, 9, 1}, {conv({{"strides", "2"}, {"dilation_rate", "2"}})}) ==
             "layer 'conv2d' (conv2d): strides 2x2 with dilation_rate 2x2; Keras allows a stride above 1 or a "
             "dilation above 1, not both");
@@ -117,4 +118,57 @@ TEST_CASE("Image layer parameters are checked key by key") {
     REQUIRE(message_of({784}, {layer("reshape")}) ==
             "test.yaml:3:7: model.layers[0] (reshape): target_shape: missing; this layer needs it (e.g. target_shape: "
             "[28, 28, 1])");
+}
+
+TEST_CASE("Sizes the backends cannot count with int are config errors, not crashes") {
+    const auto tail = [](std::vector<config::LayerSpec> layers) {
+        layers.push_back(layer("flatten"));
+        layers.push_back(layer("dense", {{"units", "3"}}));
+        return layers;
+    };
+    // Each integer at most 2^31 - 1, however it is written.
+    REQUIRE(message_of({28, 28, 1}, tail({conv({{"strides", "4294967296"}})})) ==
+            "test.yaml:3:17: model.layers[0] (conv2d): strides: 4294967296 is too large; layer sizes are at most "
+            "2147483647");
+    REQUIRE(message_of({28, 28, 1}, tail({conv({{"kernel_size", "3,99999999999999999999"}})})) ==
+            "test.yaml:3:21: model.layers[0] (conv2d): kernel_size: 99999999999999999999 is too large; layer sizes "
+            "are at most 2147483647");
+    REQUIRE(message_of({784}, {layer("dense", {{"units", "2147483648"}})}) ==
+            "test.yaml:3:15: model.layers[0] (dense): units: 2147483648 is too large; layer sizes are at most "
+            "2147483647");
+    REQUIRE(message_of({784}, {layer("reshape", {{"target_shape", "-1,4294967296"}})}) ==
+            "test.yaml:3:22: model.layers[0] (reshape): target_shape: 4294967296 is too large; layer sizes are at "
+            "most 2147483647");
+    // Within that, what they multiply to is checked too.
+    REQUIRE(message_of({28, 28, 1}, tail({conv({{"dilation_rate", "2147483647"}, {"padding", "same"}})})) ==
+            "layer 'conv2d' (conv2d): kernel 3x3 stride 1x1 dilation 2147483647x2147483647 padding same: its padded "
+            "input would be larger than 2147483647 pixels along an axis; use smaller sizes");
+    REQUIRE(message_of({28, 28, 1}, tail({layer("max_pool2d", {{"pool_size", "2147483647"}, {"padding", "same"},
+                                                               {"strides", "1"}})})) ==
+            "layer 'max_pool2d' (max_pool2d): pool_size 2147483647x2147483647 strides 1x1 padding same: its padded "
+            "input would be larger than 2147483647 pixels along an axis; use smaller sizes");
+    REQUIRE(message_of({784}, {layer("reshape", {{"target_shape", "2147483647,2147483647,-1"}})}) ==
+            "layer 'reshape' (reshape): target_shape [2147483647, 2147483647, -1] has more than 2147483647 elements, "
+            "more than its input (784) has (784)");
+    REQUIRE(message_of({65536, 65536}, {layer("flatten")}) ==
+            "model.input_shape: (65536, 65536) has more than 2147483647 elements per sample; give a smaller shape");
+    REQUIRE(message_of({46341, 1, 1}, tail({conv({{"filters", "46341"}, {"kernel_size", "1"}})})) ==
+            "test.yaml:3:7: model.layers[0] (conv2d): its output (None, 46341, 1, 46341) has more than 2147483647 "
+            "elements per sample; use smaller sizes");
+    REQUIRE(message_of({131072}, {layer("dense", {{"units", "131073"}})}) ==
+            "test.yaml:3:7: model.layers[0] (dense): its kernel (131072, 131073) has more than 17179869184 elements; "
+            "use smaller sizes");
+    // A stride as large as allowed is fine where the window fits: one output per axis.
+    REQUIRE(message_of({28, 28, 1}, tail({conv({{"strides", "2147483647"}, {"padding", "same"}})})) == "no error");
+}
+
+TEST_CASE("The model's output must be one vector per sample, and layer names cannot hold '/'") {
+    REQUIRE(message_of({28, 28}, {layer("dense", {{"units", "10"}})}) ==
+            "test.yaml:3:7: model.layers[0] (dense): the model's output (None, 28, 10) must be one vector per "
+            "sample, (None, classes), for the loss; add a flatten layer before the last dense layer");
+    config::LayerSpec named = layer("dense", {{"units", "10"}});
+    named.name = "optimizer/adam_m/dense";
+    REQUIRE(message_of({784}, {named}) ==
+            "test.yaml:3:7: model.layers[0] (dense 'optimizer/adam_m/dense'): name: '/' and control characters are "
+            "not allowed in a layer name; use letters, digits, '_', '-' or '.'");
 }
