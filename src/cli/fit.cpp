@@ -30,7 +30,31 @@ struct FitArgs {
     CLI::Option* resume = nullptr;
     std::string resume_path;
     bool quiet = false;
+    bool overwrite = false;
 };
+
+// A fresh run into a folder that holds another run's checkpoints would
+// overwrite them (and keep_last would prune the two runs' epochs together):
+// refused unless --overwrite, which deletes them first.
+void clear_earlier_run(const FitArgs& args, const config::RunConfig& cfg) {
+    const std::vector<std::string> earlier = train::run_checkpoints(cfg.checkpoint.dir);
+    if (earlier.empty()) return;
+    std::string names;
+    for (size_t i = 0; i < earlier.size() && i < 3; ++i)
+        names += (i ? ", " : "") + fs::path(earlier[i]).filename().string();
+    if (earlier.size() > 3) names += " and " + std::to_string(earlier.size() - 3) + " more";
+    if (!args.overwrite)
+        throw ConfigError("'" + cfg.checkpoint.dir + "' holds the checkpoints of an earlier run (" + names +
+                          "); continue that run with --resume, start afresh there with --overwrite (deletes them), "
+                          "or give another --run-dir");
+    for (const auto& path : earlier) {
+        std::error_code ec;
+        fs::remove(path, ec);
+        if (ec) throw Error("--overwrite: cannot delete '" + path + "': " + ec.message());
+    }
+    spdlog::info("--overwrite: deleted the earlier run's {} checkpoint{} in {}", earlier.size(),
+                 earlier.size() == 1 ? "" : "s", cfg.checkpoint.dir);
+}
 
 // A resumed run whose config differs from the run dir's config.yaml keeps
 // that file as config.previous-N.yaml (the first N free) and says what changed.
@@ -94,6 +118,8 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
             throw ConfigError("--resume: no checkpoint in '" + cfg.checkpoint.dir +
                               "' (looked for last.safetensors and epoch-NNN.safetensors); train without --resume first");
         if (!fs::exists(resume_from)) throw ConfigError("--resume: '" + resume_from + "' does not exist");
+    } else if (lead) {
+        clear_earlier_run(args, cfg);
     }
 
     const device::Discovery found = device::discover();
@@ -186,6 +212,10 @@ Action add_fit_command(CLI::App& app) {
         ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads) for mirrored training")
         ->check(replica_count());
+    cmd->add_flag("--overwrite", args->overwrite,
+                  "Start afresh in a run dir that holds an earlier run's checkpoints, deleting them (without it fit "
+                  "refuses; --resume continues that run)")
+        ->excludes(args->resume);
     cmd->add_flag("--quiet,-q", args->quiet, "No progress bar, summary or info lines; warnings and errors only");
     return [args] { return run_fit(*args); };
 }

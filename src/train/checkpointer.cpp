@@ -339,4 +339,14 @@ std::string latest_checkpoint(const std::string& dir) {
     return best;
 }
 
+std::vector<std::string> run_checkpoints(const std::string& dir) {
+    static const std::regex pattern("(epoch-[0-9]+|last|best)\\.safetensors");
+    std::vector<std::string> found;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+        if (std::regex_match(entry.path().filename().string(), pattern)) found.push_back(entry.path().string());
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
 }  // namespace gputrain::train

@@ -80,5 +80,8 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
 // The newest checkpoint in `dir` for --resume: last.safetensors, else the
 // highest epoch-NNN. Empty when there is none.
 std::string latest_checkpoint(const std::string& dir);
+// The checkpoints a run writes that are in `dir` (last, best, epoch-NNN
+// .safetensors), as paths in name order; none when dir does not exist.
+std::vector<std::string> run_checkpoints(const std::string& dir);
 
 }  // namespace gputrain::train

@@ -36,4 +36,20 @@ grep -q "batch_size:" "$TMP/resumed/config.previous-1.yaml" || fail "config.prev
 
 step "--resume with nothing to resume from -> 2"
 run_expect 2 fit "$cfg" --run-dir "$TMP/empty-run" --resume
+
+step "a fresh fit into a run dir with checkpoints -> 2, nothing touched; --overwrite starts afresh"
+before=$(cd "$TMP/resumed" && sha256sum ./*.safetensors config.yaml metrics.csv)
+run_expect 2 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/resumed" --quiet
+expect_in "$TMP/err" "gputrain: error: '$TMP/resumed' holds the checkpoints of an earlier run (best.safetensors, epoch-001.safetensors, epoch-002.safetensors and 2 more); continue that run with --resume, start afresh there with --overwrite (deletes them), or give another --run-dir"
+[ "$(cd "$TMP/resumed" && sha256sum ./*.safetensors config.yaml metrics.csv)" = "$before" ] ||
+    fail "the refused fit changed the run dir"
+run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/resumed" --overwrite
+expect_in "$TMP/out" "--overwrite: deleted the earlier run's 5 checkpoints in $TMP/resumed"
+# Only this run's epoch is left, and it is a fresh run's: the same as epoch 1 of a run from scratch.
+[ "$(cd "$TMP/resumed" && ls ./*.safetensors | tr '\n' ' ')" = "./best.safetensors ./epoch-001.safetensors ./last.safetensors " ] ||
+    fail "after --overwrite: $(ls "$TMP/resumed")"
+run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/fresh" --quiet
+safetensors identical "$TMP/fresh/last.safetensors" "$TMP/resumed/last.safetensors"
+run_expect 2 fit "$cfg" --run-dir "$TMP/resumed" --overwrite --resume
+expect_in "$TMP/err" "--resume excludes --overwrite"
 echo "ok"
