@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,31 @@
 #include "core/error.hpp"
 
 namespace gputrain::cli {
+
+namespace {
+
+// An error is one line: control characters that came from the input (a key
+// or value with a newline, raw bytes of a binary file) are shown escaped.
+std::string one_line(const std::string& text) {
+    std::string out;
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '\n') {
+            out += "\\n";
+        } else if (c == '\t') {
+            out += "\\t";
+        } else if (u < 0x20 || u == 0x7f) {
+            char hex[8];
+            std::snprintf(hex, sizeof hex, "\\x%02x", u);
+            out += hex;
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
+}  // namespace
 
 int main_entry(int argc, char** argv) {
     auto logger = spdlog::stdout_logger_mt("gputrain");
@@ -49,7 +75,7 @@ int main_entry(int argc, char** argv) {
         } catch (const std::exception&) {
             // The hint is a courtesy: CLI11's own words still name the problem.
         }
-        std::fprintf(stderr, "gputrain: error: %s\n", message.c_str());
+        std::fprintf(stderr, "gputrain: error: %s\n", one_line(message).c_str());
         return 2;
     }
 
@@ -62,15 +88,20 @@ int main_entry(int argc, char** argv) {
         return devices();
     } catch (const Error& e) {
         std::fflush(stdout);
-        std::fprintf(stderr, "gputrain: %s: %s\n", e.label(), e.what());
+        std::fprintf(stderr, "gputrain: %s: %s\n", e.label(), one_line(e.what()).c_str());
         return e.exit_code();
     } catch (const std::bad_alloc&) {
         std::fflush(stdout);
         std::fprintf(stderr, "gputrain: error: out of memory; reduce training.batch_size or the model size\n");
         return 1;
+    } catch (const std::length_error&) {  // a container asked for more than it can ever hold
+        std::fflush(stdout);
+        std::fprintf(stderr, "gputrain: error: out of memory: a buffer too large to allocate; reduce "
+                             "training.batch_size, the model size or the data set\n");
+        return 1;
     } catch (const std::exception& e) {
         std::fflush(stdout);
-        std::fprintf(stderr, "gputrain: error: %s\n", e.what());
+        std::fprintf(stderr, "gputrain: error: %s\n", one_line(e.what()).c_str());
         return 1;
     }
 }

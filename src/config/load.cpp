@@ -100,6 +100,24 @@ void reject_stray_commas(const std::string& yaml, const ConfigSource& source) {
     }
 }
 
+// The first line (0-based) up to `last_line` whose indentation holds a tab; -1 when none does.
+int first_tab_indented_line(const std::string& yaml, int last_line) {
+    int line = 0;
+    bool indent = true;
+    for (const char c : yaml) {
+        if (line > last_line) break;
+        if (c == '\n') {
+            ++line;
+            indent = true;
+        } else if (indent && c == '\t') {
+            return line;
+        } else if (c != ' ') {
+            indent = false;
+        }
+    }
+    return -1;
+}
+
 YAML::Node parse_document(const std::string& yaml, const ConfigSource& source) {
     reject_stray_commas(yaml, source);
     check_yaml_terminates(yaml, source.name());
@@ -107,6 +125,14 @@ YAML::Node parse_document(const std::string& yaml, const ConfigSource& source) {
     try {
         documents = YAML::LoadAll(yaml);
     } catch (const YAML::ParserException& e) {
+        // yaml-cpp's words for a tab in the indentation ("illegal map value",
+        // "end of map not found") do not mention it.
+        const int tab_line = first_tab_indented_line(yaml, e.mark.line);
+        if (tab_line >= 0)
+            throw ConfigError(config_message(source.file_place(e.mark), "", "YAML syntax error: " + e.msg,
+                                             "line " + std::to_string(tab_line + 1) +
+                                                 " is indented with a tab, which YAML does not allow; indent with "
+                                                 "spaces"));
         throw ConfigError(config_message(source.file_place(e.mark), "", "YAML syntax error: " + e.msg));
     }
     const std::string sections = "a mapping of sections (" + join_names(kTopLevelKeys) + ")";

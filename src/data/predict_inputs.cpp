@@ -1,7 +1,7 @@
 #include "data/predict_inputs.hpp"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "core/error.hpp"
@@ -38,7 +38,13 @@ void check_sample_shape(const std::string& path, const std::vector<int64_t>& dim
 
 PredictInputs read_predict_inputs(const std::string& path, const Shape& model_input_shape, double scale) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) throw DataError(path + ": no such file");
+    if (!std::filesystem::is_regular_file(path, ec)) {
+        const auto status = std::filesystem::status(path, ec);
+        if (!std::filesystem::exists(status)) throw DataError(path + ": no such file");
+        throw DataError(path + ": not a regular file (" +
+                        (std::filesystem::is_directory(status) ? "a directory" : "a device, pipe or socket") +
+                        "); give an IDX, CSV or NPY file");
+    }
     const int64_t elements = shape_elements(model_input_shape);
     PredictInputs out;
     if (ends_with(path, ".npy")) {
@@ -66,7 +72,15 @@ PredictInputs read_predict_inputs(const std::string& path, const Shape& model_in
         out.values.assign(array.bytes.begin(), array.bytes.end());
     }
     if (out.rows == 0) throw DataError(path + ": holds no samples");
-    for (float& v : out.values) {
+    const int64_t per_sample = std::max<int64_t>(1, elements);
+    for (size_t i = 0; i < out.values.size(); ++i) {
+        float& v = out.values[i];
+        // NaN or Inf would come out as probabilities that look like any others.
+        if (!std::isfinite(v) || !std::isfinite(static_cast<float>(v * scale)))
+            throw DataError(path + ": sample " + std::to_string(static_cast<int64_t>(i) / per_sample) + ", value " +
+                            std::to_string(static_cast<int64_t>(i) % per_sample) + " is " +
+                            (std::isnan(v) ? "NaN" : std::isinf(v) ? "infinite" : "too large once scaled") +
+                            "; the model takes finite inputs");
         out.largest_raw = std::max(out.largest_raw, std::abs(v));
         v = static_cast<float>(v * scale);
     }

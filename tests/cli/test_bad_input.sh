@@ -195,4 +195,10 @@ got=0
     >/dev/full 2>"$TMP/err" || got=$?
 [ "$got" -eq 1 ] || { cat "$TMP/err" >&2; fail "predict to a full disk exited $got, expected 1"; }
 expect_in "$TMP/err" "cannot write the probabilities to standard output: No space left on device; give --output FILE"
+# A newline inside a key stays inside the one error line, escaped.
+got=0
+"$GPUTRAIN" fit "$cfg" --set $'training.ep\nochs=1' >/dev/null 2>"$TMP/err" || got=$?
+[ "$got" -eq 2 ] || fail "a key with a newline exited $got, expected 2"
+[ "$(wc -l <"$TMP/err")" -eq 1 ] || { cat "$TMP/err" >&2; fail "a key with a newline gave more than one line"; }
+expect_in "$TMP/err" 'training.ep\nochs: unknown key'
 echo "ok: $passed cases"

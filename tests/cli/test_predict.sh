@@ -132,4 +132,22 @@ run_expect 2 predict "$config" --checkpoint "$TMP/none.safetensors" --input "$im
 expect_in "$TMP/err" "gputrain: error: --checkpoint: '$TMP/none.safetensors' does not exist"
 run_expect 2 predict "$config" --input "$images"
 expect_in "$TMP/err" "--checkpoint is required"
+
+step "errors: an input that is a directory, a NaN or an infinity among the values"
+run_expect 1 predict "$config" --checkpoint "$ckpt" --input "$TMP" --device cpu
+expect_in "$TMP/err" "gputrain: error: $TMP: not a regular file (a directory); give an IDX, CSV or NPY file"
+python3 - "$TMP/nan.npy" "$TMP/inf.npy" <<'PY'
+import struct, sys
+header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 784), }"
+header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+for path, bad in zip(sys.argv[1:], (float("nan"), float("inf"))):
+    values = [0.5] * (2 * 784)
+    values[784 + 3] = bad  # sample 1, value 3
+    open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() +
+                           struct.pack("<%df" % len(values), *values))
+PY
+run_expect 1 predict "$config" --checkpoint "$ckpt" --input "$TMP/nan.npy" --device cpu
+expect_in "$TMP/err" "gputrain: error: $TMP/nan.npy: sample 1, value 3 is NaN; the model takes finite inputs"
+run_expect 1 predict "$config" --checkpoint "$ckpt" --input "$TMP/inf.npy" --device cpu
+expect_in "$TMP/err" "gputrain: error: $TMP/inf.npy: sample 1, value 3 is infinite; the model takes finite inputs"
 echo "ok"

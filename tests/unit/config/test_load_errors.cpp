@@ -40,6 +40,15 @@ TEST_CASE("YAML syntax errors carry yaml-cpp's line and column") {
     REQUIRE(error_of("training:\n  epochs: 3\n   batch_size: 4\n") == "cfg.yaml:3:14: YAML syntax error: illegal map value");
 }
 
+TEST_CASE("A syntax error after a tab in the indentation says so") {
+    REQUIRE(error_of("model:\n\tinput_shape: [28, 28]\n") ==
+            "cfg.yaml:2:13: YAML syntax error: illegal map value; line 2 is indented with a tab, which YAML does not "
+            "allow; indent with spaces");
+    // A tab after the indentation is no hint.
+    REQUIRE(error_of("training:\n  epochs: 3\t\n   batch_size: 4\n") ==
+            "cfg.yaml:3:14: YAML syntax error: illegal map value");
+}
+
 TEST_CASE("the top level must be one mapping") {
     const std::string sections =
         "a mapping of sections (run_dir, model, loss, metrics, optimizer, data, training, strategy, checkpoint, logging)";
