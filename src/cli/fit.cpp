@@ -1,7 +1,9 @@
 // gputrain fit CONFIG: train, log, checkpoint.
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -86,8 +88,10 @@ void write_resolved_config(const config::RunConfig& cfg, bool resuming) {
     const fs::path path = fs::path(cfg.run_dir) / "config.yaml";
     if (resuming) keep_previous_config(path, cfg);
     std::ofstream out(path);
+    if (!out) throw Error("cannot write '" + path.string() + "': " + std::strerror(errno));
     out << "# Resolved by gputrain from " << cfg.source_file << " (defaults filled in)\n" << cfg.resolved_yaml << "\n";
-    if (!out) throw Error("cannot write '" + path.string() + "'");
+    out.close();
+    if (!out) throw Error("cannot write '" + path.string() + "': " + std::strerror(errno));
     spdlog::info("Resolved config (every default filled in): {}", path.string());
 }
 

@@ -139,6 +139,11 @@ std::string usage_error_message(const CLI::App& app, const CLI::ParseError& erro
     }
     // A validator's message already names the flag and the fix.
     if (dynamic_cast<const CLI::ValidationError*>(&error)) return error.what();
+    // "--replicas: At Most 1 required but received 2": a flag given twice.
+    const std::string what = error.what();
+    const size_t colon = what.find(": At Most 1 required but received ");
+    if (dynamic_cast<const CLI::ArgumentMismatch*>(&error) && colon != std::string::npos)
+        return what.substr(0, colon) + " is given more than once; give it once (see 'gputrain " + path + " --help')";
     return std::string(error.what()) + " (see 'gputrain " + path + " --help')";
 }
 

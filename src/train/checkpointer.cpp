@@ -232,8 +232,10 @@ void Checkpointer::prepare(size_t checkpoint_bytes) const {
     // The new file is complete before it replaces the old one: room for two.
     if (!ec && space.available < 2 * checkpoint_bytes) {
         char text[200];
-        std::snprintf(text, sizeof text, "%.1f MB free, a checkpoint needs %.1f MB (twice that while it replaces the previous one)",
-                      space.available / 1e6, checkpoint_bytes / 1e6);
+        std::snprintf(text, sizeof text,
+                      "%.3g MB free, but writing a checkpoint of %.3g MB needs %.3g MB (the new file is complete "
+                      "before it replaces the previous one)",
+                      space.available / 1e6, checkpoint_bytes / 1e6, 2.0 * checkpoint_bytes / 1e6);
         throw Error("checkpoint folder '" + dir_ + "': " + text + "; free some space or set checkpoint.dir elsewhere");
     }
 }

@@ -59,6 +59,7 @@ cases=(
 "1|err|cannot create run dir '@TMP@/file': Not a directory|-|fit @CFG@ --run-dir @TMP@/file --quiet"
 "1|err|cannot create run dir '@TMP@/file/sub': Not a directory|-|fit @CFG@ --run-dir @TMP@/file/sub --quiet"
 "2|err|--no-such-flag|-|fit @CFG@ --no-such-flag"
+"2|err|--replicas is given more than once; give it once (see 'gputrain fit --help')|-|fit @CFG@ --replicas 2 --replicas 3"
 "2|err|--run-dir: is empty; give a path|-|fit @CFG@ --run-dir @EMPTY@"
 "2|err|--checkpoint: is empty; give a path|-|evaluate @CFG@ --checkpoint @EMPTY@"
 "2|err|--input: is empty; give a path|-|predict @CFG@ --checkpoint @TMP@/ck/last.safetensors --input @EMPTY@"
