@@ -212,6 +212,12 @@ public:
     // The same tally for a verdict the caller already has (a communicator
     // that noted NaN/Inf while summing).
     virtual void record_finite(int32_t* guard, bool finite) = 0;
+    // x[i] *= *factor, the factor read from backend memory in stream order
+    // (fp16's loss scale and its inverse, which change on the device).
+    virtual void scale_by(float* x, size_t n, const float* factor) = 0;
+    // math::loss_scale_update of *state from this step's verdict guard[0]
+    // (check_finite's words), in stream order.
+    virtual void loss_scale_update(math::LossScaleState* state, const int32_t* guard, bool sticky) = 0;
     // Copies up to kUploadBytes of host data to dst in stream order, without
     // waiting: host_src may be reused at once (the bytes travel as a kernel
     // argument on a GPU). For per-step scalars (optimizer step sizes).

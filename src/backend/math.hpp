@@ -107,6 +107,49 @@ GPUTRAIN_HD void tally_finite(int32_t* guard, bool finite) {
     guard[2] += 1;
 }
 
+// training.precision: fp16's dynamic loss scaling (train/loss_scaler.hpp),
+// kept in backend memory and updated there after each step's finite check
+// (Backend::loss_scale_update), so that the step loop never waits for it and
+// a recorded graph carries it. As torch.cuda.amp.GradScaler: the loss
+// gradient is multiplied by `scale` (a power of two) and the parameter
+// gradients by `inverse`; a step whose gradients overflow is skipped and the
+// scale halved, kLossScaleGrowthInterval good steps in a row double it. At
+// kMinLossScale an overflow is divergence instead.
+constexpr float kInitialLossScale = 65536.0f;  // 2^16, as PyTorch
+constexpr float kMinLossScale = 1.0f;
+constexpr float kMaxLossScale = 16777216.0f;  // 2^24: fp16 gradients overflow long before
+constexpr int32_t kLossScaleGrowthInterval = 2000;
+struct LossScaleState {
+    float scale = kInitialLossScale;
+    float inverse = 1.0f / kInitialLossScale;
+    int32_t good_steps = 0;   // good steps in a row since the scale last changed
+    int32_t skip = 0;         // what the optimizer reads: this step is not applied
+    // Counts since the last reset (an epoch's start), read at progress reports:
+    int32_t overflows = 0;    // steps skipped with the scale halved
+    int32_t divergences = 0;  // non-finite steps at kMinLossScale
+    int32_t first_divergence = 0;  // 1 + `steps` at the first divergence; 0 for none
+    int32_t steps = 0;
+};
+// One step's update from its finite check's verdict (`bad`: NaN/Inf in the
+// scaled gradients). `sticky`: training.on_nan stop, whose weights must stay
+// as they were before the first divergence: every later step is skipped too.
+GPUTRAIN_HD void loss_scale_update(LossScaleState& s, bool bad, bool sticky) {
+    if (bad && s.scale > kMinLossScale) {
+        s.scale = s.scale * 0.5f < kMinLossScale ? kMinLossScale : s.scale * 0.5f;
+        s.good_steps = 0;
+        s.overflows += 1;
+    } else if (bad) {
+        s.divergences += 1;
+        if (s.first_divergence == 0) s.first_divergence = s.steps + 1;
+    } else if (++s.good_steps >= kLossScaleGrowthInterval) {
+        s.scale = s.scale * 2.0f > kMaxLossScale ? kMaxLossScale : s.scale * 2.0f;
+        s.good_steps = 0;
+    }
+    s.inverse = 1.0f / s.scale;
+    s.skip = bad || (sticky && s.divergences > 0) ? 1 : 0;
+    s.steps += 1;
+}
+
 // Keras SGD: v = momentum * v - lr * g; p += v (Nesterov: p += momentum * v - lr * g).
 struct SgdParams {
     float learning_rate, momentum;

@@ -49,6 +49,9 @@ struct RunContext {
     int64_t row_offset = 0;       // index of this shard's first row within the global batch
     CrossReplica* cross_replica = nullptr;  // null on a single replica
     bool fused = true;            // training.fused_kernels: bias + activation in one pass (activation_step.hpp)
+    // fp16's loss scale in backend memory (train/loss_scaler.hpp): the loss
+    // gradient is multiplied by it before backward; null = no scaling.
+    const float* loss_scale = nullptr;
 };
 
 class Layer {

@@ -281,6 +281,8 @@ void Model::run_step(const RunContext& ctx, const float* inputs, const int32_t* 
     float* dy = grad_a_;
     float* spare = grad_b_;
     loss_.compute(backend_, activations_.back(), labels, rows, static_cast<int>(classes()), grad_scale, dy, stats);
+    // Scaling by a power of two is exact: the same as scaling grad_scale.
+    if (ctx.loss_scale) backend_.scale_by(dy, static_cast<size_t>(rows) * static_cast<size_t>(classes()), ctx.loss_scale);
     if (after) (*after)(layers_.size(), Phase::loss);
     for (size_t i = layers_.size(); i-- > 0;) {
         const float* xi = i == 0 ? inputs : activations_[i - 1];

@@ -4,27 +4,38 @@
 
 namespace gputrain::train {
 
-bool LossScaler::absorb_overflow() {
-    if (!enabled_ || scale_ <= kMinScale) return false;
-    scale_ = std::max(kMinScale, scale_ * 0.5);
-    good_steps_ = 0;
-    return true;
+LossScaler::LossScaler(Backend& backend, bool enabled) : backend_(backend) {
+    if (!enabled) return;
+    state_ = static_cast<math::LossScaleState*>(backend.allocate_bytes(sizeof(math::LossScaleState)));
+    const math::LossScaleState initial;
+    backend_.copy_to_device(state_, &initial, sizeof initial);
 }
 
-void LossScaler::step_applied() {
-    if (!enabled_) return;
-    if (++good_steps_ >= kGrowthInterval) {
-        // fp32 holds 2^127; 2^24 is plenty (PyTorch has no cap; gradients times
-        // more than that overflow fp16 anyway, and halving brings it back).
-        scale_ = std::min(scale_ * 2.0, 16777216.0);
-        good_steps_ = 0;
-    }
+LossScaler::~LossScaler() {
+    if (state_) backend_.release(state_);
+}
+
+void LossScaler::update(const int32_t* guard, bool sticky) { backend_.loss_scale_update(state_, guard, sticky); }
+
+void LossScaler::reset_counts() {
+    math::LossScaleState s = read();
+    s.overflows = s.divergences = s.first_divergence = s.steps = 0;
+    backend_.copy_to_device(state_, &s, sizeof s);
+}
+
+math::LossScaleState LossScaler::read() const {
+    math::LossScaleState s;
+    backend_.copy_to_host(&s, state_, sizeof s);
+    return s;
 }
 
 void LossScaler::restore(double scale, int64_t good_steps) {
-    if (!enabled_) return;
-    scale_ = std::clamp(scale, kMinScale, 16777216.0);
-    good_steps_ = std::max<int64_t>(0, good_steps);
+    if (!state_) return;
+    math::LossScaleState s = read();
+    s.scale = static_cast<float>(std::clamp(scale, double{math::kMinLossScale}, double{math::kMaxLossScale}));
+    s.inverse = 1.0f / s.scale;
+    s.good_steps = static_cast<int32_t>(std::clamp<int64_t>(good_steps, 0, math::kLossScaleGrowthInterval - 1));
+    backend_.copy_to_device(state_, &s, sizeof s);
 }
 
 }  // namespace gputrain::train

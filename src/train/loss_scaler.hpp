@@ -1,47 +1,54 @@
 // LossScaler: dynamic loss scaling for training.precision: fp16, as
 // torch.cuda.amp.GradScaler and Keras' LossScaleOptimizer do it. fp16's
 // smallest normal number is 6e-5: small gradients would flush to zero inside
-// fp16 GEMMs, so the loss gradient is multiplied by `scale()` before backward
-// and the parameter gradients divided by it before the optimizer. A step whose
-// gradients overflow (Inf/NaN) is skipped and the scale halved; after
-// `growth_interval` good steps in a row it doubles. Powers of two only, so
-// scaling and unscaling are exact in fp32.
+// fp16 GEMMs, so the loss gradient is multiplied by the scale before backward
+// and the parameter gradients by its inverse before the optimizer. A step
+// whose gradients overflow (Inf/NaN) is skipped and the scale halved; after
+// 2000 good steps in a row it doubles. Powers of two only, so scaling and
+// unscaling are exact in fp32.
 //
-// Each replica thread owns one; they stay identical because every replica sees
-// the same all-reduced gradients and so makes the same calls.
+// The state lives in backend memory and is updated there after each step's
+// finite check (math::loss_scale_update), so the step loop never waits for it
+// and a CUDA graph can hold the whole step; the host reads it at progress
+// reports and checkpoints. Each replica owns one; they stay identical because
+// every replica sees the same all-reduced gradients.
 #pragma once
 
 #include <cstdint>
+
+#include "backend/backend.hpp"
 
 namespace gputrain::train {
 
 class LossScaler {
 public:
-    static constexpr double kInitialScale = 65536.0;  // 2^16, as PyTorch
-    static constexpr double kMinScale = 1.0;          // below this a non-finite gradient is real divergence
-    static constexpr int64_t kGrowthInterval = 2000;
+    // Disabled (fp32/tf32/bf16): no backend memory, nothing scaled.
+    LossScaler(Backend& backend, bool enabled);
+    ~LossScaler();
+    LossScaler(const LossScaler&) = delete;
+    LossScaler& operator=(const LossScaler&) = delete;
 
-    // Disabled: scale() is 1 and a non-finite gradient is never an overflow.
-    explicit LossScaler(bool enabled) : enabled_(enabled), scale_(enabled ? kInitialScale : 1.0) {}
+    bool enabled() const { return state_ != nullptr; }
+    // Backend memory the step reads: the loss gradient's factor (RunContext::
+    // loss_scale), the parameter gradients' factor, and the optimizer's skip
+    // word (this step overflowed, or with `sticky` any step diverged).
+    const float* scale_ptr() const { return &state_->scale; }
+    const float* inverse_ptr() const { return &state_->inverse; }
+    const int32_t* skip_flag() const { return &state_->skip; }
 
-    bool enabled() const { return enabled_; }
-    float scale() const { return static_cast<float>(scale_); }
-    int64_t good_steps() const { return good_steps_; }
-
-    // A step with non-finite gradients: true when it is an overflow the scaler
-    // absorbs (the scale is halved and the step skipped); false when the scale
-    // is already at its floor (or scaling is off): then it is divergence.
-    bool absorb_overflow();
-    // A step with finite gradients was applied.
-    void step_applied();
-
-    // Checkpointed state (resume continues with the same scale).
+    // Queues the update from this step's finite check (StepGuard::words()).
+    void update(const int32_t* guard, bool sticky);
+    // Zeroes the counts (an epoch's start); the scale and its run of good steps carry on.
+    void reset_counts();
+    // Waits for the backend and reads the state.
+    math::LossScaleState read() const;
+    // Checkpointed state (resume continues with the same scale), clamped to
+    // [1, 2^24] and good_steps >= 0.
     void restore(double scale, int64_t good_steps);
 
 private:
-    bool enabled_;
-    double scale_;
-    int64_t good_steps_ = 0;
+    Backend& backend_;
+    math::LossScaleState* state_ = nullptr;
 };
 
 }  // namespace gputrain::train

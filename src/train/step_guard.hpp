@@ -32,6 +32,8 @@ public:
     // What Optimizer::apply skips on (backend memory): this step's flag, or
     // with `sticky` whether any step since reset() was bad.
     const int32_t* skip_flag(bool sticky) const;
+    // The words themselves (Backend::check_finite's layout; [0] is this step's verdict).
+    const int32_t* words() const { return words_; }
 
     struct Tally {
         bool this_step_bad = false;  // the latest check

@@ -19,19 +19,22 @@ namespace gputrain::train {
 
 Trainer::Trainer(const config::RunConfig& cfg, std::vector<std::unique_ptr<Replica>>& replicas,
                  const data::DataSplits& data, FitOptions options)
-    : cfg_(cfg), replicas_(replicas), data_(data), options_(std::move(options)), progress_(options_.progress, options_.out),
-      scalers_(replicas.size(), LossScaler(cfg.training.precision == "fp16")) {}
+    : cfg_(cfg), replicas_(replicas), data_(data), options_(std::move(options)), progress_(options_.progress, options_.out) {
+    for (auto& r : replicas_)
+        scalers_.push_back(std::make_unique<LossScaler>(r->backend(), cfg.training.precision == "fp16"));
+}
 
 LossScaler& Trainer::scaler_of(const Replica& r) {
     for (size_t i = 0; i < replicas_.size(); ++i)
-        if (replicas_[i].get() == &r) return scalers_[i];
+        if (replicas_[i].get() == &r) return *scalers_[i];
     throw Error("internal: a replica the trainer does not own");
 }
 
 void Trainer::record_loss_scale() {
-    if (!scalers_[0].enabled()) return;
-    state_.loss_scale = scalers_[0].scale();
-    state_.loss_scale_good_steps = scalers_[0].good_steps();
+    if (!scalers_[0]->enabled()) return;
+    const math::LossScaleState s = scalers_[0]->read();
+    state_.loss_scale = s.scale;
+    state_.loss_scale_good_steps = s.good_steps;
 }
 
 namespace {
@@ -63,12 +66,13 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
     GradientBuckets buckets(r.model(), cfg_.strategy.bucket_mb, r.comm(), r.model().grad_data());
     r.begin_epoch(data_.train.size(), cfg_.training.shuffle, cfg_.training.seed, epoch);
     // NaN/Inf in the summed gradients: tallied on the device and read at each
-    // progress report (StepGuard), so no step waits for it. fp16's loss
-    // scaling needs each step's verdict at once: then it is read every step.
+    // progress report (StepGuard), so no step waits for it. Under fp16 the
+    // loss scaler takes each verdict on the device too (an overflow halves the
+    // scale and skips the step; only at scale 1 is it divergence).
     StepGuard& guard = r.guard();
     guard.reset();
-    const bool every_step = scaler.enabled();
-    const bool sticky = !skip_nonfinite && !every_step;  // stop: no update lands after the bad step
+    if (scaler.enabled()) scaler.reset_counts();
+    const bool sticky = !skip_nonfinite;  // stop: no update lands after the bad step
     std::shared_ptr<const data::Batch> next;  // staged while the step before computed (GPU)
     for (int64_t step = start_step; step < steps_per_epoch_; ++step) {
         auto batch = next ? std::move(next) : loader.get(step);
@@ -78,10 +82,10 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
         const int64_t global_step = epoch_first_step + step;
         // This update's scalars go to the device before the step that reads them.
         r.optimizer().prepare(schedule.learning_rate(global_step), global_step + 1);
+        // fp16: the loss scale, a power of two (exact to apply and to undo), from backend memory.
         nn::RunContext ctx{r.backend(), true, cfg_.training.seed, epoch, step, begin,
-                           replicated ? &cross : nullptr, cfg_.training.fused_kernels};
-        // The loss scale (1 unless fp16) is a power of two: exact to apply and to undo.
-        const float loss_scale = scaler.scale();
+                           replicated ? &cross : nullptr, cfg_.training.fused_kernels,
+                           scaler.enabled() ? scaler.scale_ptr() : nullptr};
         const int rows = static_cast<int>(end - begin);
         r.model().prepare_step(ctx);  // per-step values (dropout's key), outside any recorded graph
         // The step's work, queued on the backend: the same from step to step
@@ -89,15 +93,21 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
         const auto queue_step = [&] {
             r.gather_shard();  // a resident set's batch, at the position written above
             // Buckets of gradients are all-reduced while backward goes on (strategy.bucket_mb).
-            r.model().forward_backward(ctx, r.inputs(), r.labels(), rows, loss_scale / static_cast<float>(batch->size),
+            r.model().forward_backward(ctx, r.inputs(), r.labels(), rows, 1.0f / static_cast<float>(batch->size),
                                        r.stats(), buckets.on_ready());
             // Every replica joins every all-reduce, even with an empty shard.
             // Whether the sums are finite: known from the summing (CPU
             // replicas), else one pass over them, on the device.
             guard.check(r.model().grad_data(), n, buckets.finish());
-            if (loss_scale != 1.0f) r.backend().scale(r.model().grad_data(), n, 1.0f / loss_scale);
+            const int32_t* skip = guard.skip_flag(sticky);
+            if (scaler.enabled()) {
+                // Unscaled with this step's scale, then the scale for the next step.
+                r.backend().scale_by(r.model().grad_data(), n, scaler.inverse_ptr());
+                scaler.update(guard.words(), sticky);
+                skip = scaler.skip_flag();
+            }
             // Identical on every replica after the all-reduce, so all skip alike.
-            r.optimizer().apply(r.model().param_data(), r.model().grad_data(), guard.skip_flag(sticky));
+            r.optimizer().apply(r.model().param_data(), r.model().grad_data(), skip);
             r.average_state();
         };
         r.graphs().run({rows, batch->size, r.inputs(), r.labels()}, queue_step);
@@ -106,22 +116,20 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
             next = loader.get(step + 1);
             r.stage_training_shard(*next);
         }
-        if (every_step) {  // fp16: the scale for the next step depends on this one
-            if (!guard.read().this_step_bad) {
-                scaler.step_applied();
-            } else if (scaler.absorb_overflow()) {  // a smaller scale next step
-                if (r.rank() == 0) ++totals.overflow_steps;
-            } else {
-                if (!skip_nonfinite) throw NonFiniteGradients(epoch, step);
-                if (r.rank() == 0) ++totals.skipped_steps;
-            }
-        }
         samples += batch->size;
         if ((step + 1) % report_every_ == 0 || step + 1 == steps_per_epoch_) {
             // Loss and correct counts differ per replica; the sample count is
             // already global. The third value is how every replica agrees to stop
             // after the same step when a signal arrived (in any process).
-            if (!every_step) {
+            if (scaler.enabled()) {  // overflows are the scaler's; divergence is a step at scale 1
+                const math::LossScaleState s = scaler.read();
+                if (s.divergences > 0 && !skip_nonfinite)
+                    throw NonFiniteGradients(epoch, start_step + s.first_divergence - 1);
+                if (r.rank() == 0) {
+                    totals.skipped_steps = s.divergences;
+                    totals.overflow_steps = s.overflows;
+                }
+            } else {
                 const StepGuard::Tally tally = guard.read();
                 if (tally.bad_steps > 0 && !skip_nonfinite)
                     throw NonFiniteGradients(epoch, start_step + tally.first_bad);
@@ -209,7 +217,7 @@ FitResult Trainer::fit() {
         state_ = restore(options_.resume_from, replicas_, cfg_, /*with_optimizer=*/true, &warning);
         if (writer && !warning.empty()) std::fprintf(options_.out, "warning: %s\n", warning.c_str());
         if (state_.loss_scale > 0)
-            for (auto& s : scalers_) s.restore(state_.loss_scale, state_.loss_scale_good_steps);
+            for (auto& s : scalers_) s->restore(state_.loss_scale, state_.loss_scale_good_steps);
         if (writer)
             std::fprintf(options_.out, "Resuming from %s after epoch %lld (step %lld)\n", options_.resume_from.c_str(),
                          (long long)state_.epochs_done, (long long)state_.global_step);
@@ -279,6 +287,11 @@ FitResult Trainer::fit() {
                          "the attempt)\n",
                          replicas_[0]->graphs().failure().c_str());
         }
+        if (totals.overflow_steps > 0 && writer)  // fp16: routine at the start, as the scale finds its level
+            std::fprintf(options_.out, "epoch %lld: %lld step%s overflowed in fp16 and %s skipped; loss scale now %g\n",
+                         (long long)epoch + 1, (long long)totals.overflow_steps,
+                         totals.overflow_steps == 1 ? "" : "s", totals.overflow_steps == 1 ? "was" : "were",
+                         static_cast<double>(scalers_[0]->read().scale));
         if (totals.skipped_steps > 0 && writer)
             std::fprintf(options_.out, "warning: epoch %lld skipped %lld step%s with NaN or Inf gradients (training.on_nan: skip_step)\n",
                          (long long)epoch + 1, (long long)totals.skipped_steps, totals.skipped_steps == 1 ? "" : "s");

@@ -1,6 +1,9 @@
 // Training on the GPU against the CPU: the same trainer, strategy and
 // checkpoints, only the backend (and communicator) differ.
+#include <limits>
+
 #include "../unit/train/train_fixture.hpp"
+#include "checkpoint/safetensors.hpp"
 #include "core/error.hpp"
 #include "data/dataset.hpp"
 #include "device/devices.hpp"
@@ -130,17 +133,41 @@ TEST_CASE("Steps replayed as CUDA graphs give the weights of steps run call by c
     }
 }
 
-TEST_CASE("CUDA graphs are off, with the reason, for fp16 and for replicas sharing the GPU") {
+TEST_CASE("CUDA graphs are off, with the reason, for replicas sharing the GPU; fp16 records its step too") {
     auto fp16 = fixture::small_job(1, 16);
     auto gpu = gpu_replicas(fp16);
-    fp16.training.precision = "fp16";
-    REQUIRE(train::step_graphs_unusable(fp16, *gpu[0]).find("fp16") != std::string::npos);
+    fp16.training.precision = "fp16";  // the loss scale lives in device memory
+    REQUIRE(train::step_graphs_unusable(fp16, *gpu[0]).empty());
     auto two = fixture::small_job(1, 16);
     two.strategy.replicas_per_gpu = 2;
     auto shared = gpu_replicas(two);
     REQUIRE(train::step_graphs_unusable(two, *shared[0]).rfind("2 replicas", 0) == 0);
     two.training.cuda_graphs = false;
     REQUIRE(train::step_graphs_unusable(two, *gpu[0]) == "training.cuda_graphs: false");
+}
+
+TEST_CASE("fp16 on the GPU: replayed steps, overflows among them, give the weights and loss scale of direct steps") {
+    data::DataSplits data;
+    data.train = fixture::blobs(203, 3);
+    data.train.inputs[6 * 20] = std::numeric_limits<float>::infinity();  // sample 20: the second batch overflows
+    auto cfg = without_dropout(2, 16);
+    cfg.training.precision = "fp16";
+    cfg.training.shuffle = false;
+    fixture::TempDir direct_dir, graph_dir;
+    cfg.training.cuda_graphs = false;
+    auto direct = gpu_replicas(cfg);
+    fixture::fit(cfg, direct, data, direct_dir.path.string());
+    cfg.training.cuda_graphs = true;
+    auto graphs = gpu_replicas(cfg);
+    fixture::fit(cfg, graphs, data, graph_dir.path.string());
+    REQUIRE(graphs[0]->graphs().failure().empty());
+    REQUIRE(graphs[0]->graphs().replays() >= 20);
+    REQUIRE(host_params(*graphs[0]) == host_params(*direct[0]));
+    const auto scale_of = [](const fixture::TempDir& d) {
+        return checkpoint::load((d.path / "last.safetensors").string()).metadata.at("loss_scale");
+    };
+    REQUIRE(scale_of(direct_dir) == "16384");  // halved once an epoch
+    REQUIRE(scale_of(graph_dir) == "16384");
 }
 
 TEST_CASE("On the GPU, NaN gradients found at a progress report name their step; no update follows") {

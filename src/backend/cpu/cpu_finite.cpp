@@ -43,4 +43,10 @@ void CpuBackend::check_finite(const float* x, size_t n, int32_t* guard) { record
 
 void CpuBackend::record_finite(int32_t* guard, bool finite) { math::tally_finite(guard, finite); }
 
+void CpuBackend::scale_by(float* x, size_t n, const float* factor) { scale(x, n, *factor); }
+
+void CpuBackend::loss_scale_update(math::LossScaleState* state, const int32_t* guard, bool sticky) {
+    math::loss_scale_update(*state, guard[0] != 0, sticky);
+}
+
 }  // namespace gputrain

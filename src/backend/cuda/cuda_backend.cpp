@@ -495,6 +495,16 @@ void CudaBackend::record_finite(int32_t* guard, bool finite) {
     CUDA_CHECK(device_, cuda_kernels::record_finite(stream_, guard, finite));
 }
 
+void CudaBackend::scale_by(float* x, size_t n, const float* factor) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::scale_by(stream_, x, n, factor));
+}
+
+void CudaBackend::loss_scale_update(math::LossScaleState* state, const int32_t* guard, bool sticky) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::loss_scale_update(stream_, state, guard, sticky));
+}
+
 void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
     static_assert(cuda_kernels::kUploadBytes == kUploadBytes, "the upload kernel carries Backend::kUploadBytes");
     if (bytes > kUploadBytes) throw Error(name() + ": " + upload_too_large(bytes));

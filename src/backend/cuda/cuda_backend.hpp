@@ -118,6 +118,8 @@ public:
     bool all_finite(const float* x, size_t n) override;
     void check_finite(const float* x, size_t n, int32_t* guard) override;
     void record_finite(int32_t* guard, bool finite) override;
+    void scale_by(float* x, size_t n, const float* factor) override;
+    void loss_scale_update(math::LossScaleState* state, const int32_t* guard, bool sticky) override;
     void upload(void* dst, const void* host_src, size_t bytes) override;
     void softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols, float grad_scale,
                                float* grad, float* stats) override;

@@ -18,6 +18,15 @@ __global__ void scale_kernel(float* x, size_t n, float alpha) {
     for (size_t i = thread_index(); i < n; i += thread_count()) x[i] *= alpha;
 }
 
+__global__ void scale_by_kernel(float* x, size_t n, const float* factor) {
+    const float f = *factor;
+    for (size_t i = thread_index(); i < n; i += thread_count()) x[i] *= f;
+}
+
+__global__ void loss_scale_update_kernel(math::LossScaleState* state, const int32_t* guard, bool sticky) {
+    math::loss_scale_update(*state, guard[0] != 0, sticky);
+}
+
 __global__ void scale_matrix_kernel(float* c, size_t n, int cols, int ld, float beta) {
     for (size_t i = thread_index(); i < n; i += thread_count()) {
         float& e = c[(i / cols) * ld + i % cols];
@@ -143,6 +152,15 @@ cudaError_t fill(cudaStream_t stream, float* x, size_t n, float value) {
 
 cudaError_t scale(cudaStream_t stream, float* x, size_t n, float alpha) {
     return launch_1d(stream, n, scale_kernel, x, n, alpha);
+}
+
+cudaError_t scale_by(cudaStream_t stream, float* x, size_t n, const float* factor) {
+    return launch_1d(stream, n, scale_by_kernel, x, n, factor);
+}
+
+cudaError_t loss_scale_update(cudaStream_t stream, math::LossScaleState* state, const int32_t* guard, bool sticky) {
+    loss_scale_update_kernel<<<1, 1, 0, stream>>>(state, guard, sticky);
+    return cudaGetLastError();
 }
 
 cudaError_t scale_matrix(cudaStream_t stream, float* c, int rows, int cols, int ld, float beta) {

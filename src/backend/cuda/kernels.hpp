@@ -70,6 +70,10 @@ cudaError_t count_nonfinite(cudaStream_t stream, const float* x, size_t n, int* 
 // (finite_check.cu); record_finite tallies a known verdict.
 cudaError_t check_finite(cudaStream_t stream, const float* x, size_t n, int* state, int32_t* guard);
 cudaError_t record_finite(cudaStream_t stream, int32_t* guard, bool finite);
+// x[i] *= *factor (the factor in device memory); fp16's loss-scale update
+// from guard[0] in one thread (math::loss_scale_update).
+cudaError_t scale_by(cudaStream_t stream, float* x, size_t n, const float* factor);
+cudaError_t loss_scale_update(cudaStream_t stream, math::LossScaleState* state, const int32_t* guard, bool sticky);
 // dst[0, bytes) = host_src's bytes, carried as a kernel argument (upload.cu).
 constexpr size_t kUploadBytes = 64;
 cudaError_t upload(cudaStream_t stream, void* dst, const void* host_src, size_t bytes);

@@ -257,6 +257,10 @@ public:
     }
     void check_finite(const float* x, size_t n, int32_t* guard) override { GPUTRAIN_RECORDED(check_finite(x, n, guard)); }
     void record_finite(int32_t* guard, bool finite) override { GPUTRAIN_RECORDED(record_finite(guard, finite)); }
+    void scale_by(float* x, size_t n, const float* factor) override { GPUTRAIN_RECORDED(scale_by(x, n, factor)); }
+    void loss_scale_update(gputrain::math::LossScaleState* state, const int32_t* guard, bool sticky) override {
+        GPUTRAIN_RECORDED(loss_scale_update(state, guard, sticky));
+    }
     void softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols, float scale,
                                float* grad, float* stats) override {
         GPUTRAIN_RECORDED(softmax_cross_entropy(logits, labels, rows, cols, scale, grad, stats));

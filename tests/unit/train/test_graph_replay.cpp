@@ -4,6 +4,9 @@
 // everything that changes from step to step reaches the recorded calls through
 // memory: the optimizer's step size (a decaying schedule here), dropout's key,
 // the batch, the finite flag.
+#include <limits>
+
+#include "checkpoint/safetensors.hpp"
 #include "dist/local_communicator.hpp"
 #include "recording_backend.hpp"
 #include "train/step_graphs.hpp"
@@ -107,6 +110,63 @@ TEST_CASE("The recording backend keeps arguments and reads memory at replay, as 
     std::vector<float> host(4);
     REQUIRE_THROWS(be.copy_to_host(host.data(), x.data(), 16));  // waits on the host: not while recording
     REQUIRE_THROWS_WITH(be.end_capture(), Catch::Contains("could not be recorded"));
+}
+
+TEST_CASE("fp16: replayed steps, overflows among them, give the direct weights and loss scale") {
+    data::DataSplits data;
+    data.train = fixture::blobs(203, 3);
+    data.train.inputs[6 * 20] = std::numeric_limits<float>::infinity();  // sample 20: the second batch overflows
+    auto cfg = fixture::small_job(3, 16);
+    cfg.training.precision = "fp16";
+    cfg.training.shuffle = false;
+    fixture::TempDir direct_dir, graph_dir;
+    auto direct = fixture::replicas(cfg, 1);
+    const auto direct_run = fixture::fit(cfg, direct, data, direct_dir.path.string());
+    auto graphs = recording_replicas(cfg);
+    REQUIRE(train::step_graphs_unusable(cfg, *graphs[0]).empty());
+    const auto graph_run = fixture::fit(cfg, graphs, data, graph_dir.path.string());
+    REQUIRE(graphs[0]->graphs().failure().empty());
+    REQUIRE(replays_of(*graphs[0]) >= 3 * 13 - 2);
+    REQUIRE(fixture::params_of(*graphs[0]) == fixture::params_of(*direct[0]));
+    // (The epoch's mean loss is NaN: the poisoned sample's own loss is.)
+    REQUIRE(graph_run.history.back().accuracy == direct_run.history.back().accuracy);
+    for (const auto* d : {&direct_dir, &graph_dir})
+        REQUIRE(checkpoint::load((d->path / "last.safetensors").string()).metadata.at("loss_scale") == "8192");
+}
+
+TEST_CASE("fp16 at loss scale 1: a non-finite step found at a report stops with the weights before it, replayed or not") {
+    // A first run ends with loss scale 1 in its checkpoint (the metadata
+    // rewritten), so that the resumed run's non-finite step is divergence.
+    auto t = fixture::late_nan();
+    t.cfg.training.precision = "fp16";
+    t.cfg.training.epochs = 1;
+    fixture::TempDir first;
+    auto warm = fixture::replicas(t.cfg, 1);
+    fixture::fit(t.cfg, warm, t.first_two, first.path.string());
+    const std::string path = (first.path / "last.safetensors").string();
+    auto contents = checkpoint::load(path);
+    contents.metadata["loss_scale"] = "1";
+    std::vector<checkpoint::TensorRef> refs;
+    for (const auto& tensor : contents.tensors) refs.push_back({tensor.name, tensor.shape, tensor.data.data()});
+    checkpoint::save(path, refs, contents.metadata);
+
+    auto more = t.cfg;
+    more.training.epochs = 2;  // epoch 2: steps 1-2 clean, step 3 NaN, step 4 clean but held back (sticky)
+    std::vector<std::vector<float>> stopped_params;
+    for (const bool record : {false, true}) {
+        INFO((record ? "recorded and replayed" : "direct"));
+        fixture::TempDir dir;
+        auto stopped = record ? recording_replicas(more) : fixture::replicas(more, 1);
+        REQUIRE_THROWS_WITH(fixture::fit(more, stopped, t.poisoned, dir.path.string(), path),
+                            Catch::StartsWith("training diverged: NaN or Inf in the gradients at epoch 2, step 3/4;"));
+        stopped_params.push_back(fixture::params_of(*stopped[0]));
+    }
+    REQUIRE(stopped_params[0] == stopped_params[1]);
+    // The weights are those after epoch 2's two clean steps: a resumed run on them alone.
+    fixture::TempDir clean_dir;
+    auto clean = fixture::replicas(more, 1);
+    fixture::fit(more, clean, t.first_two, clean_dir.path.string(), path);
+    REQUIRE(fixture::params_of(*clean[0]) == stopped_params[0]);
 }
 
 TEST_CASE("On the recording backend, NaN found at a report stops with the weights before it") {

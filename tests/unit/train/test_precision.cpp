@@ -2,49 +2,80 @@
 // CPU backend, which computes in fp32 whatever the precision: scaling by powers
 // of two is exact there, so fp16 runs must equal fp32 runs.
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
+#include "backend/cpu/cpu_backend.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "train/loss_scaler.hpp"
 #include "train_fixture.hpp"
 
 using namespace gputrain;
 
-TEST_CASE("LossScaler: halves on overflow down to 1, then reports divergence; doubles after 2000 good steps") {
-    train::LossScaler s(true);
-    REQUIRE(s.scale() == 65536.0f);
-    REQUIRE(s.absorb_overflow());
-    REQUIRE(s.scale() == 32768.0f);
-    for (int i = 0; i < 1999; ++i) s.step_applied();
-    REQUIRE(s.scale() == 32768.0f);
-    s.step_applied();
-    REQUIRE(s.scale() == 65536.0f);
-    REQUIRE(s.good_steps() == 0);
+namespace {
+
+// The scaler on the CPU backend, fed one verdict per step as the trainer's
+// finite check writes it (guard[0]).
+struct Scaler {
+    CpuBackend backend;
+    train::LossScaler s{backend, true};
+    int32_t guard[Backend::kGuardWords] = {};
+    math::LossScaleState step(bool bad, bool sticky = false) {
+        guard[0] = bad ? 1 : 0;
+        s.update(guard, sticky);
+        return s.read();
+    }
+};
+
+}  // namespace
+
+TEST_CASE("LossScaler: halves on overflow down to 1, then counts divergence; doubles after 2000 good steps") {
+    Scaler t;
+    REQUIRE(t.s.read().scale == 65536.0f);
+    REQUIRE(t.s.read().inverse == 1.0f / 65536.0f);
+    math::LossScaleState st = t.step(true);
+    REQUIRE((st.scale == 32768.0f && st.inverse == 1.0f / 32768.0f && st.skip == 1 && st.overflows == 1));
+    for (int i = 0; i < 1999; ++i) st = t.step(false);
+    REQUIRE((st.scale == 32768.0f && st.skip == 0 && st.good_steps == 1999));
+    st = t.step(false);
+    REQUIRE((st.scale == 65536.0f && st.good_steps == 0));
     // An overflow resets the run of good steps.
-    for (int i = 0; i < 1500; ++i) s.step_applied();
-    REQUIRE(s.absorb_overflow());
-    for (int i = 0; i < 1999; ++i) s.step_applied();
-    REQUIRE(s.scale() == 32768.0f);
+    for (int i = 0; i < 1500; ++i) t.step(false);
+    t.step(true);
+    for (int i = 0; i < 1999; ++i) st = t.step(false);
+    REQUIRE(st.scale == 32768.0f);
     int halvings = 0;
-    while (s.absorb_overflow()) ++halvings;
+    while (t.s.read().scale > 1.0f) {
+        st = t.step(true);
+        ++halvings;
+    }
     REQUIRE(halvings == 15);  // 2^15 -> 2^0
-    REQUIRE(s.scale() == 1.0f);
-    REQUIRE_FALSE(s.absorb_overflow());
+    REQUIRE((st.overflows == 17 && st.divergences == 0 && st.steps == 3500 + 1999 + 16 + 1));
+    // At scale 1 an overflow is divergence: counted, with the step of the first.
+    st = t.step(true);
+    REQUIRE((st.scale == 1.0f && st.skip == 1 && st.overflows == 17 && st.divergences == 1));
+    REQUIRE(st.first_divergence == st.steps);  // 1 + the index of that step
+    // After it, good steps are applied again, unless sticky (on_nan: stop) holds them back.
+    REQUIRE(t.step(false).skip == 0);
+    REQUIRE(t.step(false, /*sticky=*/true).skip == 1);
+    // An epoch's start zeroes the counts; the scale and its run of good steps carry on.
+    t.s.reset_counts();
+    st = t.s.read();
+    REQUIRE((st.overflows == 0 && st.divergences == 0 && st.first_divergence == 0 && st.steps == 0));
+    REQUIRE((st.scale == 1.0f && st.good_steps == 2));
 }
 
-TEST_CASE("LossScaler: disabled (fp32/tf32/bf16) never scales and never absorbs; restore clamps") {
-    train::LossScaler off(false);
-    REQUIRE(off.scale() == 1.0f);
-    REQUIRE_FALSE(off.absorb_overflow());
-    off.step_applied();
-    REQUIRE(off.scale() == 1.0f);
-    train::LossScaler on(true);
+TEST_CASE("LossScaler: disabled (fp32/tf32/bf16) holds nothing; restore clamps") {
+    CpuBackend backend;
+    train::LossScaler off(backend, false);
+    REQUIRE_FALSE(off.enabled());
+    train::LossScaler on(backend, true);
     on.restore(0.25, -3);
-    REQUIRE(on.scale() == 1.0f);
-    REQUIRE(on.good_steps() == 0);
+    REQUIRE((on.read().scale == 1.0f && on.read().inverse == 1.0f && on.read().good_steps == 0));
     on.restore(1e30, 17);
-    REQUIRE(on.scale() == 16777216.0f);
-    REQUIRE(on.good_steps() == 17);
+    REQUIRE((on.read().scale == 16777216.0f && on.read().good_steps == 17));
+    on.restore(4096, 5000);
+    REQUIRE((on.read().scale == 4096.0f && on.read().inverse == 1.0f / 4096.0f && on.read().good_steps == 1999));
 }
 
 TEST_CASE("precision fp16 on the CPU trains exactly like fp32 (the scale is a power of two)") {
@@ -87,7 +118,18 @@ TEST_CASE("precision fp16: an overflowing step is skipped and the scale halved, 
     auto fp16 = cfg;
     fp16.training.precision = "fp16";
     auto a = fixture::replicas(fp16, 2);
-    REQUIRE(fixture::fit(fp16, a, poisoned, dir.path.string()).epochs_done == 2);
+    std::FILE* out = std::tmpfile();
+    train::FitOptions options;
+    options.run_dir = dir.path.string();
+    options.progress = train::ProgressMode::none;
+    options.out = out;
+    REQUIRE(train::Trainer(fp16, a, poisoned, options).fit().epochs_done == 2);
+    std::rewind(out);
+    std::string printed(4096, '\0');
+    printed.resize(std::fread(printed.data(), 1, printed.size(), out));
+    std::fclose(out);
+    REQUIRE_THAT(printed, Catch::Contains("epoch 1: 1 step overflowed in fp16 and was skipped; loss scale now 32768\n"));
+    REQUIRE_THAT(printed, Catch::Contains("epoch 2: 1 step overflowed in fp16 and was skipped; loss scale now 16384\n"));
     auto b = fixture::replicas(cfg, 2);
     fixture::fit(cfg, b, without, dir2.path.string());
     REQUIRE(fixture::params_of(*a[0]) == fixture::params_of(*b[0]));
