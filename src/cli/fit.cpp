@@ -1,6 +1,10 @@
 // gputrain fit CONFIG: train, log, checkpoint.
 #include <spdlog/spdlog.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -95,6 +99,32 @@ void write_resolved_config(const config::RunConfig& cfg, bool resuming) {
     spdlog::info("Resolved config (every default filled in): {}", path.string());
 }
 
+// Holds RUN_DIR/.gputrain.lock (flock) while this process trains there: two
+// runs in one folder would interleave metrics.csv and overwrite each other's
+// checkpoints. The lock goes with the process, however it ends.
+class RunDirLock {
+public:
+    explicit RunDirLock(const std::string& dir) {
+        const std::string path = (fs::path(dir) / ".gputrain.lock").string();
+        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd_ < 0) throw Error("cannot create '" + path + "': " + std::strerror(errno));
+        if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+            const int error = errno;
+            ::close(fd_);
+            if (error == EWOULDBLOCK)
+                throw Error("'" + dir + "' is in use by another gputrain fit (it holds " + path +
+                            "); wait for that run to end or give another --run-dir");
+            throw Error("cannot lock '" + path + "': " + std::strerror(error));
+        }
+    }
+    ~RunDirLock() { ::close(fd_); }
+    RunDirLock(const RunDirLock&) = delete;
+    RunDirLock& operator=(const RunDirLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
 // The command line that continues this run after an interrupt.
 std::string resume_command(const FitArgs& args) {
     std::string cmd = "gputrain fit " + args.common.config_path;
@@ -122,8 +152,8 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
             throw ConfigError("--resume: no checkpoint in '" + cfg.checkpoint.dir +
                               "' (looked for last.safetensors and epoch-NNN.safetensors); train without --resume first");
         if (!fs::exists(resume_from)) throw ConfigError("--resume: '" + resume_from + "' does not exist");
-    } else if (lead) {
-        clear_earlier_run(args, cfg);
+    } else if (lead && !args.overwrite) {
+        clear_earlier_run(args, cfg);  // refuses at once, before the data loads
     }
 
     const device::Discovery found = device::discover();
@@ -150,10 +180,16 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     if (strategy.on_gpu()) spdlog::info("CUDA graphs: {}", train::step_graphs_note(cfg, *replicas[0]));
     if (!quiet) std::printf("%s", replicas[0]->model().summary().c_str());
 
+    std::vector<std::unique_ptr<RunDirLock>> locks;  // held until training ends
     if (lead) {
         std::error_code ec;
         fs::create_directories(cfg.run_dir, ec);
         if (ec) throw Error("cannot create run dir '" + cfg.run_dir + "': " + ec.message());
+        locks.push_back(std::make_unique<RunDirLock>(cfg.run_dir));
+        if (fs::path(cfg.checkpoint.dir).lexically_normal() != fs::path(cfg.run_dir).lexically_normal()) {
+            fs::create_directories(cfg.checkpoint.dir, ec);
+            if (!ec) locks.push_back(std::make_unique<RunDirLock>(cfg.checkpoint.dir));
+        }
     }
 
     train::FitOptions options;
@@ -162,7 +198,13 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     options.progress = train::progress_mode(cfg.logging.progress, stdout, quiet);
     options.resume_command = resume_command(args);
     // Once the checkpoint has loaded: a failed resume leaves config.yaml alone.
-    if (lead) options.on_start = [&cfg, resuming = !resume_from.empty()] { write_resolved_config(cfg, resuming); };
+    // --overwrite deletes the earlier run's checkpoints only then, once the data
+    // and the model are known to work.
+    if (lead)
+        options.on_start = [&args, &cfg, resuming = !resume_from.empty()] {
+            if (!resuming) clear_earlier_run(args, cfg);
+            write_resolved_config(cfg, resuming);
+        };
     train::Trainer trainer(cfg, replicas, data, options);
     train::install_interrupt_handlers();
     const train::FitResult result = trainer.fit();
@@ -189,6 +231,7 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
 
 int run_fit(FitArgs& args) {
     const auto start = std::chrono::steady_clock::now();
+    train::ignore_broken_pipes();
     config::RunConfig cfg = load_config(args.common);
     apply_log_level(cfg, args.quiet);
     // MPI_Finalize (the world's destructor) runs only after training returned

@@ -36,6 +36,13 @@ void install_interrupt_handlers() {
     sigaction(SIGTERM, &action, nullptr);
 }
 
+void ignore_broken_pipes() {
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, nullptr);
+}
+
 int pending_interrupt() { return first_signal.load(std::memory_order_relaxed); }
 
 void reset_interrupts() { first_signal.store(0); }

@@ -13,6 +13,9 @@ namespace gputrain::train {
 
 // Installs the handlers (idempotent). Call when training is about to start.
 void install_interrupt_handlers();
+// A closed pipe on stdout (fit ... | head) must not kill a run between
+// checkpoints: what it could not print is lost, the training is not.
+void ignore_broken_pipes();
 // The first signal received since the last reset (SIGINT, SIGTERM), or 0.
 int pending_interrupt();
 // For tests and for a fresh run in the same process.

@@ -47,9 +47,9 @@ run_expect 0 fit "$cfg" "${multi[@]}" --replicas 2 --run-dir "$TMP/alone" --quie
 safetensors identical "$TMP/alone/last.safetensors" "$TMP/two-threads/last.safetensors"
 
 step "mpirun with a single-process strategy warns"
-# Both processes train alone into the same run dir: the later one to start
-# finds the other's checkpoints, so both are told to --overwrite.
-mpi_run -np 2 "$GPUTRAIN" fit "$cfg" --set training.epochs=1 --device cpu --run-dir "$TMP/alone-each" --overwrite \
-    >"$TMP/out" 2>&1 || { cat "$TMP/out" >&2; fail "mpirun with strategy mirrored failed"; }
+# Both processes train alone into the same run dir: the run dir's lock lets
+# one train and stops the other (or, started later, it finds the first's
+# checkpoints), so the job may fail; the warning comes first either way.
+mpi_run -np 2 "$GPUTRAIN" fit "$cfg" --set training.epochs=1 --device cpu --run-dir "$TMP/alone-each" >"$TMP/out" 2>&1 || true
 expect_in "$TMP/out" "2 processes were launched, but strategy.type is mirrored: each trains alone"
 echo "ok"

@@ -52,4 +52,26 @@ run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/fresh" --quiet
 safetensors identical "$TMP/fresh/last.safetensors" "$TMP/resumed/last.safetensors"
 run_expect 2 fit "$cfg" --run-dir "$TMP/resumed" --overwrite --resume
 expect_in "$TMP/err" "--resume excludes --overwrite"
+
+step "--overwrite deletes nothing when the run then fails to start (here: no data)"
+before=$(cd "$TMP/resumed" && sha256sum ./*.safetensors)
+run_expect 2 fit "$cfg" --run-dir "$TMP/resumed" --overwrite --set data.dataset= --set data.path="$TMP/no-data"
+[ "$(cd "$TMP/resumed" && sha256sum ./*.safetensors)" = "$before" ] || fail "--overwrite deleted checkpoints of a run that never started"
+
+step "a second fit into a run dir in use stops at once; the first goes on"
+long=(--set data.synthetic.samples=200000 --set training.batch_size=8 --set training.epochs=1000)  # stopped below
+"$GPUTRAIN" fit "$cfg" "${long[@]}" --run-dir "$TMP/busy" --quiet >"$TMP/first.out" 2>&1 &
+first=$!
+for _ in $(seq 600); do [ -e "$TMP/busy/config.yaml" ] && break; sleep 0.1; done  # written once it holds the lock
+run_expect 1 fit "$cfg" --run-dir "$TMP/busy" --overwrite --quiet
+expect_in "$TMP/err" "gputrain: error: '$TMP/busy' is in use by another gputrain fit (it holds $TMP/busy/.gputrain.lock); wait for that run to end or give another --run-dir"
+kill -TERM "$first"
+code=0
+wait "$first" || code=$?
+[ "$code" -eq 143 ] || { cat "$TMP/first.out" >&2; fail "the first run exited $code after SIGTERM, expected 143"; }
+
+step "a closed stdout pipe does not stop training"
+"$GPUTRAIN" fit "$cfg" --run-dir "$TMP/piped" --set training.epochs=3 --set logging.progress=lines \
+    --set logging.every_steps=1 2>"$TMP/err" | head -1 >/dev/null
+[ -e "$TMP/piped/epoch-003.safetensors" ] || { cat "$TMP/err" >&2; fail "training stopped when stdout closed"; }
 echo "ok"
