@@ -1,5 +1,7 @@
 #include "train/trainer.hpp"
 
+#include <cmath>
+
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -141,6 +143,14 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
             r.comm().allreduce_sum_host(reduced, 3);
             const bool last = step + 1 == steps_per_epoch_;
             const bool stop = reduced[2] > 0;
+            // fp16: an epoch whose every step overflowed while the loss itself
+            // is NaN/Inf has not been calibrating its scale: the forward pass
+            // diverged (the scale only touches backward). The weights are the
+            // epoch's first, since no step was applied.
+            if (scaler.enabled() && last && !skip_nonfinite && !std::isfinite(earlier[0] + reduced[0])) {
+                const math::LossScaleState s = scaler.read();
+                if (s.steps > 0 && s.overflows + s.divergences == s.steps) throw NonFiniteGradients(epoch, start_step);
+            }
             if (&r == replicas_[0].get()) {  // every worker keeps the global sums
                 totals.loss_sum = earlier[0] + reduced[0];
                 totals.correct = earlier[1] + reduced[1];

@@ -156,3 +156,20 @@ TEST_CASE("precision fp16: resume continues with the checkpoint's loss scale") {
     fixture::fit(more, b, poisoned, dir.path.string(), last);
     REQUIRE(checkpoint::load(last).metadata.at("loss_scale") == "8192");
 }
+
+TEST_CASE("precision fp16: an epoch that only overflowed, with a NaN loss, is divergence, not calibration") {
+    data::DataSplits data;
+    data.train = fixture::blobs(64, 3);  // 8 steps of 8
+    auto cfg = fixture::small_job(3, 8, "sgd");
+    cfg.training.precision = "fp16";
+    cfg.optimizer.learning_rate = 1e30;  // step 1 applies, then every forward is NaN/Inf
+    fixture::TempDir dir;
+    auto a = fixture::replicas(cfg, 1);
+    REQUIRE_THROWS_WITH(fixture::fit(cfg, a, data, dir.path.string()),
+                        Catch::StartsWith("training diverged: NaN or Inf in the gradients at epoch 2, step 1/8;"));
+    // With on_nan: skip_step the user asked to go on.
+    cfg.training.on_nan = "skip_step";
+    fixture::TempDir dir2;
+    auto b = fixture::replicas(cfg, 1);
+    REQUIRE(fixture::fit(cfg, b, data, dir2.path.string()).epochs_done == 3);
+}
