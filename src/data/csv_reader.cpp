@@ -37,6 +37,12 @@ std::vector<std::string_view> split_fields(std::string_view line) {
     return fields;
 }
 
+// Drops a UTF-8 byte-order mark (spreadsheets write one) from the first line,
+// which would otherwise make a number unreadable and the row a "header".
+void strip_bom(std::string& line) {
+    if (line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);
+}
+
 // The data rows of `path`: its non-blank lines, less a header line.
 int64_t count_data_rows(const std::string& path) {
     std::ifstream in(path);
@@ -45,6 +51,7 @@ int64_t count_data_rows(const std::string& path) {
     bool first_line = true;
     std::string line;
     while (std::getline(in, line)) {
+        if (first_line) strip_bom(line);
         if (trim(line).empty()) continue;
         double value = 0;
         if (first_line && !parse_number(line.substr(0, line.find(',')), value)) {
@@ -75,6 +82,7 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const Row
     bool labeled = true;
     std::string line;
     for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
+        if (line_no == 1) strip_bom(line);
         if (trim(line).empty()) continue;
         const std::vector<std::string_view> fields = split_fields(line);
         const std::string where = path + ":" + std::to_string(line_no) + ": ";

@@ -34,6 +34,23 @@ TEST_CASE("read_csv reads label-first rows, with or without a header") {
     }
 }
 
+TEST_CASE("read_csv drops a UTF-8 byte-order mark, so the first row stays a row") {
+    TempDir dir;
+    for (const bool header : {false, true}) {
+        const std::string path = dir / (header ? "bom-header.csv" : "bom.csv");
+        write_text(path, "\xEF\xBB\xBF" + std::string(header ? "label,a,b\n" : "") + "1,2,3\n0,5,6\n");
+        const CsvTable table = read_csv(path);
+        REQUIRE(table.labels == std::vector<int32_t>{1, 0});
+        REQUIRE(table.features == std::vector<float>{2, 3, 5, 6});
+        // The rows a worker's share is cut from are counted the same way.
+        const CsvTable second = read_csv(path, 0, [](int64_t rows) {
+            REQUIRE(rows == 2);
+            return RowRange{1, 2};
+        });
+        REQUIRE(second.labels == std::vector<int32_t>{0});
+    }
+}
+
 TEST_CASE("read_csv names the file and line of a malformed row") {
     TempDir dir;
     const std::string path = dir / "bad.csv";
