@@ -173,6 +173,9 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     check_classes("training", data.train.num_classes, replicas[0]->model().classes());
     spdlog::info("{}", strategy.describe(cfg.training.batch_size));
     const nn::Model& model = replicas[0]->model();
+    if (model.param_count() == 0)
+        throw ConfigError("model.layers: the model has no trainable parameters, so training would change nothing; "
+                          "add a dense or conv2d layer");
     if (model.softmax_under_logits_loss())
         spdlog::warn("warning: loss.from_logits is true, but the last layer '{}' ends in softmax: the loss will take "
                      "its probabilities for logits; set loss.from_logits: false, or that layer's activation to linear",

@@ -31,6 +31,8 @@ OptimizerConfig read_optimizer(const Section& top) {
     out.beta1 = s.number("beta1", out.beta1, NumberRange::fraction);
     out.beta2 = s.number("beta2", out.beta2, NumberRange::fraction);
     out.epsilon = s.number("epsilon", out.epsilon, NumberRange::positive);
+    if (static_cast<float>(out.epsilon) == 0.0f)  // Adam's update runs in fp32
+        s.value("epsilon").fail("is 0 in float32 (below 1.4e-45)", "give at least 1e-38, e.g. epsilon: 1.0e-7");
     out.weight_decay = s.number("weight_decay", out.type == "adamw" ? 0.004 : 0.0, NumberRange::non_negative);
     out.schedule = read_schedule(s);
     return out;

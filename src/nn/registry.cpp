@@ -67,6 +67,8 @@ void register_image_layers(LayerRegistry& registry) {
         s.momentum = args.number("momentum", s.momentum, 0.0, 1.0);
         s.epsilon = args.number("epsilon", s.epsilon, 0.0, 1.0);
         if (s.epsilon <= 0.0) args.fail("epsilon", "must be positive (e.g. epsilon: 0.001)");
+        if (static_cast<float>(s.epsilon) == 0.0f)  // computed in fp32
+            args.fail("epsilon", "is 0 in float32 (below 1.4e-45); give at least 1e-38, e.g. epsilon: 0.001");
         s.center = args.flag("center", true);
         s.scale = args.flag("scale", true);
         s.sync = args.flag("sync", false);
@@ -114,6 +116,8 @@ void register_builtin_layers(LayerRegistry& registry) {
     registry.add("dropout", [](LayerArgs& args) -> std::unique_ptr<Layer> {
         if (!args.has("rate")) args.fail("rate", "missing; give the fraction to drop, e.g. rate: 0.2");
         const double rate = args.number("rate", 0.0, 0.0, 1.0);
+        if (static_cast<float>(rate) >= 1.0f)  // applied in fp32, where it would drop everything
+            args.fail("rate", "is 1 in float32, which drops every input; give at most 0.9999999");
         args.finish({"rate"});
         return std::make_unique<Dropout>(static_cast<float>(rate));
     });
