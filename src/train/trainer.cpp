@@ -119,7 +119,15 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
             r.stage_training_shard(*next);
         }
         samples += batch->size;
-        if ((step + 1) % report_every_ == 0 || step + 1 == steps_per_epoch_) {
+        bool report = (step + 1) % report_every_ == 0 || step + 1 == steps_per_epoch_;
+        if (!report && (step + 1) % poll_every_ == 0) {
+            // Between reports further apart than 1% of an epoch: do all
+            // replicas agree that a signal came? Then this step reports, and stops.
+            double signalled = pending_interrupt() != 0 ? 1.0 : 0.0;
+            r.comm().allreduce_sum_host(&signalled, 1);
+            report = signalled > 0;
+        }
+        if (report) {
             // Loss and correct counts differ per replica; the sample count is
             // already global. The third value is how every replica agrees to stop
             // after the same step when a signal arrived (in any process).
@@ -215,6 +223,7 @@ FitResult Trainer::fit() {
     // Only the worker holding global rank 0 writes files and logs.
     const bool writer = replicas_[0]->rank() == 0;
     steps_per_epoch_ = loader.steps_per_epoch();
+    poll_every_ = std::max<int64_t>(1, steps_per_epoch_ / 100);
     report_every_ = cfg_.logging.every_steps > 0 ? cfg_.logging.every_steps
                                                  : std::max<int64_t>(1, steps_per_epoch_ / 100);
 

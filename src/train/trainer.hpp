@@ -78,6 +78,7 @@ private:
     Progress progress_;
     int64_t steps_per_epoch_ = 0;
     int64_t report_every_ = 1;          // logging.every_steps, or auto (steps per epoch / 100)
+    int64_t poll_every_ = 1;            // signals are agreed on at least this often (1% of an epoch)
     std::vector<std::unique_ptr<LossScaler>> scalers_;  // one per local replica (training.precision: fp16), identical
     std::string last_good_checkpoint_;  // the newest checkpoint written or resumed from
     bool graphs_warned_ = false;        // a failed CUDA graph recording was reported

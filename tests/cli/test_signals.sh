@@ -65,6 +65,16 @@ PY
         fail "metrics.csv epochs differ after resuming"
 done
 
+step "SIGINT with progress reports far apart: still noticed within 1% of an epoch"
+dir=$TMP/run-sparse
+start_fit "$dir" --set logging.every_steps=1000000000
+wait_for "$dir/best.safetensors"
+sleep 0.1
+kill -INT "$PID"
+finish
+[ "$CODE" -eq 130 ] || { cat "$TMP/out" "$TMP/err" >&2; fail "exit $CODE after SIGINT, expected 130"; }
+expect_in "$TMP/err" "gputrain: stopped: interrupted by SIGINT at epoch 2, step "
+
 step "two signals (SIGINT, then SIGTERM): immediate exit, previous checkpoint intact"
 dir=$TMP/run-twice
 start_fit "$dir"
