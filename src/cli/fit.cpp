@@ -125,14 +125,22 @@ private:
     int fd_ = -1;
 };
 
+// A word as a POSIX shell reads it back: as it is when it holds nothing the
+// shell would act on, else in single quotes (a quote inside as '\'').
+std::string shell_word(const std::string& word) {
+    const bool plain = !word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                               "0123456789_./=:,+-@%") == std::string::npos;
+    if (plain) return word;
+    std::string quoted = "'";
+    for (const char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
+}
+
 // The command line that continues this run after an interrupt.
 std::string resume_command(const FitArgs& args) {
-    std::string cmd = "gputrain fit " + args.common.config_path;
-    if (!args.common.run_dir.empty()) cmd += " --run-dir " + args.common.run_dir;
-    for (const auto& o : args.common.overrides) {
-        const bool plain = o.find_first_of(" \t'\"$[]*?\\") == std::string::npos;
-        cmd += " --set " + (plain ? o : "'" + o + "'");
-    }
+    std::string cmd = "gputrain fit " + shell_word(args.common.config_path);
+    if (!args.common.run_dir.empty()) cmd += " --run-dir " + shell_word(args.common.run_dir);
+    for (const auto& o : args.common.overrides) cmd += " --set " + shell_word(o);
     if (!args.common.device.empty() && args.common.device != "auto") cmd += " --device " + args.common.device;
     if (args.common.replicas > 0) cmd += " --replicas " + std::to_string(args.common.replicas);
     return cmd + " --resume";

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "config/scalar_text.hpp"
 #include "core/error.hpp"
 #include "core/shape.hpp"
 #include "core/suggest.hpp"
@@ -86,8 +87,8 @@ double LayerArgs::number(const std::string& key, double fallback, double lo, dou
 bool LayerArgs::flag(const std::string& key, bool fallback) {
     const std::string* text = find(key);
     if (!text) return fallback;
-    if (*text == "true") return true;
-    if (*text == "false") return false;
+    // As every other boolean of the config: true/false, yes/no, on/off.
+    if (const auto value = config::parse_bool(*text)) return *value;
     fail(key, "expected true or false, got '" + *text + "'");
 }
 

@@ -100,8 +100,11 @@ TEST_CASE("Image layer parameters are checked key by key") {
             "test.yaml:3:18: model.layers[0] (batch_norm): momentum: must be in [0.0, 1.0), got 1");
     REQUIRE(message_of({4}, {layer("batch_norm", {{"epsilon", "0"}})}) ==
             "test.yaml:3:17: model.layers[0] (batch_norm): epsilon: must be positive (e.g. epsilon: 0.001)");
-    REQUIRE(message_of({4}, {layer("batch_norm", {{"sync", "yes"}})}) ==
-            "test.yaml:3:14: model.layers[0] (batch_norm): sync: expected true or false, got 'yes'");
+    REQUIRE(message_of({4}, {layer("batch_norm", {{"sync", "maybe"}})}) ==
+            "test.yaml:3:14: model.layers[0] (batch_norm): sync: expected true or false, got 'maybe'");
+    // yes/no and on/off are booleans here as in every other section.
+    REQUIRE(message_of({4}, {layer("batch_norm", {{"sync", "yes"}}),
+                              layer("dense", {{"units", "2"}, {"use_bias", "off"}})}) == "no error");
     REQUIRE(message_of({4}, {layer("batch_norm", {{"synch", "true"}})}) ==
             "test.yaml:3:15: model.layers[0] (batch_norm): synch: unknown parameter for batch_norm (did you mean "
             "'sync'?); it takes: momentum, epsilon, center, scale, sync");
