@@ -1,5 +1,6 @@
 // The smaller sections: run_dir, loss, metrics, training, strategy, checkpoint, logging.
 #include <algorithm>
+#include <filesystem>
 
 #include "config/read_sections.hpp"
 #include "config/scalar_text.hpp"
@@ -146,6 +147,16 @@ LoggingConfig read_logging(const Section& top) {
     l.level = s.choice("level", l.level, kLogLevels);
     l.progress = s.choice("progress", l.progress, kProgressStyles);
     l.metrics_file = s.text("metrics_file", l.metrics_file);
+    {
+        // Not one of the files the run itself writes in its folder.
+        const std::string name = std::filesystem::path(l.metrics_file).filename().string();
+        const bool own = name == "config.yaml" || name == ".gputrain.lock" || name.rfind("config.previous-", 0) == 0 ||
+                         (name.size() > 12 && name.compare(name.size() - 12, 12, ".safetensors") == 0);
+        if (own)
+            s.value("metrics_file")
+                .fail("'" + l.metrics_file + "' is a file the run writes itself (config or checkpoint)",
+                      "give another name, e.g. metrics_file: metrics.csv");
+    }
     l.tensorboard = s.boolean("tensorboard", l.tensorboard);
     l.every_steps = s.count("every_steps", l.every_steps);
     return l;

@@ -147,6 +147,7 @@ cases+=(
 "2|err|model.input_shape: (4294967296, 4294967296) has more than 2147483647 elements per sample; give a smaller shape|-|summary @CFG@ --set model.input_shape=[4294967296,4294967296]"
 "2|err|data.synthetic.classes: 1152921504606846976 class means of|-|fit @CFG@ $run --set data.synthetic.classes=1152921504606846976"
 "2|err|cannot read config '/dev/zero': longer than 16 MiB; give a YAML config file|-|fit /dev/zero"
+"2|err|logging.metrics_file: 'last.safetensors' is a file the run writes itself (config or checkpoint); give another name, e.g. metrics_file: metrics.csv|-|fit @CFG@ $run --set logging.metrics_file=last.safetensors"
 "2|err|model.layers: the model has no trainable parameters, so training would change nothing; add a dense or conv2d layer|-|fit @TMP@/flatten-only.yaml $run"
 "2|err|optimizer.epsilon: is 0 in float32 (below 1.4e-45); give at least 1e-38, e.g. epsilon: 1.0e-7|-|fit @CFG@ $run --set optimizer.epsilon=1e-50"
 "1|err|cannot write metrics file '/dev/full': No space left on device|-|fit @CFG@ $run --set logging.metrics_file=/dev/full"
