@@ -19,7 +19,9 @@ std::string flow_text(const YAML::Node& node) {
     return out.c_str();
 }
 
-// Mappings are walked key by key; anything else is one value.
+// Mappings are walked key by key, and lists that hold mappings (model.layers)
+// item by item, so a change names its key (model.layers[2].rate); anything
+// else is one value, on one line.
 void flatten(const YAML::Node& node, const std::string& path, Flat& out) {
     if (node.IsMap()) {
         for (const auto& pair : node) {
@@ -28,7 +30,18 @@ void flatten(const YAML::Node& node, const std::string& path, Flat& out) {
         }
         return;
     }
-    out.emplace_back(path, flow_text(node));
+    if (node.IsSequence()) {
+        bool has_map = false;
+        for (const auto& item : node) has_map = has_map || item.IsMap();
+        if (has_map) {
+            for (size_t i = 0; i < node.size(); ++i) flatten(node[i], path + "[" + std::to_string(i) + "]", out);
+            return;
+        }
+    }
+    std::string text = flow_text(node);
+    for (char& c : text)
+        if (c == '\n' || c == '\r') c = ' ';
+    out.emplace_back(path, text);
 }
 
 Flat flat(const std::string& yaml) {

@@ -18,9 +18,15 @@ TEST_CASE("changed_keys lists each differing key path with both values, in the n
     CHECK(changes[1] == "training.batch_size: 32 -> 64");
 }
 
-TEST_CASE("changed_keys: lists compare whole; keys on one side only show (none); bad YAML is said") {
+TEST_CASE("changed_keys: layers compare key by key, other lists whole; one-sided keys show (none); bad YAML is said") {
     CHECK(changed_keys("model: {layers: [{type: dense, units: 4}]}\n", "model: {layers: [{type: dense, units: 8}]}\n") ==
-          std::vector<std::string>{"model.layers: [{type: dense, units: 4}] -> [{type: dense, units: 8}]"});
+          std::vector<std::string>{"model.layers[0].units: 4 -> 8"});
+    CHECK(changed_keys("model: {layers: [{type: flatten}, {type: dropout, rate: 0.2}]}\n",
+                       "model: {layers: [{type: flatten}, {type: dropout, rate: 0.5}, {type: dense, units: 3}]}\n") ==
+          std::vector<std::string>{"model.layers[1].rate: 0.2 -> 0.5", "model.layers[2].type: (none) -> dense",
+                                   "model.layers[2].units: (none) -> 3"});
+    CHECK(changed_keys("model: {input_shape: [28, 28]}\n", "model: {input_shape: [28, 28, 1]}\n") ==
+          std::vector<std::string>{"model.input_shape: [28, 28] -> [28, 28, 1]"});
     CHECK(changed_keys("a: 1\nb: 2\n", "a: 1\nc: 3\n") == std::vector<std::string>{"c: (none) -> 3", "b: 2 -> (none)"});
     CHECK(changed_keys("a: [1\n", "a: 1\n") ==
           std::vector<std::string>{"(the earlier config.yaml is not readable YAML)"});
