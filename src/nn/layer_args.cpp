@@ -10,11 +10,14 @@
 
 namespace gputrain::nn {
 
-void LayerArgs::fail(const std::string& key, const std::string& problem) const {
-    std::string where;
+std::string LayerArgs::place(const std::string& key) const {
     auto it = spec_.where.find(key);
     if (it == spec_.where.end()) it = spec_.where.find("");
-    if (it != spec_.where.end() && !it->second.empty()) where = it->second + ": ";
+    return it != spec_.where.end() && !it->second.empty() ? it->second + ": " : "";
+}
+
+void LayerArgs::fail(const std::string& key, const std::string& problem) const {
+    const std::string where = place(key);
     std::string subject = "model.layers[" + std::to_string(index_) + "] (" + spec_.type;
     if (!spec_.name.empty()) subject += " '" + spec_.name + "'";
     subject += ")";

@@ -40,6 +40,9 @@ public:
     void finish(const std::vector<std::string>& known_keys) const;
 
     [[noreturn]] void fail(const std::string& key, const std::string& problem) const;
+    // "FILE:LINE:COL: " of the layer's entry in the config (or of `key`
+    // within it), "" when the spec carries no place.
+    std::string place(const std::string& key = "") const;
 
 private:
     const std::string* find(const std::string& key);

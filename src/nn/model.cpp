@@ -56,7 +56,12 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         names.insert(name);
         layer->set_name(name);
         layer->set_index(static_cast<int>(i));
-        shape = layer->build(shape);
+        try {
+            shape = layer->build(shape);
+        } catch (const ConfigError& e) {
+            // A shape the layer cannot take: where the layer is in the config.
+            throw ConfigError(LayerArgs(spec, static_cast<int>(i)).place() + e.what());
+        }
         // Every later size (activations, GEMM dimensions) is counted from these.
         if (!elements_within(shape, kMaxSampleElements, elements))
             LayerArgs(spec, static_cast<int>(i))

@@ -35,36 +35,36 @@ config::LayerSpec conv(std::map<std::string, std::string> extra = {}) {
 
 TEST_CASE("Image layers fed the wrong shape name the layer, both shapes and the fix") {
     REQUIRE(message_of({784}, {conv()}) ==
-            "layer 'conv2d' (conv2d): needs input (height, width, channels), got (784); add a reshape layer with "
+            "test.yaml:3:7: layer 'conv2d' (conv2d): needs input (height, width, channels), got (784); add a reshape layer with "
             "target_shape [28, 28, 1]");
     REQUIRE(message_of({28, 28, 1}, {conv({{"filters", "3"}}), layer("flatten"), conv()}) ==
-            "layer 'conv2d_1' (conv2d): needs input (height, width, channels), got (2028); add a reshape layer "
+            "test.yaml:3:7: layer 'conv2d_1' (conv2d): needs input (height, width, channels), got (2028); add a reshape layer "
             "with target_shape [height, width, channels] before it");
     REQUIRE(message_of({28, 28}, {layer("max_pool2d")}) ==
-            "layer 'max_pool2d' (max_pool2d): needs input (height, width, channels), got (28, 28); add a reshape "
+            "test.yaml:3:7: layer 'max_pool2d' (max_pool2d): needs input (height, width, channels), got (28, 28); add a reshape "
             "layer with target_shape [28, 28, 1], or give model.input_shape [28, 28, 1]");
     REQUIRE(message_of({10}, {layer("global_avg_pool2d")}) ==
-            "layer 'global_avg_pool2d' (global_avg_pool2d): needs input (height, width, channels), got (10); add a "
+            "test.yaml:3:7: layer 'global_avg_pool2d' (global_avg_pool2d): needs input (height, width, channels), got (10); add a "
             "reshape layer with target_shape [height, width, channels] before it");
     REQUIRE(message_of({4, 4, 1}, {conv({{"kernel_size", "5"}})}) ==
-            "layer 'conv2d' (conv2d): kernel 5x5 is larger than its input (4, 4, 1) with padding valid; use a "
+            "test.yaml:3:7: layer 'conv2d' (conv2d): kernel 5x5 is larger than its input (4, 4, 1) with padding valid; use a "
             "smaller kernel_size or padding: same");
     REQUIRE(message_of({5, 5, 1}, {conv({{"dilation_rate", "3"}})}) ==
-            "layer 'conv2d' (conv2d): kernel 3x3 (dilation 3x3) is larger than its input (5, 5, 1) with padding "
+            "test.yaml:3:7: layer 'conv2d' (conv2d): kernel 3x3 (dilation 3x3) is larger than its input (5, 5, 1) with padding "
             "valid; use a smaller kernel_size or padding: same");
     REQUIRE(message_of({4, 4, 1}, {conv({{"kernel_size", "5"}, {"padding", "same"}}), layer("flatten"),
                                    layer("dense", {{"units", "3"}})}) == "no error");
     REQUIRE(message_of({9, 9, 1}, {conv({{"strides", "2"}, {"dilation_rate", "2"}})}) ==
-            "layer 'conv2d' (conv2d): strides 2x2 with dilation_rate 2x2; Keras allows a stride above 1 or a "
+            "test.yaml:3:7: layer 'conv2d' (conv2d): strides 2x2 with dilation_rate 2x2; Keras allows a stride above 1 or a "
             "dilation above 1, not both");
     REQUIRE(message_of({2, 3, 4}, {layer("avg_pool2d", {{"pool_size", "3"}})}) ==
-            "layer 'avg_pool2d' (avg_pool2d): pool_size 3x3 is larger than its input (2, 3, 4) with padding valid; "
+            "test.yaml:3:7: layer 'avg_pool2d' (avg_pool2d): pool_size 3x3 is larger than its input (2, 3, 4) with padding valid; "
             "use a smaller pool_size or padding: same");
     REQUIRE(message_of({784}, {layer("reshape", {{"target_shape", "28,28,2"}})}) ==
-            "layer 'reshape' (reshape): target_shape [28, 28, 2] has 1568 elements but input (784) has 784; the "
+            "test.yaml:3:7: layer 'reshape' (reshape): target_shape [28, 28, 2] has 1568 elements but input (784) has 784; the "
             "sizes must multiply to the same count");
     REQUIRE(message_of({784}, {layer("reshape", {{"target_shape", "-1,5"}})}) ==
-            "layer 'reshape' (reshape): target_shape [-1, 5] cannot hold the 784 elements of input (784): 784 is not "
+            "test.yaml:3:7: layer 'reshape' (reshape): target_shape [-1, 5] cannot hold the 784 elements of input (784): 784 is not "
             "a multiple of 5");
 }
 
@@ -144,14 +144,14 @@ TEST_CASE("Sizes the backends cannot count with int are config errors, not crash
             "most 2147483647");
     // Within that, what they multiply to is checked too.
     REQUIRE(message_of({28, 28, 1}, tail({conv({{"dilation_rate", "2147483647"}, {"padding", "same"}})})) ==
-            "layer 'conv2d' (conv2d): kernel 3x3 stride 1x1 dilation 2147483647x2147483647 padding same: its padded "
+            "test.yaml:3:7: layer 'conv2d' (conv2d): kernel 3x3 stride 1x1 dilation 2147483647x2147483647 padding same: its padded "
             "input would be larger than 2147483647 pixels along an axis; use smaller sizes");
     REQUIRE(message_of({28, 28, 1}, tail({layer("max_pool2d", {{"pool_size", "2147483647"}, {"padding", "same"},
                                                                {"strides", "1"}})})) ==
-            "layer 'max_pool2d' (max_pool2d): pool_size 2147483647x2147483647 strides 1x1 padding same: its padded "
+            "test.yaml:3:7: layer 'max_pool2d' (max_pool2d): pool_size 2147483647x2147483647 strides 1x1 padding same: its padded "
             "input would be larger than 2147483647 pixels along an axis; use smaller sizes");
     REQUIRE(message_of({784}, {layer("reshape", {{"target_shape", "2147483647,2147483647,-1"}})}) ==
-            "layer 'reshape' (reshape): target_shape [2147483647, 2147483647, -1] has more than 2147483647 elements, "
+            "test.yaml:3:7: layer 'reshape' (reshape): target_shape [2147483647, 2147483647, -1] has more than 2147483647 elements, "
             "more than its input (784) has (784)");
     REQUIRE(message_of({65536, 65536}, {layer("flatten")}) ==
             "model.input_shape: (65536, 65536) has more than 2147483647 elements per sample; give a smaller shape");
