@@ -1,10 +1,6 @@
 // gputrain fit CONFIG: train, log, checkpoint.
 #include <spdlog/spdlog.h>
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -14,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "cli/run_dir_lock.hpp"
 #include "cli/run_setup.hpp"
 #include "cli/workers.hpp"
 #include "config/config_diff.hpp"
@@ -41,7 +38,8 @@ struct FitArgs {
 
 // A fresh run into a folder that holds another run's checkpoints would
 // overwrite them (and keep_last would prune the two runs' epochs together):
-// refused unless --overwrite, which deletes them first.
+// refused unless --overwrite, with which this deletes them (called once the
+// new run's data and model have loaded).
 void clear_earlier_run(const FitArgs& args, const config::RunConfig& cfg) {
     const std::vector<std::string> earlier = train::run_checkpoints(cfg.checkpoint.dir);
     if (earlier.empty()) return;
@@ -98,32 +96,6 @@ void write_resolved_config(const config::RunConfig& cfg, bool resuming) {
     if (!out) throw Error("cannot write '" + path.string() + "': " + std::strerror(errno));
     spdlog::info("Resolved config (every default filled in): {}", path.string());
 }
-
-// Holds RUN_DIR/.gputrain.lock (flock) while this process trains there: two
-// runs in one folder would interleave metrics.csv and overwrite each other's
-// checkpoints. The lock goes with the process, however it ends.
-class RunDirLock {
-public:
-    explicit RunDirLock(const std::string& dir) {
-        const std::string path = (fs::path(dir) / ".gputrain.lock").string();
-        fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        if (fd_ < 0) throw Error("cannot create '" + path + "': " + std::strerror(errno));
-        if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-            const int error = errno;
-            ::close(fd_);
-            if (error == EWOULDBLOCK)
-                throw Error("'" + dir + "' is in use by another gputrain fit (it holds " + path +
-                            "); wait for that run to end or give another --run-dir");
-            throw Error("cannot lock '" + path + "': " + std::strerror(error));
-        }
-    }
-    ~RunDirLock() { ::close(fd_); }
-    RunDirLock(const RunDirLock&) = delete;
-    RunDirLock& operator=(const RunDirLock&) = delete;
-
-private:
-    int fd_ = -1;
-};
 
 // A word as a POSIX shell reads it back: as it is when it holds nothing the
 // shell would act on, else in single quotes (a quote inside as '\'').

@@ -1,8 +1,7 @@
 #include "train/trainer.hpp"
 
-#include <cmath>
-
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 

@@ -1,0 +1,23 @@
+// RunDirLock: an exclusive flock on DIR/.gputrain.lock while a fit trains in
+// DIR. Two runs in one folder would interleave metrics.csv and overwrite each
+// other's checkpoints; the second one stops at once instead. The lock goes
+// with the process, however it ends.
+#pragma once
+
+#include <string>
+
+namespace gputrain::cli {
+
+class RunDirLock {
+public:
+    // Throws Error naming the lock file when another process holds it.
+    explicit RunDirLock(const std::string& dir);
+    ~RunDirLock();
+    RunDirLock(const RunDirLock&) = delete;
+    RunDirLock& operator=(const RunDirLock&) = delete;
+
+private:
+    int fd_ = -1;
+};
+
+}  // namespace gputrain::cli
