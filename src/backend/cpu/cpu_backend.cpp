@@ -34,7 +34,9 @@ void* CpuBackend::allocate_bytes(size_t bytes) {
     return p;
 }
 void CpuBackend::release(void* ptr) { std::free(ptr); }
-void CpuBackend::copy_to_device(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
+void CpuBackend::copy_to_device(void* dst, const void* src, size_t bytes) {
+    if (bytes > 0) std::memcpy(dst, src, bytes);  // an empty vector's data() may be null
+}
 
 void CpuBackend::upload(void* dst, const void* host_src, size_t bytes) {
     if (bytes > kUploadBytes) throw Error(upload_too_large(bytes));
@@ -57,8 +59,12 @@ void CpuBackend::gather_batch(float* inputs_dst, int32_t* labels_dst, const floa
         labels_dst[r] = labels_src[row];
     }
 }
-void CpuBackend::copy_to_host(void* dst, const void* src, size_t bytes) { std::memcpy(dst, src, bytes); }
-void CpuBackend::copy(void* dst, const void* src, size_t bytes) { std::memmove(dst, src, bytes); }
+void CpuBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+}
+void CpuBackend::copy(void* dst, const void* src, size_t bytes) {
+    if (bytes > 0) std::memmove(dst, src, bytes);
+}
 
 void CpuBackend::fill(float* x, size_t n, float value) { std::fill(x, x + n, value); }
 void CpuBackend::scale(float* x, size_t n, float alpha) {
