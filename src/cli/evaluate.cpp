@@ -81,8 +81,8 @@ int run_evaluate(EvaluateArgs& args) {
             throw ConfigError("no checkpoint in '" + cfg.checkpoint.dir +
                               "' (best.safetensors, last.safetensors, epoch-NNN.safetensors); run 'gputrain fit' "
                               "first or pass --checkpoint PATH");
-    } else if (!fs::exists(path)) {
-        throw ConfigError("--checkpoint: '" + path + "' does not exist");
+    } else {
+        require_checkpoint_file("--checkpoint", path);
     }
 
     const device::Discovery found = device::discover();

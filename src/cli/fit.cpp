@@ -131,7 +131,7 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
         if (resume_from.empty())
             throw ConfigError("--resume: no checkpoint in '" + cfg.checkpoint.dir +
                               "' (looked for last.safetensors and epoch-NNN.safetensors); train without --resume first");
-        if (!fs::exists(resume_from)) throw ConfigError("--resume: '" + resume_from + "' does not exist");
+        require_checkpoint_file("--resume", resume_from);
     } else if (lead && !args.overwrite) {
         clear_earlier_run(args, cfg);  // refuses at once, before the data loads
     }

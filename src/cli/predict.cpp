@@ -67,7 +67,7 @@ int run_predict(PredictArgs& args) {
     config::RunConfig cfg = load_config(args.common);
     // Probabilities may go to stdout, which the log shares: info lines would corrupt them.
     apply_log_level(cfg, /*quiet=*/true);
-    if (!fs::exists(args.checkpoint)) throw ConfigError("--checkpoint: '" + args.checkpoint + "' does not exist");
+    require_checkpoint_file("--checkpoint", args.checkpoint);
 
     const data::PredictInputs inputs = data::read_predict_inputs(args.input, cfg.model.input_shape, cfg.data.scale);
     // Inputs normalized by the user (as a PyTorch pipeline does) would be scaled a second time.

@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
+
 #include "backend/cpu/cpu_backend.hpp"
 #include "config/gemm_epilogues_use.hpp"
 #include "config/load.hpp"
@@ -72,6 +74,14 @@ void check_classes(const std::string& split, int64_t data_classes, int64_t model
         throw ConfigError("the " + split + " data has labels 0.." + std::to_string(data_classes - 1) +
                           " but the model's last layer has " + std::to_string(model_classes) +
                           " outputs; set the last layer's units to at least " + std::to_string(data_classes));
+}
+
+void require_checkpoint_file(const std::string& flag, const std::string& path) {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) throw ConfigError(flag + ": '" + path + "' does not exist");
+    if (std::filesystem::is_directory(path, ec))
+        throw ConfigError(flag + ": '" + path + "' is a folder; give a checkpoint file in it, e.g. " +
+                          (std::filesystem::path(path) / "last.safetensors").string());
 }
 
 }  // namespace gputrain::cli

@@ -31,6 +31,11 @@ void apply_log_level(const config::RunConfig& cfg, bool quiet);
 // The label range of the data must fit the model's outputs.
 void check_classes(const std::string& split, int64_t data_classes, int64_t model_classes);
 
+// A checkpoint named by `flag` (--checkpoint, --resume) must be a file:
+// ConfigError "FLAG: 'PATH' does not exist", or, for a folder, that it is one
+// and which file in it to give.
+void require_checkpoint_file(const std::string& flag, const std::string& path);
+
 // The training keys set away from their defaults that only a GPU acts on
 // (cast_gemm_inputs, gemm_epilogues, deterministic), as "training.a, training.b";
 // empty when none is.
