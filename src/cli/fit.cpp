@@ -185,7 +185,7 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     // and the model are known to work.
     if (lead)
         options.on_start = [&args, &cfg, resuming = !resume_from.empty()] {
-            if (!resuming) clear_earlier_run(args, cfg);
+            if (!resuming && args.overwrite) clear_earlier_run(args, cfg);  // without it: refused above
             write_resolved_config(cfg, resuming);
         };
     train::Trainer trainer(cfg, replicas, data, options);

@@ -130,8 +130,9 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
             // Loss and correct counts differ per replica; the sample count is
             // already global. The third value is how every replica agrees to stop
             // after the same step when a signal arrived (in any process).
+            math::LossScaleState s;  // fp16: read once per report
             if (scaler.enabled()) {  // overflows are the scaler's; divergence is a step at scale 1
-                const math::LossScaleState s = scaler.read();
+                s = scaler.read();
                 if (s.divergences > 0 && !skip_nonfinite)
                     throw NonFiniteGradients(epoch, start_step + s.first_divergence - 1);
                 if (r.rank() == 0) {
@@ -154,10 +155,9 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
             // is NaN/Inf has not been calibrating its scale: the forward pass
             // diverged (the scale only touches backward). The weights are the
             // epoch's first, since no step was applied.
-            if (scaler.enabled() && last && !skip_nonfinite && !std::isfinite(earlier[0] + reduced[0])) {
-                const math::LossScaleState s = scaler.read();
-                if (s.steps > 0 && s.overflows + s.divergences == s.steps) throw NonFiniteGradients(epoch, start_step);
-            }
+            if (scaler.enabled() && last && !skip_nonfinite && !std::isfinite(earlier[0] + reduced[0]) &&
+                s.steps > 0 && s.overflows + s.divergences == s.steps)
+                throw NonFiniteGradients(epoch, start_step);
             if (&r == replicas_[0].get()) {  // every worker keeps the global sums
                 totals.loss_sum = earlier[0] + reduced[0];
                 totals.correct = earlier[1] + reduced[1];
