@@ -1,16 +1,17 @@
 #include "cli/main_entry.hpp"
 
-#include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "build_config.hpp"
 #include "cli/commands.hpp"
+#include "cli/console_sink.hpp"
 #include "cli/usage_errors.hpp"
 #include "core/error.hpp"
 
@@ -42,7 +43,7 @@ std::string one_line(const std::string& text) {
 }  // namespace
 
 int main_entry(int argc, char** argv) {
-    auto logger = spdlog::stdout_logger_mt("gputrain");
+    auto logger = std::make_shared<spdlog::logger>("gputrain", std::make_shared<ConsoleSink>());
     logger->set_pattern("%v");
     spdlog::set_default_logger(logger);
 

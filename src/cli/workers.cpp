@@ -37,7 +37,7 @@ std::unique_ptr<dist::World> join_workers(const config::RunConfig& cfg) {
     if (cfg.strategy.type != "multi_worker_mirrored") {
         const int launched = dist::launcher_world_size();
         if (launched > 1 && dist::launched_by_mpi())
-            spdlog::warn("{} processes were launched, but strategy.type is {}: each trains alone and they share "
+            spdlog::warn("warning: {} processes were launched, but strategy.type is {}: each trains alone and they share "
                          "the run dir; use strategy.type: multi_worker_mirrored",
                          launched, cfg.strategy.type);
         return nullptr;

@@ -31,6 +31,12 @@ LossScaler& Trainer::scaler_of(const Replica& r) {
     throw Error("internal: a replica the trainer does not own");
 }
 
+void Trainer::warn(const std::string& text) {
+    if (options_.out) std::fflush(options_.out);
+    std::fprintf(options_.warnings, "warning: %s\n", text.c_str());
+    std::fflush(options_.warnings);
+}
+
 void Trainer::record_loss_scale() {
     if (!scalers_[0]->enabled()) return;
     const math::LossScaleState s = scalers_[0]->read();
@@ -233,7 +239,7 @@ FitResult Trainer::fit() {
     if (!options_.resume_from.empty()) {
         std::string warning;
         state_ = restore(options_.resume_from, replicas_, cfg_, /*with_optimizer=*/true, &warning);
-        if (writer && !warning.empty()) std::fprintf(options_.out, "warning: %s\n", warning.c_str());
+        if (writer && !warning.empty()) warn(warning);
         if (state_.loss_scale > 0)
             for (auto& s : scalers_) s->restore(state_.loss_scale, state_.loss_scale_good_steps);
         if (writer)
@@ -300,10 +306,8 @@ FitResult Trainer::fit() {
         // Recording a step failed (some call could not be recorded): say so once; the steps ran call by call.
         if (writer && !graphs_warned_ && !replicas_[0]->graphs().failure().empty()) {
             graphs_warned_ = true;
-            std::fprintf(options_.out,
-                         "warning: %s; steps run call by call from there on (training.cuda_graphs: false skips "
-                         "the attempt)\n",
-                         replicas_[0]->graphs().failure().c_str());
+            warn(replicas_[0]->graphs().failure() +
+                 "; steps run call by call from there on (training.cuda_graphs: false skips the attempt)");
         }
         if (totals.overflow_steps > 0 && writer)  // fp16: routine at the start, as the scale finds its level
             std::fprintf(options_.out, "epoch %lld: %lld step%s overflowed in fp16 and %s skipped; loss scale now %g\n",
@@ -311,8 +315,8 @@ FitResult Trainer::fit() {
                          totals.overflow_steps == 1 ? "" : "s", totals.overflow_steps == 1 ? "was" : "were",
                          static_cast<double>(scalers_[0]->read().scale));
         if (totals.skipped_steps > 0 && writer)
-            std::fprintf(options_.out, "warning: epoch %lld skipped %lld step%s with NaN or Inf gradients (training.on_nan: skip_step)\n",
-                         (long long)epoch + 1, (long long)totals.skipped_steps, totals.skipped_steps == 1 ? "" : "s");
+            warn("epoch " + std::to_string(epoch + 1) + " skipped " + std::to_string(totals.skipped_steps) + " step" +
+                 (totals.skipped_steps == 1 ? "" : "s") + " with NaN or Inf gradients (training.on_nan: skip_step)");
         const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
         EpochRecord rec;

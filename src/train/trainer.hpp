@@ -32,6 +32,8 @@ struct FitOptions {
     std::string resume_from;      // a checkpoint path; "" = fresh start
     ProgressMode progress = ProgressMode::lines;
     std::FILE* out = stdout;
+    // Warnings ("warning: ..." lines), apart from `out` as Keras keeps them; out is flushed first.
+    std::FILE* warnings = stderr;
     // The command that continues this run, for messages ("gputrain fit CFG --run-dir D --resume").
     std::string resume_command;
     // Called by the writing worker once the checkpoint to resume from (if any)
@@ -68,6 +70,7 @@ private:
     LossScaler& scaler_of(const Replica& r);
     // Copies replica 0's loss scale into state_ (for checkpoints).
     void record_loss_scale();
+    void warn(const std::string& text);
     [[noreturn]] void stop_interrupted(int64_t epoch, const EpochTotals& totals, Checkpointer& checkpointer);
 
     const config::RunConfig& cfg_;

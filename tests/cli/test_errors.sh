@@ -50,6 +50,10 @@ run_expect 0 fit "$cfg" --set loss.from_logits=true --set training.epochs=1 --ru
   --set logging.progress=none
 cat "$TMP/out" "$TMP/err" >"$TMP/both"
 expect_in "$TMP/both" "warning: loss.from_logits is true, but the last layer 'dense_1' ends in softmax"
+# Warnings go to stderr (as Keras' do), the epoch lines to stdout: `fit > log` keeps them apart.
+expect_in "$TMP/err" "warning: loss.from_logits is true"
+if grep -q "warning:" "$TMP/out"; then fail "a warning on stdout: $(grep "warning:" "$TMP/out")"; fi
+expect_in "$TMP/out" "Done: 1 epoch"
 
 step "GPU-only training keys set on the CPU: trains, and says they have no effect"
 run_expect 0 fit "$cfg" --set training.gemm_epilogues=true --set training.deterministic=false --set training.epochs=1 \
