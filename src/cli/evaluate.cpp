@@ -91,7 +91,8 @@ int run_evaluate(EvaluateArgs& args) {
     const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::test);
     auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size);
     check_classes("test", data.test.num_classes, replicas[0]->model().classes());
-    train::restore(path, replicas, cfg, /*with_optimizer=*/false);
+    const train::TrainingState trained = train::restore(path, replicas, cfg, /*with_optimizer=*/false);
+    warn_if_trained_differently(path, trained.config_yaml, cfg);
 
     const train::EvalResult result = train::evaluate(replicas, data.test, cfg.training.batch_size, args.confusion);
     if (args.json) {

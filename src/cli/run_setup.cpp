@@ -6,6 +6,7 @@
 
 #include "backend/cpu/cpu_backend.hpp"
 #include "config/gemm_epilogues_use.hpp"
+#include "config/config_diff.hpp"
 #include "config/load.hpp"
 #include "nn/model.hpp"
 #include "config/resolved_yaml.hpp"
@@ -32,6 +33,17 @@ config::RunConfig load_config(const CommonOptions& options) {
 
 void apply_log_level(const config::RunConfig& cfg, bool quiet) {
     spdlog::set_level(quiet ? spdlog::level::warn : spdlog::level::from_str(cfg.logging.level));
+}
+
+void warn_if_trained_differently(const std::string& checkpoint, const std::string& trained_yaml,
+                                 const config::RunConfig& cfg) {
+    if (trained_yaml.empty()) return;  // written before checkpoints kept their config
+    std::string list;
+    for (const auto& c : config::changed_model_keys(trained_yaml, cfg.resolved_yaml))
+        list += (list.empty() ? "" : "; ") + c;
+    if (list.empty()) return;
+    spdlog::warn("warning: {} was trained with another model, loss or input scaling than {} gives ({}); using {}'s",
+                 checkpoint, cfg.source_file, list, cfg.source_file);
 }
 
 std::string gpu_only_keys_set(const config::RunConfig& cfg) {

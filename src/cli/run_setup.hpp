@@ -36,6 +36,12 @@ void check_classes(const std::string& split, int64_t data_classes, int64_t model
 // and which file in it to give.
 void require_checkpoint_file(const std::string& flag, const std::string& path);
 
+// evaluate and predict: warns when the checkpoint was trained with another
+// model, loss or data.scale than `cfg` has (config::changed_model_keys of the
+// config stored in it), naming the keys; the results use `cfg`'s.
+void warn_if_trained_differently(const std::string& checkpoint, const std::string& trained_yaml,
+                                 const config::RunConfig& cfg);
+
 // The training keys set away from their defaults that only a GPU acts on
 // (cast_gemm_inputs, gemm_epilogues, deterministic), as "training.a, training.b";
 // empty when none is.

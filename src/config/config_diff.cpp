@@ -5,6 +5,9 @@
 #include <map>
 #include <utility>
 
+#include "config/yaml_guard.hpp"
+#include "core/error.hpp"
+
 namespace gputrain::config {
 
 namespace {
@@ -55,10 +58,14 @@ Flat flat(const std::string& yaml) {
 std::vector<std::string> changed_keys(const std::string& before_yaml, const std::string& after_yaml) {
     Flat before, after;
     try {
+        // The earlier text may come from a checkpoint's metadata, which anyone can write.
+        check_yaml_terminates(before_yaml, "the earlier config");
         before = flat(before_yaml);
         after = flat(after_yaml);
     } catch (const YAML::Exception&) {
-        return {"(the earlier config.yaml is not readable YAML)"};
+        return {"(the earlier config is not readable YAML)"};
+    } catch (const ConfigError&) {
+        return {"(the earlier config is not readable YAML)"};
     }
     std::map<std::string, std::string> old_values(before.begin(), before.end());
     std::vector<std::string> changes;
@@ -73,6 +80,16 @@ std::vector<std::string> changed_keys(const std::string& before_yaml, const std:
     for (const auto& [path, value] : before)
         if (old_values.count(path)) changes.push_back(path + ": " + value + " -> (none)");
     return changes;
+}
+
+std::vector<std::string> changed_model_keys(const std::string& before_yaml, const std::string& after_yaml) {
+    std::vector<std::string> kept;
+    for (auto& change : changed_keys(before_yaml, after_yaml)) {
+        const auto starts = [&](const char* prefix) { return change.rfind(prefix, 0) == 0; };
+        if (starts("model.") || starts("loss.") || starts("data.scale:") || starts("("))
+            kept.push_back(std::move(change));
+    }
+    return kept;
 }
 
 }  // namespace gputrain::config

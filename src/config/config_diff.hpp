@@ -15,4 +15,10 @@ namespace gputrain::config {
 // saying so.
 std::vector<std::string> changed_keys(const std::string& before_yaml, const std::string& after_yaml);
 
+// The changes among them that alter what trained weights compute or how their
+// scores are taken: model.*, loss.* and data.scale (the inputs' scaling).
+// For evaluate and predict, whose config may differ from training's in
+// everything else (data paths, batch size, epochs).
+std::vector<std::string> changed_model_keys(const std::string& before_yaml, const std::string& after_yaml);
+
 }  // namespace gputrain::config

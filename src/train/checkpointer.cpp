@@ -15,6 +15,7 @@
 
 #include "build_config.hpp"
 #include "checkpoint/safetensors.hpp"
+#include "config/config_diff.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 
@@ -145,6 +146,9 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
         // epoch and step this is the whole random state of the run.
         {"rng_state", Rng(cfg_.training.seed).split(static_cast<uint64_t>(state.epochs_done)).serialize()},
         {"config_digest", cfg_.digest},
+        // The whole resolved config: a checkpoint says how it was trained, and
+        // evaluate/predict/--resume name what a later config changed.
+        {"config", cfg_.resolved_yaml},
         {"optimizer", replica0.optimizer().type()},
         {"loss", number(record.loss)},
         {"accuracy", number(record.accuracy)},
@@ -320,11 +324,20 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
         st.loss_scale = meta_real(contents, path, "loss_scale", 0.0);
         st.loss_scale_good_steps = meta_int(contents, path, "loss_scale_good_steps");
     }
+    if (const auto it = contents.metadata.find("config"); it != contents.metadata.end()) st.config_yaml = it->second;
     if (warning) {
         auto it = contents.metadata.find("config_digest");
-        if (it != contents.metadata.end() && it->second != cfg.digest)
-            *warning = path + " was written with a different config (digest " + it->second + ", now " + cfg.digest +
-                       "); continuing with the current config";
+        if (it != contents.metadata.end() && it->second != cfg.digest) {
+            std::string what = "digest " + it->second + ", now " + cfg.digest;
+            if (!st.config_yaml.empty()) {
+                // The keys, where the checkpoint has its config (more epochs is what a resume is for).
+                std::string list;
+                for (const auto& c : config::changed_keys(st.config_yaml, cfg.resolved_yaml))
+                    if (c.rfind("training.epochs:", 0) != 0) list += (list.empty() ? "" : "; ") + c;
+                if (!list.empty()) what = list;
+            }
+            *warning = path + " was written with a different config (" + what + "); continuing with the current config";
+        }
     }
     return st;
 }

@@ -31,6 +31,9 @@ struct TrainingState {
     // training.precision: fp16's dynamic loss scale (0 = not scaling).
     double loss_scale = 0;
     int64_t loss_scale_good_steps = 0;
+    // The resolved config the checkpoint was trained with (metadata "config");
+    // "" for checkpoints written before it was stored.
+    std::string config_yaml;
 };
 
 class Checkpointer {

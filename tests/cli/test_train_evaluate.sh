@@ -61,4 +61,18 @@ step "evaluate --confusion (table)"
 run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --run-dir "$run" --set data.test_limit=200 --confusion
 expect_in "$TMP/out" "Confusion matrix"
 expect_in "$TMP/out" "(200 test samples)"
+
+step "the checkpoint holds the config it was trained with"
+safetensors metadata "$run/last.safetensors" config >"$TMP/stored.yaml"
+diff <(grep -v '^#' "$run/config.yaml") "$TMP/stored.yaml" || fail "the stored config differs from config.yaml"
+
+step "evaluate with another model or input scaling than training's: scores, and names the keys on stderr"
+run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --run-dir "$run" --set data.test_limit=200 \
+    --set "model.layers[1].activation=tanh" --set data.scale=1
+expect_in "$TMP/err" "warning: $run/best.safetensors was trained with another model, loss or input scaling than configs/fashion_mnist_mlp.yaml gives (model.layers[1].activation: relu -> tanh; data.scale: 0.00392156862745098 -> 1); using configs/fashion_mnist_mlp.yaml's"
+expect_in "$TMP/out" "(200 test samples)"
+step "... but not for keys that do not change the weights' meaning (batch size, epochs, limits)"
+run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --run-dir "$run" --set data.test_limit=200 \
+    --set training.batch_size=50 --set training.epochs=9 --set optimizer.learning_rate=0.5
+if grep -q "warning" "$TMP/err"; then fail "an unexpected warning: $(cat "$TMP/err")"; fi
 echo "ok"

@@ -97,3 +97,38 @@ TEST_CASE("Loading a checkpoint into a different model names the tensor that dif
     // Weights alone load into the same architecture whatever the optimizer.
     REQUIRE_NOTHROW(train::restore(path, sgd_reps, sgd, false));
 }
+
+TEST_CASE("A checkpoint keeps its resolved config; restore names the keys a later config changed") {
+    data::DataSplits data;
+    data.train = fixture::blobs(16, 2);
+    auto cfg = fixture::small_job(1, 8);
+    cfg.resolved_yaml = "optimizer: {type: adam, learning_rate: 0.01}\ntraining: {epochs: 1, batch_size: 8}\n";
+    fixture::TempDir dir;
+    auto reps = fixture::replicas(cfg, 1);
+    fixture::fit(cfg, reps, data, dir.path.string());
+    const std::string path = (dir.path / "last.safetensors").string();
+    REQUIRE(checkpoint::load(path).metadata.at("config") == cfg.resolved_yaml);
+
+    auto later = cfg;
+    later.digest = "other-digest";
+    later.resolved_yaml = "optimizer: {type: adam, learning_rate: 0.1}\ntraining: {epochs: 5, batch_size: 8}\n";
+    auto again = fixture::replicas(later, 1);
+    std::string warning;
+    const auto state = train::restore(path, again, later, true, &warning);
+    REQUIRE(state.config_yaml == cfg.resolved_yaml);
+    // More epochs is what a resume is for: not named.
+    REQUIRE(warning == path + " was written with a different config (optimizer.learning_rate: 0.01 -> 0.1); "
+                              "continuing with the current config");
+
+    // A checkpoint from before configs were stored: the digests.
+    auto contents = checkpoint::load(path);
+    contents.metadata.erase("config");
+    const std::string old_path = (dir.path / "old.safetensors").string();
+    std::vector<checkpoint::TensorRef> refs;
+    for (const auto& t : contents.tensors) refs.push_back({t.name, t.shape, t.data.data()});
+    checkpoint::save(old_path, refs, contents.metadata);
+    warning.clear();
+    REQUIRE(train::restore(old_path, again, later, true, &warning).config_yaml.empty());
+    REQUIRE(warning == old_path + " was written with a different config (digest test-digest, now other-digest); "
+                                  "continuing with the current config");
+}
