@@ -108,6 +108,10 @@ public:
     virtual void synchronize() = 0;
 
     float* allocate_floats(size_t count) { return static_cast<float*>(allocate_bytes(count * sizeof(float))); }
+    // False for a backend that only counts what is allocated (SizingBackend:
+    // `summary`, the memory check before training): its memory cannot be
+    // written, so a Model on it skips drawing its initial weights.
+    virtual bool holds_data() const { return true; }
 
     // ---- Input batches (see docs/architecture.md, "Input copies") ----
     // Whether the backend computes on memory of its own (a GPU), so that input

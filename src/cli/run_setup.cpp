@@ -4,7 +4,7 @@
 
 #include <filesystem>
 
-#include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/sizing_backend.hpp"
 #include "config/gemm_epilogues_use.hpp"
 #include "config/config_diff.hpp"
 #include "config/load.hpp"
@@ -26,8 +26,8 @@ config::RunConfig load_config(const CommonOptions& options) {
                           std::to_string(cfg.training.batch_size) +
                           " leave some without samples; use at most training.batch_size replicas");
     // Layer and loss errors are config errors too: report them before any data is read.
-    CpuBackend scratch;
-    nn::Model check(cfg.model, cfg.loss, scratch, 1, cfg.training.seed);
+    SizingBackend sizing;  // sizes only: a model too large for this machine is reported later, by the memory check
+    nn::Model check(cfg.model, cfg.loss, sizing, 1, cfg.training.seed);
     return cfg;
 }
 

@@ -2,7 +2,7 @@
 // at the configured batch, without reading data or training.
 #include <cstdio>
 
-#include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/sizing_backend.hpp"
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/run_setup.hpp"
@@ -31,7 +31,7 @@ int run_summary(SummaryArgs& args) {
     const auto offsets = data::shard_offsets(cfg.training.batch_size, strategy.replicas());
     const train::MemoryEstimate m = train::estimate_memory(cfg, offsets[1] - offsets[0], strategy.on_gpu());
 
-    CpuBackend backend;
+    SizingBackend backend;  // the table needs the shapes, not the memory
     std::printf("%s", nn::Model(cfg.model, cfg.loss, backend, 1, cfg.training.seed).summary().c_str());
     std::printf("\nStrategy: %s\n", strategy.describe(cfg.training.batch_size).c_str());
     std::printf("Memory per replica (%lld samples, float32):\n", (long long)m.rows_per_replica);

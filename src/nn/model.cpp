@@ -230,6 +230,7 @@ void fill_initial(const ParamSpec& spec, float* out, size_t n, Rng& rng) {
 }  // namespace
 
 void Model::initialize(uint64_t seed) {
+    if (!backend_.holds_data()) return;  // sized only: no weights to draw, and no host copy of them
     // Host-side so every backend starts from identical weights for a seed. The
     // state draws after the parameters, so adding it changed no weights.
     Rng rng(seed);

@@ -2,56 +2,87 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <string>
 
-#include "backend/cpu/cpu_backend.hpp"
-#include "backend/gemm_input_cast.hpp"
+#include "backend/cpu/sizing_backend.hpp"
+#include "core/error.hpp"
+#include "nn/layer_args.hpp"
 #include "nn/model.hpp"
 #include "optim/optimizer.hpp"
 
 namespace gputrain::train {
 
-namespace {
-
-// A CpuBackend that sizes the 16-bit GEMM copies as the CUDA backend does
-// when it makes them (gemm()'s scratch, and layers' own copies) and keeps
-// what the model reserves.
-class GemmScratchProbe : public CpuBackend {
-public:
-    explicit GemmScratchProbe(bool casts) : casts_(casts) {}
-    size_t gemm_scratch_bytes(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb) const override {
-        return casts_ ? cast_copy_layout(trans_a, trans_b, m, n, k, lda, ldb).total_bytes : 0;
-    }
-    size_t gemm_copy_bytes() const override { return casts_ ? 2 : 0; }
-    void reserve_gemm_scratch(size_t bytes) override { reserved = std::max(reserved, bytes); }
-    size_t reserved = 0;
-
-private:
-    bool casts_;
-};
-
-}  // namespace
-
 MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_replica, bool on_gpu) {
     MemoryEstimate m;
     m.rows_per_replica = std::max<int64_t>(1, rows_per_replica);
-    // The same constructors a replica runs, so the numbers cannot drift from the real allocations.
+    // The same constructors a replica runs, so the numbers cannot drift from
+    // the real allocations; on a backend that allocates none of them.
     const std::string& precision = cfg.training.precision;
-    GemmScratchProbe backend(on_gpu && cfg.training.cast_gemm_inputs && (precision == "bf16" || precision == "fp16"));
+    SizingBackend backend(on_gpu && cfg.training.cast_gemm_inputs && (precision == "bf16" || precision == "fp16"));
     const nn::Model model(cfg.model, cfg.loss, backend, m.rows_per_replica, cfg.training.seed);
     const auto optimizer = optim::make_optimizer(cfg.optimizer, backend, model.param_count());
     m.params = model.param_count();
+    const auto& offsets = model.layer_param_offsets();
+    for (size_t i = 0; i + 1 < offsets.size(); ++i)
+        if (offsets[i + 1] - offsets[i] > m.largest_layer_params) {
+            m.largest_layer = static_cast<int>(i);
+            m.largest_layer_params = offsets[i + 1] - offsets[i];
+        }
     m.optimizer_slots = optimizer->state().size();
     m.weight_bytes = m.gradient_bytes = m.params * sizeof(float);
     m.optimizer_bytes = m.optimizer_slots * m.params * sizeof(float);
     m.activation_bytes = model.activation_floats() * sizeof(float);
     m.scratch_bytes = model.scratch_floats() * sizeof(float);
     m.workspace_bytes = model.workspace_bytes();
-    m.gemm_copy_bytes = backend.reserved + model.gemm_copy_bytes();  // gemm()'s scratch, the layers' copies
+    m.gemm_copy_bytes = backend.reserved_gemm_scratch() + model.gemm_copy_bytes();  // gemm()'s scratch, the layers' copies
     // Replica: the shard's inputs and labels, and the two running sums.
     m.input_bytes = static_cast<size_t>(m.rows_per_replica) *
                         (static_cast<size_t>(shape_elements(model.input_shape())) * sizeof(float) + sizeof(int32_t)) +
                     2 * sizeof(float);
     return m;
+}
+
+size_t host_memory_available() {
+    std::ifstream meminfo("/proc/meminfo");
+    std::string key;
+    size_t kib = 0, total = 0;
+    bool found = false;
+    std::string unit;
+    while (meminfo >> key >> kib) {
+        std::getline(meminfo, unit);
+        if (key == "MemAvailable:" || key == "SwapFree:") {
+            total += kib * 1024;
+            found = found || key == "MemAvailable:";
+        }
+    }
+    return found ? total : 0;
+}
+
+void check_host_memory(const config::RunConfig& cfg, const MemoryEstimate& m, int replicas, size_t available) {
+    const size_t each = m.total_bytes();
+    const size_t need = each * static_cast<size_t>(std::max(1, replicas));
+    if (available == 0 || need <= available) return;
+    const size_t per_param = m.weight_bytes + m.gradient_bytes + m.optimizer_bytes;
+    std::string text = "not enough memory to train on the CPU: " +
+                       (replicas > 1 ? std::to_string(replicas) + " replicas need " + human_bytes(need) + " (each " +
+                                           human_bytes(each) + ": "
+                                     : "the model needs " + human_bytes(need) + " (") +
+                       "weights, gradients and " + cfg.optimizer.type + " state " + human_bytes(per_param) +
+                       ", activations and scratch at " + std::to_string(m.rows_per_replica) + (m.rows_per_replica == 1 ? " sample " : " samples ") +
+                       human_bytes(each - per_param) + "), but " + human_bytes(available) +
+                       " is available (MemAvailable + SwapFree); ";
+    if (per_param >= each - per_param && m.largest_layer >= 0) {
+        const auto& spec = cfg.model.layers[static_cast<size_t>(m.largest_layer)];
+        std::string place = nn::LayerArgs(spec, m.largest_layer).place();  // "FILE:LINE:COL: " or ""
+        if (place.size() >= 2) place = ", " + place.substr(0, place.size() - 2);
+        text += "the largest layer is model.layers[" + std::to_string(m.largest_layer) + "] (" + spec.type + ", " +
+                std::to_string(m.largest_layer_params) + " parameters" + place + "): make it smaller";
+    } else {
+        text += "lower training.batch_size";
+    }
+    if (replicas > 1) text += ", or use fewer replicas (--replicas)";
+    throw Error(text);
 }
 
 std::string human_bytes(size_t bytes) {

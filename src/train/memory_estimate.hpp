@@ -26,6 +26,10 @@ struct MemoryEstimate {
     // A GPU's 16-bit copies of GEMM inputs (training.cast_gemm_inputs): dense
     // layers' inputs and kernels, and gemm()'s scratch (dz's is in the workspace).
     size_t gemm_copy_bytes = 0;
+    // The layer with the most trainable parameters (-1: none has any), for
+    // messages that say what to make smaller.
+    int largest_layer = -1;
+    size_t largest_layer_params = 0;
 
     size_t total_bytes() const {
         return weight_bytes + gradient_bytes + optimizer_bytes + activation_bytes + scratch_bytes + workspace_bytes +
@@ -36,6 +40,18 @@ struct MemoryEstimate {
 // `rows_per_replica`: the largest shard of the global batch; `on_gpu`: the
 // replicas are GPUs (which may keep GEMM input copies; the CPU never does).
 MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_replica, bool on_gpu = false);
+
+// Memory this machine can still give (MemAvailable + SwapFree of
+// /proc/meminfo), or 0 when that cannot be read.
+size_t host_memory_available();
+
+// Before CPU replicas are built (their buffers are zeroed, so memory the
+// machine lacks would end the process by the kernel's OOM killer, without a
+// word): throws Error when `replicas` replicas of `m` need more than
+// `available` bytes (0: unknown, no check). The message gives the sizes and
+// what to lower: the largest layer (its place in the config) when weights and
+// optimizer state dominate, else training.batch_size; and the replicas.
+void check_host_memory(const config::RunConfig& cfg, const MemoryEstimate& m, int replicas, size_t available);
 
 // "397.5 KiB", "1.20 GiB", "512 B".
 std::string human_bytes(size_t bytes);

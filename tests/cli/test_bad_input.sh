@@ -121,7 +121,7 @@ cases=(
 # --- environment: data root, MPI launcher variables, thread counts, HOME and TMPDIR
 "1|err|data.dataset: 'no-such-set' not found in @TMP@/nowhere/no-such-set, ./datasets/no-such-set, /usr/share/datasets/no-such-set (GPUTRAIN_DATA=@TMP@/nowhere is not a directory)|GPUTRAIN_DATA=@TMP@/nowhere|fit @TMP@/named.yaml $run"
 "0|out|Done: 1 epoch|OMPI_COMM_WORLD_SIZE=abc|fit @CFG@ --run-dir @TMP@/run --set training.epochs=1"
-"0|out|2 processes were launched, but strategy.type is mirrored|OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=5|fit @CFG@ --run-dir @TMP@/run --set training.epochs=1"
+"0|err|warning: 2 processes were launched, but strategy.type is mirrored|OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=5|fit @CFG@ --run-dir @TMP@/run --set training.epochs=1"
 "0|out|Done: 1 epoch|PMI_SIZE=-3 PMI_RANK=x SLURM_NTASKS=2abc|fit @CFG@ --run-dir @TMP@/run --set training.epochs=1"
 "0|out|Done: 1 epoch|OMP_NUM_THREADS=abc OPENBLAS_NUM_THREADS=-5|fit @CFG@ --run-dir @TMP@/run --set training.epochs=1 --replicas 2"
 "0|out|Done: 1 epoch|OMP_NUM_THREADS=0 OPENBLAS_NUM_THREADS=100000|fit @CFG@ --run-dir @TMP@/run --set training.epochs=1"

@@ -53,6 +53,32 @@ step "SGD without momentum keeps no state"
 run_expect 0 summary "$config" --device cpu --replicas 1 --set optimizer.type=sgd --set optimizer.momentum=0
 check 32 0
 
+step "a model larger than any machine: summary sizes it without allocating it; fit refuses it, naming the layer"
+# 1000 -> 16M -> 1000 -> 16M -> 10: three 1.6e10-parameter kernels, about 768 GB with Adam.
+cat >"$TMP/huge.yaml" <<'YAML'
+model:
+  input_shape: [1000]
+  layers:
+    - {type: dense, units: 16000000, activation: relu}
+    - {type: dense, units: 1000, activation: relu}
+    - {type: dense, units: 16000000, activation: relu}
+    - {type: dense, units: 10, activation: softmax}
+data: {dataset: synthetic, synthetic: {samples: 64, classes: 10}}
+training: {epochs: 1, batch_size: 32}
+YAML
+params=$((1000 * 16000000 + 16000000 + 16000000 * 1000 + 1000 + 1000 * 16000000 + 16000000 + 16000000 * 10 + 10))
+run_expect 0 summary "$TMP/huge.yaml" --device cpu
+expect_in "$TMP/out" "Total params: $params"
+expect_bytes weights $((4 * params))
+expect_bytes "optimizer state" $((8 * params))
+run_expect 1 fit "$TMP/huge.yaml" --device cpu --run-dir "$TMP/huge-run"
+expect_in "$TMP/err" "gputrain: error: not enough memory to train on the CPU: the model needs "
+expect_in "$TMP/err" "the largest layer is model.layers[0] (dense, 16016000000 parameters, $TMP/huge.yaml:4:7): make it smaller"
+[ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "more than one line on stderr: $(cat "$TMP/err")"
+run_expect 1 fit "$TMP/huge.yaml" --device cpu --replicas 2 --run-dir "$TMP/huge-run"
+expect_in "$TMP/err" "2 replicas need "
+expect_in "$TMP/err" "or use fewer replicas (--replicas)"
+
 step "a config error is reported like fit's"
 run_expect 2 summary "$config" --set training.batch_size=0
 expect_in "$TMP/err" "training.batch_size"

@@ -1,0 +1,71 @@
+// The memory check before CPU replicas are built, and the sizes it is made
+// from: counted on a backend that allocates nothing.
+#include <catch2/catch.hpp>
+
+#include "backend/cpu/sizing_backend.hpp"
+#include "core/error.hpp"
+#include "nn/model.hpp"
+#include "train/memory_estimate.hpp"
+#include "train_fixture.hpp"
+
+using namespace gputrain;
+
+TEST_CASE("estimate_memory: the small job's sizes by hand; the largest layer") {
+    const auto cfg = fixture::small_job(1, 8);
+    const auto m = train::estimate_memory(cfg, 8);
+    const size_t params = 6 * 16 + 16 + 16 * 3 + 3;
+    CHECK(m.params == params);
+    CHECK(m.weight_bytes == 4 * params);
+    CHECK(m.optimizer_bytes == 8 * params);
+    CHECK(m.largest_layer == 0);
+    CHECK(m.largest_layer_params == 6 * 16 + 16);
+}
+
+TEST_CASE("A model of hundreds of gigabytes is sized without taking memory") {
+    auto cfg = fixture::small_job(1, 8);
+    cfg.model.input_shape = {4096};
+    // Three kernels of 1.6e10 parameters, 262 GB each with gradients and Adam's two moments.
+    cfg.model.layers = {specs::layer("dense", {{"units", "4000000"}, {"activation", "relu"}}),
+                        specs::layer("dense", {{"units", "4096"}, {"activation", "relu"}}),
+                        specs::layer("dense", {{"units", "4000000"}, {"activation", "relu"}}),
+                        specs::layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
+    const auto m = train::estimate_memory(cfg, 8);
+    const size_t big = size_t{4096} * 4000000 + 4000000;
+    CHECK(m.params == big + (size_t{4000000} * 4096 + 4096) + big + (size_t{4000000} * 3 + 3));
+    CHECK(m.total_bytes() > size_t{700} << 30);  // about 733 GiB
+    CHECK(m.largest_layer == 0);  // the first of two equal ones
+
+    SizingBackend sizing;
+    {
+        const nn::Model model(cfg.model, cfg.loss, sizing, 8, 1);
+        CHECK(sizing.allocated_bytes() >= 2 * 4 * m.params);  // weights and gradients at least
+    }
+}
+
+TEST_CASE("check_host_memory: silent when it fits or nothing is known; else what to lower") {
+    auto cfg = fixture::small_job(1, 8);
+    const auto m = train::estimate_memory(cfg, 1);
+    const size_t each = m.total_bytes();
+    CHECK_NOTHROW(train::check_host_memory(cfg, m, 2, 2 * each));
+    CHECK_NOTHROW(train::check_host_memory(cfg, m, 2, 0));
+    // Weights and optimizer state dominate at 1 sample: the largest layer.
+    REQUIRE_THROWS_WITH(train::check_host_memory(cfg, m, 1, each - 1),
+                        Catch::StartsWith("not enough memory to train on the CPU: the model needs ") &&
+                            Catch::Contains("is available (MemAvailable + SwapFree); the largest layer is "
+                                            "model.layers[0] (dense, 112 parameters, test.yaml:3:7): make it smaller") &&
+                            !Catch::Contains("--replicas"));
+    REQUIRE_THROWS_WITH(train::check_host_memory(cfg, m, 2, 2 * each - 1),
+                        Catch::StartsWith("not enough memory to train on the CPU: 2 replicas need ") &&
+                            Catch::EndsWith("make it smaller, or use fewer replicas (--replicas)"));
+    // Activations dominate at a large batch: training.batch_size.
+    const auto wide = train::estimate_memory(cfg, 100000);
+    REQUIRE_THROWS_WITH(train::check_host_memory(cfg, wide, 1, 1000),
+                        Catch::Contains("activations and scratch at 100000 samples") &&
+                            Catch::EndsWith("; lower training.batch_size"));
+}
+
+TEST_CASE("host_memory_available reads /proc/meminfo") {
+    const size_t available = train::host_memory_available();
+    CHECK(available > 0);  // Linux
+    CHECK(available < (size_t{1} << 50));
+}
