@@ -59,30 +59,50 @@ size_t host_memory_available() {
     return found ? total : 0;
 }
 
+namespace {
+
+// "weights, gradients and adam state 23.7 GiB, activations and scratch at 32 samples 976.8 MiB"
+std::string breakdown(const config::RunConfig& cfg, const MemoryEstimate& m) {
+    const size_t per_param = m.weight_bytes + m.gradient_bytes + m.optimizer_bytes;
+    return "weights, gradients and " + cfg.optimizer.type + " state " + human_bytes(per_param) +
+           ", activations and scratch at " + std::to_string(m.rows_per_replica) +
+           (m.rows_per_replica == 1 ? " sample " : " samples ") + human_bytes(m.total_bytes() - per_param);
+}
+
+// The largest layer (and where the config has it) when the weights and their
+// state are most of it, else training.batch_size.
+std::string what_to_lower(const config::RunConfig& cfg, const MemoryEstimate& m) {
+    const size_t per_param = m.weight_bytes + m.gradient_bytes + m.optimizer_bytes;
+    if (per_param < m.total_bytes() - per_param || m.largest_layer < 0) return "lower training.batch_size";
+    const auto& spec = cfg.model.layers[static_cast<size_t>(m.largest_layer)];
+    std::string place = nn::LayerArgs(spec, m.largest_layer).place();  // "FILE:LINE:COL: " or ""
+    if (place.size() >= 2) place = ", " + place.substr(0, place.size() - 2);
+    return "the largest layer is model.layers[" + std::to_string(m.largest_layer) + "] (" + spec.type + ", " +
+           std::to_string(m.largest_layer_params) + " parameters" + place + "): make it smaller";
+}
+
+}  // namespace
+
 void check_host_memory(const config::RunConfig& cfg, const MemoryEstimate& m, int replicas, size_t available) {
     const size_t each = m.total_bytes();
     const size_t need = each * static_cast<size_t>(std::max(1, replicas));
     if (available == 0 || need <= available) return;
-    const size_t per_param = m.weight_bytes + m.gradient_bytes + m.optimizer_bytes;
     std::string text = "not enough memory to train on the CPU: " +
                        (replicas > 1 ? std::to_string(replicas) + " replicas need " + human_bytes(need) + " (each " +
                                            human_bytes(each) + ": "
                                      : "the model needs " + human_bytes(need) + " (") +
-                       "weights, gradients and " + cfg.optimizer.type + " state " + human_bytes(per_param) +
-                       ", activations and scratch at " + std::to_string(m.rows_per_replica) + (m.rows_per_replica == 1 ? " sample " : " samples ") +
-                       human_bytes(each - per_param) + "), but " + human_bytes(available) +
-                       " is available (MemAvailable + SwapFree); ";
-    if (per_param >= each - per_param && m.largest_layer >= 0) {
-        const auto& spec = cfg.model.layers[static_cast<size_t>(m.largest_layer)];
-        std::string place = nn::LayerArgs(spec, m.largest_layer).place();  // "FILE:LINE:COL: " or ""
-        if (place.size() >= 2) place = ", " + place.substr(0, place.size() - 2);
-        text += "the largest layer is model.layers[" + std::to_string(m.largest_layer) + "] (" + spec.type + ", " +
-                std::to_string(m.largest_layer_params) + " parameters" + place + "): make it smaller";
-    } else {
-        text += "lower training.batch_size";
-    }
+                       breakdown(cfg, m) + "), but " + human_bytes(available) +
+                       " is available (MemAvailable + SwapFree); " + what_to_lower(cfg, m);
     if (replicas > 1) text += ", or use fewer replicas (--replicas)";
     throw Error(text);
+}
+
+void check_device_memory(const config::RunConfig& cfg, const MemoryEstimate& m, const std::string& device,
+                         size_t free_bytes) {
+    if (free_bytes == 0 || m.total_bytes() <= free_bytes) return;
+    throw Error(device + ": not enough GPU memory to train: the model needs at least " + human_bytes(m.total_bytes()) +
+                " (" + breakdown(cfg, m) + "; the GPU libraries' workspaces come on top), but " +
+                human_bytes(free_bytes) + " is free; " + what_to_lower(cfg, m));
 }
 
 std::string human_bytes(size_t bytes) {

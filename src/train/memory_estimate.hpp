@@ -53,6 +53,13 @@ size_t host_memory_available();
 // optimizer state dominate, else training.batch_size; and the replicas.
 void check_host_memory(const config::RunConfig& cfg, const MemoryEstimate& m, int replicas, size_t available);
 
+// The same for one GPU replica on `device` ("cuda:0"), against the memory
+// free on it: what the model's buffers need at least (the estimate has no
+// cuBLAS, cuDNN or NCCL workspace), so that a model that cannot fit stops
+// with its sizes and largest layer rather than at the allocation that fails.
+void check_device_memory(const config::RunConfig& cfg, const MemoryEstimate& m, const std::string& device,
+                         size_t free_bytes);
+
 // "397.5 KiB", "1.20 GiB", "512 B".
 std::string human_bytes(size_t bytes);
 

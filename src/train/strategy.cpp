@@ -145,9 +145,13 @@ std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunC
         return out;
     }
     // Every buffer is allocated before the communicators exist (and so before any collective).
-    for (int r = 0; r < n; ++r)
-        out.push_back(std::make_unique<Replica>(cfg, make_gpu_backend(placement_[static_cast<size_t>(r)]), nullptr,
-                                                max_rows));
+    const MemoryEstimate need = estimate_memory(cfg, max_rows, true);
+    for (int r = 0; r < n; ++r) {
+        auto backend = make_gpu_backend(placement_[static_cast<size_t>(r)]);
+        // What cannot fit stops here, with the sizes and what to lower (after the replicas before it took theirs).
+        check_device_memory(cfg, need, backend->name(), backend->free_device_bytes());
+        out.push_back(std::make_unique<Replica>(cfg, std::move(backend), nullptr, max_rows));
+    }
     std::vector<std::unique_ptr<dist::Communicator>> comms;
     if (communicator_ == "none") {
         comms = dist::make_local_communicators(1);  // one rank: every collective is a no-op

@@ -69,3 +69,16 @@ TEST_CASE("host_memory_available reads /proc/meminfo") {
     CHECK(available > 0);  // Linux
     CHECK(available < (size_t{1} << 50));
 }
+
+TEST_CASE("check_device_memory: one GPU replica against the memory free on it") {
+    auto cfg = fixture::small_job(1, 8);
+    const auto m = train::estimate_memory(cfg, 1, /*on_gpu=*/true);
+    CHECK_NOTHROW(train::check_device_memory(cfg, m, "cuda:0", m.total_bytes()));
+    CHECK_NOTHROW(train::check_device_memory(cfg, m, "cuda:0", 0));  // unknown
+    REQUIRE_THROWS_WITH(train::check_device_memory(cfg, m, "cuda:1", 1000),
+                        Catch::StartsWith("cuda:1: not enough GPU memory to train: the model needs at least ") &&
+                            Catch::Contains("(weights, gradients and adam state 2.55 KiB, activations and scratch at "
+                                            "1 sample ") &&
+                            Catch::Contains("the GPU libraries' workspaces come on top), but 1000 B is free; the "
+                                            "largest layer is model.layers[0] (dense, 112 parameters, test.yaml:3:7)"));
+}
