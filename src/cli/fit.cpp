@@ -62,16 +62,16 @@ void clear_earlier_run(const FitArgs& args, const config::RunConfig& cfg) {
 
 // A resumed run whose config differs from the run dir's config.yaml keeps
 // that file as config.previous-N.yaml (the first N free) and says what changed.
-void keep_previous_config(const fs::path& path, const config::RunConfig& cfg) {
+// Returns whether it said so.
+bool keep_previous_config(const fs::path& path, const config::RunConfig& cfg) {
     std::ifstream in(path);
-    if (!in) return;
+    if (!in) return false;
     const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     in.close();
-    std::vector<std::string> changes;
+    config::ConfigChanges diff = config::changed_keys(before, cfg.resolved_yaml);
     // More epochs is what a resume is for, as the digest also says.
-    for (auto& c : config::changed_keys(before, cfg.resolved_yaml))
-        if (c.rfind("training.epochs:", 0) != 0) changes.push_back(std::move(c));
-    if (changes.empty()) return;
+    std::erase_if(diff.changes, [](const std::string& c) { return c.rfind("training.epochs:", 0) == 0; });
+    if (diff.readable && diff.changes.empty()) return false;
     fs::path kept;
     for (int n = 1; kept.empty() || fs::exists(kept); ++n)
         kept = path.parent_path() / ("config.previous-" + std::to_string(n) + ".yaml");
@@ -79,22 +79,27 @@ void keep_previous_config(const fs::path& path, const config::RunConfig& cfg) {
     fs::rename(path, kept, ec);
     if (ec) throw Error("cannot keep the earlier config '" + path.string() + "' as '" + kept.string() + "': " +
                         ec.message());
-    std::string list;
-    for (const auto& c : changes) list += (list.empty() ? "" : "; ") + c;
-    spdlog::warn("warning: --resume: the config differs from the one this run dir was trained with ({}); the earlier one is "
-                 "kept as {}",
-                 list, kept.string());
+    if (!diff.readable)
+        spdlog::warn("warning: --resume: the run dir's config.yaml is not a readable config; it is kept as {}",
+                     kept.string());
+    else
+        spdlog::warn("warning: --resume: the config differs from the one this run dir was trained with ({}); the "
+                     "earlier one is kept as {}",
+                     diff.text(), kept.string());
+    return true;
 }
 
-void write_resolved_config(const config::RunConfig& cfg, bool resuming) {
+// Returns whether a resume's config change was reported.
+bool write_resolved_config(const config::RunConfig& cfg, bool resuming) {
     const fs::path path = fs::path(cfg.run_dir) / "config.yaml";
-    if (resuming) keep_previous_config(path, cfg);
+    const bool reported = resuming && keep_previous_config(path, cfg);
     std::ofstream out(path);
     if (!out) throw Error("cannot write '" + path.string() + "': " + std::strerror(errno));
     out << "# Resolved by gputrain from " << cfg.source_file << " (defaults filled in)\n" << cfg.resolved_yaml << "\n";
     out.close();
     if (!out) throw Error("cannot write '" + path.string() + "': " + std::strerror(errno));
     spdlog::info("Resolved config (every default filled in): {}", path.string());
+    return reported;
 }
 
 // A word as a POSIX shell reads it back: as it is when it holds nothing the
@@ -179,14 +184,17 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     options.run_dir = cfg.checkpoint.dir;
     options.resume_from = resume_from;
     options.progress = train::progress_mode(cfg.logging.progress, stdout, quiet);
+    options.info = !quiet;
     options.resume_command = resume_command(args);
     // Once the checkpoint has loaded: a failed resume leaves config.yaml alone.
     // --overwrite deletes the earlier run's checkpoints only then, once the data
     // and the model are known to work.
     if (lead)
-        options.on_start = [&args, &cfg, resuming = !resume_from.empty()] {
+        options.on_start = [&args, &cfg, resuming = !resume_from.empty()](const std::string& resume_warning) {
             if (!resuming && args.overwrite) clear_earlier_run(args, cfg);  // without it: refused above
-            write_resolved_config(cfg, resuming);
+            // The run dir's config.yaml and the checkpoint's usually say the same: one warning.
+            if (!write_resolved_config(cfg, resuming) && !resume_warning.empty())
+                spdlog::warn("warning: {}", resume_warning);
         };
     train::Trainer trainer(cfg, replicas, data, options);
     train::install_interrupt_handlers();

@@ -38,9 +38,14 @@ void apply_log_level(const config::RunConfig& cfg, bool quiet) {
 void warn_if_trained_differently(const std::string& checkpoint, const std::string& trained_yaml,
                                  const config::RunConfig& cfg) {
     if (trained_yaml.empty()) return;  // written before checkpoints kept their config
-    std::string list;
-    for (const auto& c : config::changed_model_keys(trained_yaml, cfg.resolved_yaml))
-        list += (list.empty() ? "" : "; ") + c;
+    const config::ConfigChanges diff = config::changed_model_keys(trained_yaml, cfg.resolved_yaml);
+    if (!diff.readable) {
+        spdlog::warn("warning: {}: the config stored in it is not a readable gputrain config, so it is not checked "
+                     "against {}'s model",
+                     checkpoint, cfg.source_file);
+        return;
+    }
+    const std::string list = diff.text();
     if (list.empty()) return;
     spdlog::warn("warning: {} was trained with another model, loss or input scaling than {} gives ({}); using {}'s",
                  checkpoint, cfg.source_file, list, cfg.source_file);
@@ -60,13 +65,15 @@ std::string gpu_only_keys_set(const config::RunConfig& cfg) {
 
 void log_cpu_notes(const config::RunConfig& cfg, bool on_gpu, spdlog::level::level_enum level) {
     if (on_gpu) return;
+    // As a warning (bench): with the prefix every warning has.
+    const char* prefix = level >= spdlog::level::warn ? "warning: " : "";
     if (cfg.training.precision != "fp32")
-        spdlog::log(level, "training.precision: {} changes GPU matrix products only; the CPU computes in fp32{}",
-                     cfg.training.precision,
+        spdlog::log(level, "{}training.precision: {} changes GPU matrix products only; the CPU computes in fp32{}",
+                     prefix, cfg.training.precision,
                      cfg.training.precision == "fp16" ? " (with the fp16 loss scaling, which changes no result here)"
                                                       : "");
     if (const std::string keys = gpu_only_keys_set(cfg); !keys.empty())
-        spdlog::log(level, "{}: only a GPU acts on this; no effect on the CPU", keys);
+        spdlog::log(level, "{}{}: only a GPU acts on this; no effect on the CPU", prefix, keys);
 }
 
 void log_gemm_epilogues(const config::RunConfig& cfg, const Backend& backend) {

@@ -2,6 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
 #include <map>
 #include <utility>
 
@@ -14,6 +18,52 @@ namespace {
 
 using Flat = std::vector<std::pair<std::string, std::string>>;  // key path -> value text, in file order
 
+// Far more than any config holds (the reference one has about 60 nodes), far
+// less than an alias bomb expands to.
+constexpr size_t kMaxNodes = 20000;
+constexpr int kMaxDepth = 64;
+constexpr size_t kMaxValueChars = 120;
+
+// Whether walking `node` stays within the limits; a cyclic node never does.
+bool bounded(const YAML::Node& node, int depth, size_t& budget) {
+    if (depth > kMaxDepth || budget == 0) return false;
+    --budget;
+    if (node.IsMap()) {
+        for (const auto& pair : node)
+            if (!bounded(pair.first, depth + 1, budget) || !bounded(pair.second, depth + 1, budget)) return false;
+    } else if (node.IsSequence()) {
+        for (const auto& item : node)
+            if (!bounded(item, depth + 1, budget)) return false;
+    }
+    return true;
+}
+
+// One line, whatever the text holds: control characters (C0, DEL, C1) and
+// the Unicode line and paragraph separators escaped; cut after kMaxValueChars.
+std::string printable(const std::string& text) {
+    std::string out;
+    for (size_t i = 0; i < text.size() && out.size() < kMaxValueChars; ++i) {
+        const auto u = static_cast<unsigned char>(text[i]);
+        char hex[12];
+        if (u < 0x20 || u == 0x7f) {
+            std::snprintf(hex, sizeof hex, "\\x%02x", u);
+            out += hex;
+        } else if (u == 0xc2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                   static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+            std::snprintf(hex, sizeof hex, "\\u%04x", static_cast<unsigned char>(text[i + 1]));
+            out += hex;
+            ++i;
+        } else if (u == 0xe2 && i + 2 < text.size() && static_cast<unsigned char>(text[i + 1]) == 0x80 &&
+                   (static_cast<unsigned char>(text[i + 2]) == 0xa8 || static_cast<unsigned char>(text[i + 2]) == 0xa9)) {
+            out += static_cast<unsigned char>(text[i + 2]) == 0xa8 ? "\\u2028" : "\\u2029";
+            i += 2;
+        } else {
+            out += text[i];
+        }
+    }
+    return out.size() < kMaxValueChars ? out : out + "...";
+}
+
 std::string flow_text(const YAML::Node& node) {
     if (node.IsScalar()) return node.Scalar();
     if (node.IsNull()) return "null";
@@ -24,11 +74,11 @@ std::string flow_text(const YAML::Node& node) {
 
 // Mappings are walked key by key, and lists that hold mappings (model.layers)
 // item by item, so a change names its key (model.layers[2].rate); anything
-// else is one value, on one line.
+// else is one value.
 void flatten(const YAML::Node& node, const std::string& path, Flat& out) {
     if (node.IsMap()) {
         for (const auto& pair : node) {
-            const std::string key = pair.first.as<std::string>();
+            const std::string key = printable(pair.first.as<std::string>());
             flatten(pair.second, path.empty() ? key : path + "." + key, out);
         }
         return;
@@ -41,55 +91,88 @@ void flatten(const YAML::Node& node, const std::string& path, Flat& out) {
             return;
         }
     }
-    std::string text = flow_text(node);
-    for (char& c : text)
-        if (c == '\n' || c == '\r') c = ' ';
-    out.emplace_back(path, text);
+    out.emplace_back(path, flow_text(node));
 }
 
-Flat flat(const std::string& yaml) {
-    Flat out;
-    flatten(YAML::Load(yaml), "", out);
-    return out;
+// The text a scalar is compared by: numbers by value, booleans by truth.
+std::string canonical(const std::string& text) {
+    std::string lower;
+    for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower == "true" || lower == "yes" || lower == "on") return "true";
+    if (lower == "false" || lower == "no" || lower == "off") return "false";
+    if (!text.empty()) {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end && *end == '\0' && std::isfinite(v) && !std::isspace(static_cast<unsigned char>(text[0]))) {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%.17g", v);
+            return buf;
+        }
+    }
+    return text;
 }
 
-}  // namespace
+// Throws (YAML::Exception, ConfigError) or returns false when `yaml` cannot
+// be compared (with `need_model`: also when it has no model section).
+bool flat(const std::string& yaml, bool need_model, Flat& out) {
+    const YAML::Node root = YAML::Load(yaml);
+    size_t budget = kMaxNodes;
+    if (!root.IsMap() || !bounded(root, 0, budget)) return false;
+    if (need_model && !root["model"]) return false;
+    flatten(root, "", out);
+    return true;
+}
 
-std::vector<std::string> changed_keys(const std::string& before_yaml, const std::string& after_yaml) {
+ConfigChanges compare(const std::string& before_yaml, const std::string& after_yaml, bool need_model) {
+    ConfigChanges result;
     Flat before, after;
     try {
         // The earlier text may come from a checkpoint's metadata, which anyone can write.
         check_yaml_terminates(before_yaml, "the earlier config");
-        before = flat(before_yaml);
-        after = flat(after_yaml);
+        result.readable = flat(before_yaml, need_model, before) && flat(after_yaml, false, after);
     } catch (const YAML::Exception&) {
-        return {"(the earlier config is not readable YAML)"};
+        result.readable = false;
     } catch (const ConfigError&) {
-        return {"(the earlier config is not readable YAML)"};
+        result.readable = false;
     }
+    if (!result.readable) return result;
     std::map<std::string, std::string> old_values(before.begin(), before.end());
-    std::vector<std::string> changes;
     for (const auto& [path, value] : after) {
         const auto it = old_values.find(path);
         if (it == old_values.end())
-            changes.push_back(path + ": (none) -> " + value);
-        else if (it->second != value)
-            changes.push_back(path + ": " + it->second + " -> " + value);
+            result.changes.push_back(path + ": (none) -> " + printable(value));
+        else if (canonical(it->second) != canonical(value))
+            result.changes.push_back(path + ": " + printable(it->second) + " -> " + printable(value));
         if (it != old_values.end()) old_values.erase(it);
     }
     for (const auto& [path, value] : before)
-        if (old_values.count(path)) changes.push_back(path + ": " + value + " -> (none)");
-    return changes;
+        if (old_values.count(path)) result.changes.push_back(path + ": " + printable(value) + " -> (none)");
+    return result;
 }
 
-std::vector<std::string> changed_model_keys(const std::string& before_yaml, const std::string& after_yaml) {
+}  // namespace
+
+std::string ConfigChanges::text(size_t limit) const {
+    std::string out;
+    for (size_t i = 0; i < changes.size() && i < limit; ++i) out += (i ? "; " : "") + changes[i];
+    if (changes.size() > limit) out += "; and " + std::to_string(changes.size() - limit) + " more";
+    return out;
+}
+
+ConfigChanges changed_keys(const std::string& before_yaml, const std::string& after_yaml) {
+    return compare(before_yaml, after_yaml, false);
+}
+
+ConfigChanges changed_model_keys(const std::string& before_yaml, const std::string& after_yaml) {
+    ConfigChanges result = compare(before_yaml, after_yaml, true);
     std::vector<std::string> kept;
-    for (auto& change : changed_keys(before_yaml, after_yaml)) {
+    for (auto& change : result.changes) {
         const auto starts = [&](const char* prefix) { return change.rfind(prefix, 0) == 0; };
-        if (starts("model.") || starts("loss.") || starts("data.scale:") || starts("("))
+        if (starts("model.") || starts("loss.") || starts("loss:") || starts("data.scale:"))
             kept.push_back(std::move(change));
     }
-    return kept;
+    result.changes = std::move(kept);
+    return result;
 }
 
 }  // namespace gputrain::config

@@ -1,24 +1,41 @@
-// What changed between two resolved configs (config.yaml of a run dir and the
-// config a resumed run now uses), key by key, for the message that tells a
-// user what a resume changed.
+// What changed between two resolved configs (config.yaml of a run dir, or the
+// config a checkpoint stores, against the config a command now uses), key by
+// key, for the messages that tell a user what a resume, an evaluate or a
+// predict changed.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
 namespace gputrain::config {
 
-// "training.batch_size: 32 -> 64" for each key path whose value differs, in
-// the order of `after`, then keys only `before` had ("x.y: 1 -> (none)").
-// Lists compare as a whole (model.layers[1] changed shows as model.layers).
-// Either text may be any YAML; text that does not parse gives one entry
-// saying so.
-std::vector<std::string> changed_keys(const std::string& before_yaml, const std::string& after_yaml);
+struct ConfigChanges {
+    // False when the earlier text is not a config that can be compared: not
+    // YAML, not a mapping, cyclic (an alias inside itself), nested deeper or
+    // holding more nodes than any config (an alias bomb), or one that the
+    // yaml-cpp hang guard stops. Then `changes` is empty.
+    bool readable = true;
+    // "training.batch_size: 32 -> 64", each printable on one line (control
+    // characters escaped, long values cut).
+    std::vector<std::string> changes;
+    // The changes joined with "; ", the first `limit` of them and then "and N more".
+    std::string text(size_t limit = 12) const;
+};
+
+// Each key path whose value differs, in the order of `after`, then keys only
+// `before` had ("x.y: 1 -> (none)"). Mappings compare key by key, and lists of
+// mappings (model.layers) item by item (model.layers[1].rate); other lists
+// compare whole. Scalars that are the same number (128, 0128, 1.28e2) or the
+// same boolean (true, yes, on) are equal. `before` may come from a checkpoint
+// that anyone can write; `after` is gputrain's own resolved YAML.
+ConfigChanges changed_keys(const std::string& before_yaml, const std::string& after_yaml);
 
 // The changes among them that alter what trained weights compute or how their
 // scores are taken: model.*, loss.* and data.scale (the inputs' scaling).
 // For evaluate and predict, whose config may differ from training's in
-// everything else (data paths, batch size, epochs).
-std::vector<std::string> changed_model_keys(const std::string& before_yaml, const std::string& after_yaml);
+// everything else (data paths, batch size, epochs). `before` without a model
+// section is not readable.
+ConfigChanges changed_model_keys(const std::string& before_yaml, const std::string& after_yaml);
 
 }  // namespace gputrain::config

@@ -1,5 +1,6 @@
 // The smaller sections: run_dir, loss, metrics, training, strategy, checkpoint, logging.
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 
 #include "config/read_sections.hpp"
@@ -52,6 +53,9 @@ TrainingConfig read_training(const Section& top) {
     TrainingConfig t;
     t.epochs = s.positive_int("epochs", t.epochs);
     t.batch_size = s.positive_int("batch_size", t.batch_size);
+    if (t.batch_size > INT32_MAX)  // a shard's rows are GEMM sizes (ints)
+        s.value("batch_size").fail("a batch of " + std::to_string(t.batch_size) + " samples is more than 2147483647",
+                                   "use a smaller batch");
     t.shuffle = s.boolean("shuffle", t.shuffle);
     t.seed = s.seed("seed", t.seed);
     t.on_nan = s.choice("on_nan", t.on_nan, kOnNanActions);

@@ -1,5 +1,7 @@
 #include "nn/conv2d.hpp"
 
+#include <cstdint>
+
 #include "core/error.hpp"
 #include "nn/activation_step.hpp"
 
@@ -39,6 +41,14 @@ Shape Conv2d::build(const Shape& input_shape) {
     std::string window = "kernel " + pair_text(s_.kernel) + " stride " + pair_text(s_.strides) + " dilation " +
                          pair_text(s_.dilation) + " padding " + padding_name(s_.padding);
     require_int_extent(name_, type(), window, h, w);
+    // One output pixel's patch is a GEMM's inner size (an int), and a sample's
+    // patches the CPU's im2col columns: both must stay countable.
+    const int64_t patch = s_.kernel.h * s_.kernel.w * input_shape[2];
+    if (patch > INT32_MAX || patch * h.out * w.out > (int64_t{1} << 40))
+        throw ConfigError("layer '" + name_ + "' (conv2d): kernel " + pair_text(s_.kernel) + " over " +
+                          std::to_string(input_shape[2]) + " input channels makes patches of " +
+                          std::to_string(patch) + " values (" + std::to_string(h.out * w.out) +
+                          " per sample), more than can be indexed; use a smaller kernel_size or fewer channels");
     g_.in_h = static_cast<int>(input_shape[0]);
     g_.in_w = static_cast<int>(input_shape[1]);
     g_.in_c = static_cast<int>(input_shape[2]);

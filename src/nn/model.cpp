@@ -18,6 +18,9 @@ namespace {
 // The most elements of one parameter tensor (64 GiB of fp32): far beyond any
 // device's memory, and far from overflowing the counts made from it.
 constexpr int64_t kMaxParamElements = int64_t{1} << 34;
+// The most values of one activation buffer (4 TiB of fp32): sizes counted from
+// it in bytes stay far from overflowing.
+constexpr int64_t kMaxBufferElements = int64_t{1} << 40;
 
 }  // namespace
 
@@ -86,6 +89,23 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
     if (loss_.is_cross_entropy() && !loss_.from_logits() && layers_.back()->strip_final_softmax()) {
         fused_softmax_ = true;
         loss_.set_from_logits(true);
+    }
+
+    // A shard's buffers: max_rows samples of the input and of each layer's
+    // output must stay countable, and a dense layer's input rows (all axes but
+    // the last, as its GEMM sees them) an int.
+    for (size_t i = 0; i <= layers_.size(); ++i) {
+        const Shape& s = i == 0 ? input_shape_ : shapes_[i - 1];
+        const int64_t n = shape_elements(s);
+        const std::string what = i == 0 ? "the input " : "layer '" + layers_[i - 1]->name() + "' output ";
+        if (max_rows_ > kMaxBufferElements / n)
+            throw ConfigError("training.batch_size: " + std::to_string(max_rows_) + " samples per replica of " + what +
+                              shape_to_string(s) + " are more than " + std::to_string(kMaxBufferElements) +
+                              " values in one buffer; lower training.batch_size");
+        if (i < layers_.size() && layers_[i]->type() == "dense" && max_rows_ > INT32_MAX / (n / s.back()))
+            throw ConfigError("training.batch_size: " + std::to_string(max_rows_) + " samples per replica of " + what +
+                              shape_to_string(s) + " make layer '" + layers_[i]->name() +
+                              "' a matrix of more than 2147483647 rows; lower training.batch_size");
     }
 
     // One flat buffer of parameters, one of gradients, with a named view per

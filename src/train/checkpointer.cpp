@@ -329,14 +329,16 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
         auto it = contents.metadata.find("config_digest");
         if (it != contents.metadata.end() && it->second != cfg.digest) {
             std::string what = "digest " + it->second + ", now " + cfg.digest;
+            config::ConfigChanges diff;
             if (!st.config_yaml.empty()) {
                 // The keys, where the checkpoint has its config (more epochs is what a resume is for).
-                std::string list;
-                for (const auto& c : config::changed_keys(st.config_yaml, cfg.resolved_yaml))
-                    if (c.rfind("training.epochs:", 0) != 0) list += (list.empty() ? "" : "; ") + c;
-                if (!list.empty()) what = list;
+                diff = config::changed_keys(st.config_yaml, cfg.resolved_yaml);
+                std::erase_if(diff.changes, [](const std::string& c) { return c.rfind("training.epochs:", 0) == 0; });
+                if (diff.readable) what = diff.text();
             }
-            *warning = path + " was written with a different config (" + what + "); continuing with the current config";
+            if (!what.empty())  // empty: the same values written differently
+                *warning = path + " was written with a different config (" + what +
+                           "); continuing with the current config";
         }
     }
     return st;

@@ -87,7 +87,7 @@ void check_host_memory(const config::RunConfig& cfg, const MemoryEstimate& m, in
     const size_t each = m.total_bytes();
     const size_t need = each * static_cast<size_t>(std::max(1, replicas));
     if (available == 0 || need <= available) return;
-    std::string text = "not enough memory to train on the CPU: " +
+    std::string text = "not enough memory on the CPU: " +
                        (replicas > 1 ? std::to_string(replicas) + " replicas need " + human_bytes(need) + " (each " +
                                            human_bytes(each) + ": "
                                      : "the model needs " + human_bytes(need) + " (") +
@@ -100,7 +100,7 @@ void check_host_memory(const config::RunConfig& cfg, const MemoryEstimate& m, in
 void check_device_memory(const config::RunConfig& cfg, const MemoryEstimate& m, const std::string& device,
                          size_t free_bytes) {
     if (free_bytes == 0 || m.total_bytes() <= free_bytes) return;
-    throw Error(device + ": not enough GPU memory to train: the model needs at least " + human_bytes(m.total_bytes()) +
+    throw Error(device + ": not enough GPU memory: the model needs at least " + human_bytes(m.total_bytes()) +
                 " (" + breakdown(cfg, m) + "; the GPU libraries' workspaces come on top), but " +
                 human_bytes(free_bytes) + " is free; " + what_to_lower(cfg, m));
 }

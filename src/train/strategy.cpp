@@ -136,7 +136,8 @@ std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunC
         const int sharing = n * (processes_ ? processes_->local_size() : 1);
         set_cpu_blas_threads(std::max(1, cpu_cores_ / sharing));
         // Zeroed buffers the machine lacks would bring the OOM killer, which says nothing.
-        check_host_memory(cfg, estimate_memory(cfg, max_rows, false), n, host_memory_available());
+        // Every replica on this machine (of every local worker) takes its share.
+        check_host_memory(cfg, estimate_memory(cfg, max_rows, false), sharing, host_memory_available());
         auto comms = dist::make_local_communicators(n);
         // Across workers: this process's sum first, then one MPI all-reduce per process.
         if (processes_) comms = dist::make_hierarchical_communicators(std::move(comms), *processes_);

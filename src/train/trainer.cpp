@@ -1,5 +1,7 @@
 #include "train/trainer.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -32,6 +34,7 @@ LossScaler& Trainer::scaler_of(const Replica& r) {
 }
 
 void Trainer::warn(const std::string& text) {
+    if (!spdlog::should_log(spdlog::level::warn)) return;  // logging.level: error
     if (options_.out) std::fflush(options_.out);
     std::fprintf(options_.warnings, "warning: %s\n", text.c_str());
     std::fflush(options_.warnings);
@@ -236,13 +239,13 @@ FitResult Trainer::fit() {
     if (writer) checkpointer.prepare(checkpoint_bytes(*replicas_[0]));
     const bool has_validation = data_.validation.size() > 0;
     const std::string monitor = checkpointer.monitor(has_validation);
+    std::string resume_warning;
     if (!options_.resume_from.empty()) {
-        std::string warning;
-        state_ = restore(options_.resume_from, replicas_, cfg_, /*with_optimizer=*/true, &warning);
-        if (writer && !warning.empty()) warn(warning);
+        state_ = restore(options_.resume_from, replicas_, cfg_, /*with_optimizer=*/true, &resume_warning);
+        if (writer && !resume_warning.empty() && !options_.on_start) warn(resume_warning);
         if (state_.loss_scale > 0)
             for (auto& s : scalers_) s->restore(state_.loss_scale, state_.loss_scale_good_steps);
-        if (writer)
+        if (writer && options_.info)
             std::fprintf(options_.out, "Resuming from %s after epoch %lld (step %lld)\n", options_.resume_from.c_str(),
                          (long long)state_.epochs_done, (long long)state_.global_step);
         last_good_checkpoint_ = options_.resume_from;
@@ -251,7 +254,7 @@ FitResult Trainer::fit() {
                               " of an epoch that now has " + std::to_string(steps_per_epoch_) +
                               " steps; resume with the training.batch_size and data it was written with");
     }
-    if (writer && options_.on_start) options_.on_start();
+    if (writer && options_.on_start) options_.on_start(resume_warning);
     MetricsFile metrics(cfg_.logging.metrics_file.empty() || !writer
                             ? std::string()
                             : (std::filesystem::path(options_.run_dir) / cfg_.logging.metrics_file).string(),
@@ -277,7 +280,7 @@ FitResult Trainer::fit() {
         progress_.begin_epoch(epoch, cfg_.training.epochs, steps_per_epoch_);
         const int64_t start_step = state_.step_in_epoch;
         loader.start_epoch(epoch, start_step);
-        if (start_step > 0 && writer)
+        if (start_step > 0 && writer && options_.info)
             std::fprintf(options_.out, "Continuing epoch %lld at step %lld\n", (long long)epoch + 1,
                          (long long)start_step);
         EpochTotals totals;
@@ -309,7 +312,7 @@ FitResult Trainer::fit() {
             warn(replicas_[0]->graphs().failure() +
                  "; steps run call by call from there on (training.cuda_graphs: false skips the attempt)");
         }
-        if (totals.overflow_steps > 0 && writer)  // fp16: routine at the start, as the scale finds its level
+        if (totals.overflow_steps > 0 && writer && options_.info)  // fp16: routine at the start, as the scale finds its level
             std::fprintf(options_.out, "epoch %lld: %lld step%s overflowed in fp16 and %s skipped; loss scale now %g\n",
                          (long long)epoch + 1, (long long)totals.overflow_steps,
                          totals.overflow_steps == 1 ? "" : "s", totals.overflow_steps == 1 ? "was" : "were",

@@ -38,8 +38,13 @@ struct FitOptions {
     std::string resume_command;
     // Called by the writing worker once the checkpoint to resume from (if any)
     // has loaded, before training writes anything: a resume that fails leaves
-    // the run dir as it was.
-    std::function<void()> on_start;
+    // the run dir as it was. It gets restore()'s warning that the checkpoint
+    // was written with another config ("" when not) to report, as it sees fit
+    // beside what it knows of the run dir; without on_start the trainer prints it.
+    std::function<void(const std::string& resume_warning)> on_start;
+    // The info lines ("Resuming from ...", "Continuing epoch ...", fp16's
+    // overflow count); fit --quiet turns them off. Warnings follow spdlog's level.
+    bool info = true;
 };
 
 struct FitResult {

@@ -7,6 +7,9 @@ little-endian length, then JSON), for the cli tests.
                                                   max|a-b| <= RTOL * max|b| per tensor
   safetensors_check.py metadata FILE KEY          prints the metadata value KEY (the whole
                                                   file is read and checked for consistency)
+  safetensors_check.py set-metadata IN OUT KEY TEXTFILE
+                                                  writes IN as OUT with metadata KEY set to
+                                                  the text of TEXTFILE (tensors unchanged)
 Exits 1 with a message when a check fails.
 """
 import json
@@ -97,6 +100,17 @@ def print_metadata(path, key):
     print(meta[key])
 
 
+def set_metadata(src, dst, key, text_file):
+    with open(src, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    header.setdefault("__metadata__", {})[key] = open(text_file, encoding="utf-8").read()
+    text = json.dumps(header).encode()
+    with open(dst, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + blob[8 + n:])
+
+
 def main(argv):
     if len(argv) == 4 and argv[0] == "header":
         check_header(*argv[1:])
@@ -104,6 +118,8 @@ def main(argv):
         check_identical(*argv[1:])
     elif len(argv) == 3 and argv[0] == "metadata":
         print_metadata(*argv[1:])
+    elif len(argv) == 5 and argv[0] == "set-metadata":
+        set_metadata(*argv[1:])
     elif len(argv) == 4 and argv[0] == "close":
         check_close(argv[1], argv[2], float(argv[3]))
     else:

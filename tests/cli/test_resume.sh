@@ -30,9 +30,17 @@ run_expect 0 fit "$cfg" --set training.epochs=3 --set training.batch_size=16 --r
 cat "$TMP/out" "$TMP/err" >"$TMP/both"
 expect_in "$TMP/both" "the config differs from the one this run dir was trained with (training.batch_size: "
 expect_in "$TMP/both" "config.previous-1.yaml"
+# Once: the checkpoint's stored config says the same as the run dir's config.yaml.
+[ "$(grep -c "warning" "$TMP/err")" -eq 1 ] || fail "expected one warning, got: $(cat "$TMP/err")"
 grep -q "batch_size: 16" "$TMP/resumed/config.yaml" || fail "config.yaml does not hold the new batch size"
 grep -q "batch_size: 16" "$TMP/resumed/config.previous-1.yaml" && fail "config.previous-1.yaml holds the new batch size"
 grep -q "batch_size:" "$TMP/resumed/config.previous-1.yaml" || fail "config.previous-1.yaml has no batch size"
+
+step "--resume from another run dir's checkpoint names what changed against the checkpoint's config; -q hides the info lines"
+run_expect 0 fit "$cfg" --set training.epochs=4 --set optimizer.learning_rate=0.002 --run-dir "$TMP/elsewhere" \
+    --resume "$TMP/straight/last.safetensors" --quiet
+expect_in "$TMP/err" "warning: $TMP/straight/last.safetensors was written with a different config (run_dir: $TMP/straight -> $TMP/elsewhere; optimizer.learning_rate: 0.01 -> 0.002); continuing with the current config"
+if grep -q "Resuming from" "$TMP/out"; then fail "--quiet printed: $(cat "$TMP/out")"; fi
 
 step "--resume with nothing to resume from -> 2"
 run_expect 2 fit "$cfg" --run-dir "$TMP/empty-run" --resume

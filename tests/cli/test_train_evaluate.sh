@@ -75,4 +75,21 @@ step "... but not for keys that do not change the weights' meaning (batch size, 
 run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --run-dir "$run" --set data.test_limit=200 \
     --set training.batch_size=50 --set training.epochs=9 --set optimizer.learning_rate=0.5
 if grep -q "warning" "$TMP/err"; then fail "an unexpected warning: $(cat "$TMP/err")"; fi
+
+step "a stored config that cannot be compared (cyclic alias, alias bomb, not YAML) is said to be so, once, and scoring goes on"
+printf 'model: &x {a: *x}\n' >"$TMP/cyclic.yaml"
+python3 - "$TMP/bomb.yaml" <<'PY'
+import sys
+lines = ["a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]"]
+lines += ["a%d: &a%d [%s]" % (i, i, ", ".join(["*a%d" % (i - 1)] * 10)) for i in range(1, 10)]
+open(sys.argv[1], "w").write("model:\n  layers: []\n" + "\n".join(lines) + "\n")
+PY
+printf 'model: {layers: [\n' >"$TMP/broken.yaml"
+for kind in cyclic bomb broken; do
+    safetensors set-metadata "$run/last.safetensors" "$TMP/$kind.safetensors" config "$TMP/$kind.yaml"
+    run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --checkpoint "$TMP/$kind.safetensors" --set data.test_limit=200
+    expect_in "$TMP/err" "warning: $TMP/$kind.safetensors: the config stored in it is not a readable gputrain config, so it is not checked against configs/fashion_mnist_mlp.yaml's model"
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "expected one line on stderr: $(cat "$TMP/err")"
+    expect_in "$TMP/out" "(200 test samples)"
+done
 echo "ok"

@@ -1,49 +1,96 @@
-// changed_keys: what a resumed run changed against the run dir's config.yaml.
+// changed_keys: what a resumed run changed against the run dir's config.yaml,
+// or an evaluate against the config a checkpoint stores (which anyone can write).
 #include <catch2/catch.hpp>
+
+#include <string>
 
 #include "config/config_diff.hpp"
 #include "load_helpers.hpp"
 
 using gputrain::config::changed_keys;
+using gputrain::config::changed_model_keys;
 using namespace gputrain::config::testing;
+using Changes = std::vector<std::string>;
 
 TEST_CASE("changed_keys lists each differing key path with both values, in the new config's order") {
     const std::string before = load_text(kMinimal).resolved_yaml;
-    CHECK(changed_keys(before, before).empty());
+    CHECK(changed_keys(before, before).changes.empty());
+    CHECK(changed_keys(before, before).readable);
     const std::string after =
         load_text(kMinimal, {"training.batch_size=64", "optimizer.learning_rate=0.01"}).resolved_yaml;
-    const auto changes = changed_keys(before, after);
-    REQUIRE(changes.size() == 2);
-    CHECK(changes[0] == "optimizer.learning_rate: 0.001 -> 0.01");
-    CHECK(changes[1] == "training.batch_size: 32 -> 64");
+    const auto diff = changed_keys(before, after);
+    CHECK(diff.changes == Changes{"optimizer.learning_rate: 0.001 -> 0.01", "training.batch_size: 32 -> 64"});
+    CHECK(diff.text() == "optimizer.learning_rate: 0.001 -> 0.01; training.batch_size: 32 -> 64");
+    CHECK(diff.text(1) == "optimizer.learning_rate: 0.001 -> 0.01; and 1 more");
 }
 
-TEST_CASE("changed_keys: layers compare key by key, other lists whole; one-sided keys show (none); bad YAML is said") {
-    CHECK(changed_keys("model: {layers: [{type: dense, units: 4}]}\n", "model: {layers: [{type: dense, units: 8}]}\n") ==
-          std::vector<std::string>{"model.layers[0].units: 4 -> 8"});
+TEST_CASE("changed_keys: layers compare key by key, other lists whole; one-sided keys show (none)") {
+    CHECK(changed_keys("model: {layers: [{type: dense, units: 4}]}\n", "model: {layers: [{type: dense, units: 8}]}\n")
+              .changes == Changes{"model.layers[0].units: 4 -> 8"});
     CHECK(changed_keys("model: {layers: [{type: flatten}, {type: dropout, rate: 0.2}]}\n",
-                       "model: {layers: [{type: flatten}, {type: dropout, rate: 0.5}, {type: dense, units: 3}]}\n") ==
-          std::vector<std::string>{"model.layers[1].rate: 0.2 -> 0.5", "model.layers[2].type: (none) -> dense",
-                                   "model.layers[2].units: (none) -> 3"});
-    CHECK(changed_keys("model: {input_shape: [28, 28]}\n", "model: {input_shape: [28, 28, 1]}\n") ==
-          std::vector<std::string>{"model.input_shape: [28, 28] -> [28, 28, 1]"});
-    CHECK(changed_keys("a: 1\nb: 2\n", "a: 1\nc: 3\n") == std::vector<std::string>{"c: (none) -> 3", "b: 2 -> (none)"});
-    CHECK(changed_keys("a: [1\n", "a: 1\n") ==
-          std::vector<std::string>{"(the earlier config is not readable YAML)"});
+                       "model: {layers: [{type: flatten}, {type: dropout, rate: 0.5}, {type: dense, units: 3}]}\n")
+              .changes == Changes{"model.layers[1].rate: 0.2 -> 0.5", "model.layers[2].type: (none) -> dense",
+                                  "model.layers[2].units: (none) -> 3"});
+    CHECK(changed_keys("model: {input_shape: [28, 28]}\n", "model: {input_shape: [28, 28, 1]}\n").changes ==
+          Changes{"model.input_shape: [28, 28] -> [28, 28, 1]"});
+    CHECK(changed_keys("a: 1\nb: 2\n", "a: 1\nc: 3\n").changes == Changes{"c: (none) -> 3", "b: 2 -> (none)"});
+}
+
+TEST_CASE("changed_keys: the same number or boolean written another way is no change") {
+    CHECK(changed_keys("a: {units: 0128, rate: 0.5, bias: yes, on: On}\n", "a: {units: 128, rate: 5e-1, bias: true, on: true}\n")
+              .changes.empty());
+    CHECK(changed_keys("a: {units: 128, bias: no}\n", "a: {units: 129, bias: true}\n").changes ==
+          Changes{"a.units: 128 -> 129", "a.bias: no -> true"});
+    CHECK(changed_keys("a: '1 '\n", "a: 1\n").changes.size() == 1);  // text with a space is not the number
+}
+
+TEST_CASE("changed_keys: an earlier text that cannot be compared is said to be so, with no changes") {
+    for (const std::string bad : {"a: [1\n", "hello\n", "[1, 2]\n", "~\n", "",
+                                  // a cyclic alias (yaml-cpp builds a node inside itself)
+                                  "model: &x {a: *x}\n", "model: &x [{a: *x}]\n",
+                                  // an alias bomb: 10^9 nodes from a few hundred bytes
+                                  "a: &a {x: 1, y: 1, z: 1, w: 1, v: 1, u: 1, t: 1, s: 1, r: 1, q: 1}\n"
+                                  "b: &b {x: *a, y: *a, z: *a, w: *a, v: *a, u: *a, t: *a, s: *a, r: *a, q: *a}\n"
+                                  "c: &c {x: *b, y: *b, z: *b, w: *b, v: *b, u: *b, t: *b, s: *b, r: *b, q: *b}\n"
+                                  "d: &d {x: *c, y: *c, z: *c, w: *c, v: *c, u: *c, t: *c, s: *c, r: *c, q: *c}\n"
+                                  "e: &e {x: *d, y: *d, z: *d, w: *d, v: *d, u: *d, t: *d, s: *d, r: *d, q: *d}\n"
+                                  "f: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"}) {
+        INFO(bad);
+        const auto diff = changed_keys(bad, "a: 1\n");
+        CHECK_FALSE(diff.readable);
+        CHECK(diff.changes.empty());
+    }
+    std::string deep;
+    for (int i = 0; i < 100; ++i) deep += "{a: ";
+    deep += "1";
+    for (int i = 0; i < 100; ++i) deep += "}";
+    CHECK_FALSE(changed_keys("x: " + deep + "\n", "a: 1\n").readable);
+}
+
+TEST_CASE("changed_keys: keys and values are shown on one line, escaped, long ones cut") {
+    const auto diff = changed_keys("model: {\"evil\\nkey\": 1, b: \"x\\e[31my\\u2028z\"}\n", "model: {b: 2}\n");
+    REQUIRE(diff.readable);
+    CHECK(diff.changes == Changes{"model.b: x\\x1b[31my\\u2028z -> 2", "model.evil\\x0akey: 1 -> (none)"});
+    const auto long_value = changed_keys("a: " + std::string(500, 'v') + "\n", "a: 1\n");
+    REQUIRE(long_value.changes.size() == 1);
+    CHECK(long_value.changes[0] == "a: " + std::string(120, 'v') + "... -> 1");
 }
 
 TEST_CASE("changed_model_keys keeps what changes the weights' meaning: model, loss, data.scale") {
-    using gputrain::config::changed_model_keys;
     const std::string before = load_text(kMinimal).resolved_yaml;
     // What evaluate's config may change freely: paths, batch size, epochs, the optimizer.
     CHECK(changed_model_keys(before, load_text(kMinimal, {"training.batch_size=64", "training.epochs=9",
                                                           "optimizer.learning_rate=0.01"})
                                          .resolved_yaml)
-              .empty());
-    CHECK(changed_model_keys(before, load_text(kMinimal, {"data.scale=1", "training.batch_size=64"}).resolved_yaml) ==
-          std::vector<std::string>{"data.scale: 0.00392156862745098 -> 1"});
+              .changes.empty());
+    CHECK(changed_model_keys(before, load_text(kMinimal, {"data.scale=1", "training.batch_size=64"}).resolved_yaml)
+              .changes == Changes{"data.scale: 0.00392156862745098 -> 1"});
     CHECK(changed_model_keys("model: {layers: [{type: dense, activation: relu}]}\nloss: {from_logits: false}\n",
-                             "model: {layers: [{type: dense, activation: tanh}]}\nloss: {from_logits: true}\n") ==
-          std::vector<std::string>{"model.layers[0].activation: relu -> tanh", "loss.from_logits: false -> true"});
-    CHECK(changed_model_keys("a: [1\n", "a: 1\n") == std::vector<std::string>{"(the earlier config is not readable YAML)"});
+                             "model: {layers: [{type: dense, activation: tanh}]}\nloss: {from_logits: true}\n")
+              .changes == Changes{"model.layers[0].activation: relu -> tanh", "loss.from_logits: false -> true"});
+    // Not a gputrain config: nothing to compare the model with.
+    for (const std::string other : {"{}\n", "training: {epochs: 1}\n", "a: [1\n"}) {
+        INFO(other);
+        CHECK_FALSE(changed_model_keys(other, before).readable);
+    }
 }

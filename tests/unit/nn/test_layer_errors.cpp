@@ -1,7 +1,7 @@
 // The exact texts of the image layers' configuration and shape errors.
 #include <catch2/catch.hpp>
 
-#include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/sizing_backend.hpp"
 #include "core/error.hpp"
 #include "model_specs.hpp"
 #include "nn/model.hpp"
@@ -11,14 +11,14 @@ using specs::layer;
 
 namespace {
 
-std::string message_of(Shape input, std::vector<config::LayerSpec> layers) {
-    CpuBackend be;
+std::string message_of(Shape input, std::vector<config::LayerSpec> layers, int64_t rows = 1) {
+    SizingBackend be;  // nothing allocated: some models below would take terabytes
     config::ModelConfig mc;
     mc.input_shape = std::move(input);
     mc.layers = std::move(layers);
     config::LossConfig loss;
     try {
-        nn::Model m(mc, loss, be, 1, 1);
+        nn::Model m(mc, loss, be, rows, 1);
     } catch (const ConfigError& e) {
         return e.what();
     }
@@ -174,4 +174,25 @@ TEST_CASE("The model's output must be one vector per sample, and layer names can
     REQUIRE(message_of({784}, {named}) ==
             "test.yaml:3:7: model.layers[0] (dense 'optimizer/adam_m/dense'): name: '/' and control characters are "
             "not allowed in a layer name; use letters, digits, '_', '-' or '.'");
+}
+
+TEST_CASE("Sizes that cannot be indexed are config errors: conv patches, a shard's buffers, a dense layer's rows") {
+    // 46341^2 > 2^31: the patch of one output pixel overflows an int.
+    REQUIRE(message_of({1, 1, 1}, {conv({{"filters", "1"}, {"kernel_size", "46341"}, {"padding", "same"}})}) ==
+            "test.yaml:3:7: layer 'conv2d' (conv2d): kernel 46341x46341 over 1 input channels makes patches of "
+            "2147488281 values (1 per sample), more than can be indexed; use a smaller kernel_size or fewer channels");
+    REQUIRE(message_of({1, 1, 1048576}, {conv({{"filters", "1"}, {"kernel_size", "1"}}), layer("flatten")}) == "no error");
+    // 2^21 output pixels of 2^20-value patches: 2^41 im2col values a sample.
+    REQUIRE_THAT(message_of({2048, 1024, 1}, {conv({{"filters", "1"}, {"kernel_size", "1024"}, {"padding", "same"}})}),
+                 Catch::Contains("makes patches of 1048576 values (2097152 per sample), more than can be indexed"));
+    // 2^20 samples of 2^21 values: 2^41 in one buffer.
+    REQUIRE(message_of({2048, 1024}, {layer("flatten"), layer("dense", {{"units", "2"}})}, int64_t{1} << 20) ==
+            "training.batch_size: 1048576 samples per replica of the input (None, 2048, 1024) are more than "
+            "1099511627776 values in one buffer; lower training.batch_size");
+    // A dense layer on (100, 30): 100 GEMM rows a sample.
+    REQUIRE(message_of({100, 30}, {layer("dense", {{"units", "4"}}), layer("flatten"), layer("dense", {{"units", "2"}})},
+                       30000000) ==
+            "training.batch_size: 30000000 samples per replica of the input (None, 100, 30) make layer 'dense' a "
+            "matrix of more than 2147483647 rows; lower training.batch_size");
+    REQUIRE(message_of({100, 30}, {layer("flatten"), layer("dense", {{"units", "2"}})}, 30000000) == "no error");
 }

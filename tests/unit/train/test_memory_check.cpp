@@ -50,12 +50,12 @@ TEST_CASE("check_host_memory: silent when it fits or nothing is known; else what
     CHECK_NOTHROW(train::check_host_memory(cfg, m, 2, 0));
     // Weights and optimizer state dominate at 1 sample: the largest layer.
     REQUIRE_THROWS_WITH(train::check_host_memory(cfg, m, 1, each - 1),
-                        Catch::StartsWith("not enough memory to train on the CPU: the model needs ") &&
+                        Catch::StartsWith("not enough memory on the CPU: the model needs ") &&
                             Catch::Contains("is available (MemAvailable + SwapFree); the largest layer is "
                                             "model.layers[0] (dense, 112 parameters, test.yaml:3:7): make it smaller") &&
                             !Catch::Contains("--replicas"));
     REQUIRE_THROWS_WITH(train::check_host_memory(cfg, m, 2, 2 * each - 1),
-                        Catch::StartsWith("not enough memory to train on the CPU: 2 replicas need ") &&
+                        Catch::StartsWith("not enough memory on the CPU: 2 replicas need ") &&
                             Catch::EndsWith("make it smaller, or use fewer replicas (--replicas)"));
     // Activations dominate at a large batch: training.batch_size.
     const auto wide = train::estimate_memory(cfg, 100000);
@@ -76,7 +76,7 @@ TEST_CASE("check_device_memory: one GPU replica against the memory free on it") 
     CHECK_NOTHROW(train::check_device_memory(cfg, m, "cuda:0", m.total_bytes()));
     CHECK_NOTHROW(train::check_device_memory(cfg, m, "cuda:0", 0));  // unknown
     REQUIRE_THROWS_WITH(train::check_device_memory(cfg, m, "cuda:1", 1000),
-                        Catch::StartsWith("cuda:1: not enough GPU memory to train: the model needs at least ") &&
+                        Catch::StartsWith("cuda:1: not enough GPU memory: the model needs at least ") &&
                             Catch::Contains("(weights, gradients and adam state 2.55 KiB, activations and scratch at "
                                             "1 sample ") &&
                             Catch::Contains("the GPU libraries' workspaces come on top), but 1000 B is free; the "
