@@ -154,7 +154,7 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
                  data.validation.size() ? ", " + std::to_string(data.validation.size()) + " validation samples" : "",
                  data.train.part.count > 1 ? "; " + data.train.description : "");
 
-    auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size);
+    auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size, resume_from);
     check_classes("training", data.train.num_classes, replicas[0]->model().classes());
     spdlog::info("{}", strategy.describe(cfg.training.batch_size));
     const nn::Model& model = replicas[0]->model();

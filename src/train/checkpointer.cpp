@@ -31,7 +31,9 @@ std::string number(double v) {
     return buf;
 }
 
-// Host copies of the replica's buffers, one per tensor, in a fixed order.
+// The replica's buffers as the host sees them, one view per tensor, in a
+// fixed order: host copies of a GPU's, the CPU's own memory (nothing copied:
+// a checkpoint of a model near the machine's memory must not need as much again).
 struct HostTensors {
     std::vector<std::vector<float>> storage;
     std::vector<checkpoint::TensorRef> refs;
@@ -40,27 +42,27 @@ struct HostTensors {
 HostTensors gather(Replica& r) {
     HostTensors out;
     nn::Model& model = r.model();
-    std::vector<float> params(model.param_count());
-    r.backend().copy_to_host(params.data(), model.param_data(), params.size() * sizeof(float));
-    out.storage.push_back(std::move(params));
-    std::vector<float> state(model.state_count());
-    if (!state.empty()) r.backend().copy_to_host(state.data(), model.state_data(), state.size() * sizeof(float));
-    out.storage.push_back(std::move(state));
-    auto slots = r.optimizer().state();
-    for (const auto& slot : slots) {
-        std::vector<float> host(model.param_count());
-        r.backend().copy_to_host(host.data(), slot.data, host.size() * sizeof(float));
+    const bool copies = r.backend().has_device_memory();
+    const auto host_view = [&](const float* data, size_t count) -> const float* {
+        if (!copies || count == 0) return data;
+        std::vector<float> host(count);
+        r.backend().copy_to_host(host.data(), data, count * sizeof(float));
         out.storage.push_back(std::move(host));
-    }
-    for (const auto& view : model.params())
-        out.refs.push_back({view.name, view.shape, out.storage[0].data() + view.offset});
+        return out.storage.back().data();
+    };
+    out.storage.reserve(2 + r.optimizer().state().size());  // views into it stay valid
+    const float* params = host_view(model.param_data(), model.param_count());
+    const float* state = host_view(model.state_data(), model.state_count());
+    auto slots = r.optimizer().state();
+    std::vector<const float*> slot_data;
+    for (const auto& slot : slots) slot_data.push_back(host_view(slot.data, model.param_count()));
+    for (const auto& view : model.params()) out.refs.push_back({view.name, view.shape, params + view.offset});
     // Non-trainable tensors are named like parameters ("batch_norm/moving_mean").
-    for (const auto& view : model.state())
-        out.refs.push_back({view.name, view.shape, out.storage[1].data() + view.offset});
+    for (const auto& view : model.state()) out.refs.push_back({view.name, view.shape, state + view.offset});
     for (size_t s = 0; s < slots.size(); ++s)
         for (const auto& view : model.params())
-            out.refs.push_back({"optimizer/" + slots[s].name + "/" + view.name, view.shape,
-                                out.storage[s + 2].data() + view.offset});
+            out.refs.push_back(
+                {"optimizer/" + slots[s].name + "/" + view.name, view.shape, slot_data[s] + view.offset});
     return out;
 }
 
@@ -130,9 +132,9 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
                          const EpochRecord& record, const std::string& interrupted) {
     HostTensors tensors = gather(replica0);
     // A checkpoint is a promise that training can continue from it.
-    for (const auto& storage : tensors.storage)
-        for (float v : storage)
-            if (!std::isfinite(v))
+    for (const auto& ref : tensors.refs)
+        for (size_t i = 0, n = static_cast<size_t>(shape_elements(ref.shape)); i < n; ++i)
+            if (!std::isfinite(ref.data[i]))
                 throw Error("not writing '" + path + "': the weights or optimizer state hold NaN or Inf; the "
                             "previous checkpoint is left as it was");
     std::map<std::string, std::string> meta{
@@ -277,34 +279,29 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
         return *t;
     };
 
-    std::vector<float> params(model.param_count());
-    for (const auto& view : model.params()) {
-        const auto& t = checked(view.name, view.shape);
-        std::copy(t.data.begin(), t.data.end(), params.begin() + static_cast<std::ptrdiff_t>(view.offset));
-    }
-    std::vector<float> state(model.state_count());
-    for (const auto& view : model.state()) {
-        const auto& t = checked(view.name, view.shape);
-        std::copy(t.data.begin(), t.data.end(), state.begin() + static_cast<std::ptrdiff_t>(view.offset));
-    }
-    std::vector<std::vector<float>> slots;
-    if (with_optimizer) {
-        for (const auto& slot : first.optimizer().state()) {
-            std::vector<float> host(model.param_count());
-            for (const auto& view : model.params()) {
-                const auto& t = checked("optimizer/" + slot.name + "/" + view.name, view.shape);
-                std::copy(t.data.begin(), t.data.end(), host.begin() + static_cast<std::ptrdiff_t>(view.offset));
-            }
-            slots.push_back(std::move(host));
-        }
-    }
+    // Every tensor is checked before any replica is written; then each goes
+    // straight from the file's contents to its place (no second host copy).
+    struct Placed {
+        const checkpoint::Tensor* tensor;
+        int buffer;  // 0 params, 1 state, 2 + s optimizer slot s
+        size_t offset;
+    };
+    std::vector<Placed> placed;
+    for (const auto& view : model.params()) placed.push_back({&checked(view.name, view.shape), 0, view.offset});
+    for (const auto& view : model.state()) placed.push_back({&checked(view.name, view.shape), 1, view.offset});
+    const size_t slot_count = with_optimizer ? first.optimizer().state().size() : 0;
+    for (size_t s = 0; s < slot_count; ++s)
+        for (const auto& view : model.params())
+            placed.push_back({&checked("optimizer/" + first.optimizer().state()[s].name + "/" + view.name, view.shape),
+                              static_cast<int>(2 + s), view.offset});
     for (auto& r : replicas) {
-        r->backend().copy_to_device(r->model().param_data(), params.data(), params.size() * sizeof(float));
-        if (!state.empty())
-            r->backend().copy_to_device(r->model().state_data(), state.data(), state.size() * sizeof(float));
-        auto state = r->optimizer().state();
-        for (size_t s = 0; s < slots.size(); ++s)
-            r->backend().copy_to_device(state[s].data, slots[s].data(), slots[s].size() * sizeof(float));
+        const auto slots = r->optimizer().state();
+        for (const Placed& p : placed) {
+            float* base = p.buffer == 0   ? r->model().param_data()
+                          : p.buffer == 1 ? r->model().state_data()
+                                          : slots[static_cast<size_t>(p.buffer - 2)].data;
+            r->backend().copy_to_device(base + p.offset, p.tensor->data.data(), p.tensor->data.size() * sizeof(float));
+        }
     }
 
     TrainingState st;

@@ -83,15 +83,18 @@ std::string what_to_lower(const config::RunConfig& cfg, const MemoryEstimate& m)
 
 }  // namespace
 
-void check_host_memory(const config::RunConfig& cfg, const MemoryEstimate& m, int replicas, size_t available) {
+void check_host_memory(const config::RunConfig& cfg, const MemoryEstimate& m, int replicas, size_t available,
+                       size_t checkpoint_bytes) {
     const size_t each = m.total_bytes();
-    const size_t need = each * static_cast<size_t>(std::max(1, replicas));
+    const size_t need = each * static_cast<size_t>(std::max(1, replicas)) + checkpoint_bytes;
     if (available == 0 || need <= available) return;
     std::string text = "not enough memory on the CPU: " +
                        (replicas > 1 ? std::to_string(replicas) + " replicas need " + human_bytes(need) + " (each " +
                                            human_bytes(each) + ": "
                                      : "the model needs " + human_bytes(need) + " (") +
-                       breakdown(cfg, m) + "), but " + human_bytes(available) +
+                       breakdown(cfg, m) + ")" +
+                       (checkpoint_bytes ? ", with " + human_bytes(checkpoint_bytes) + " to read the checkpoint" : "") +
+                       ", but " + human_bytes(available) +
                        " is available (MemAvailable + SwapFree); " + what_to_lower(cfg, m);
     if (replicas > 1) text += ", or use fewer replicas (--replicas)";
     throw Error(text);

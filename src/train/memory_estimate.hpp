@@ -51,7 +51,10 @@ size_t host_memory_available();
 // `available` bytes (0: unknown, no check). The message gives the sizes and
 // what to lower: the largest layer (its place in the config) when weights and
 // optimizer state dominate, else training.batch_size; and the replicas.
-void check_host_memory(const config::RunConfig& cfg, const MemoryEstimate& m, int replicas, size_t available);
+// `checkpoint_bytes`: a checkpoint file read back into the replicas (its
+// contents are held on the host while they load), 0 for none.
+void check_host_memory(const config::RunConfig& cfg, const MemoryEstimate& m, int replicas, size_t available,
+                       size_t checkpoint_bytes = 0);
 
 // The same for one GPU replica on `device` ("cuda:0"), against the memory
 // free on it: what the model's buffers need at least (the estimate has no

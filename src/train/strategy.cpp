@@ -1,6 +1,7 @@
 #include "train/strategy.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <sstream>
 
 #include "backend/cpu/cpu_backend.hpp"
@@ -124,8 +125,8 @@ std::string Strategy::describe(int64_t global_batch) const {
     return line + " per replica";
 }
 
-std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunConfig& cfg,
-                                                              int64_t global_batch) const {
+std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunConfig& cfg, int64_t global_batch,
+                                                              const std::string& checkpoint) const {
     const int n = replicas();
     const auto offsets = data::shard_offsets(global_batch, global_replicas());
     const int64_t max_rows = offsets[1] - offsets[0];  // the first shard is the largest
@@ -137,7 +138,10 @@ std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunC
         set_cpu_blas_threads(std::max(1, cpu_cores_ / sharing));
         // Zeroed buffers the machine lacks would bring the OOM killer, which says nothing.
         // Every replica on this machine (of every local worker) takes its share.
-        check_host_memory(cfg, estimate_memory(cfg, max_rows, false), sharing, host_memory_available());
+        std::error_code ec;
+        const size_t file_bytes = checkpoint.empty() ? 0 : static_cast<size_t>(std::filesystem::file_size(checkpoint, ec));
+        check_host_memory(cfg, estimate_memory(cfg, max_rows, false), sharing, host_memory_available(),
+                          ec ? 0 : file_bytes);
         auto comms = dist::make_local_communicators(n);
         // Across workers: this process's sum first, then one MPI all-reduce per process.
         if (processes_) comms = dist::make_hierarchical_communicators(std::move(comms), *processes_);

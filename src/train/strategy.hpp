@@ -49,7 +49,10 @@ public:
     // Why the CPU is used although GPUs were not ruled out, else "".
     const std::string& fallback_note() const { return fallback_note_; }
 
-    std::vector<std::unique_ptr<Replica>> make_replicas(const config::RunConfig& cfg, int64_t global_batch) const;
+    // `checkpoint` (may be ""): the file that will be read into them, whose
+    // contents the host holds while they load (counted by the memory check).
+    std::vector<std::unique_ptr<Replica>> make_replicas(const config::RunConfig& cfg, int64_t global_batch,
+                                                        const std::string& checkpoint = "") const;
 
 private:
     void place_on_gpus(const config::RunConfig& cfg, const device::Discovery& found, bool explicit_request);

@@ -82,3 +82,12 @@ TEST_CASE("check_device_memory: one GPU replica against the memory free on it") 
                             Catch::Contains("the GPU libraries' workspaces come on top), but 1000 B is free; the "
                                             "largest layer is model.layers[0] (dense, 112 parameters, test.yaml:3:7)"));
 }
+
+TEST_CASE("check_host_memory counts a checkpoint to read back on top of the replicas") {
+    auto cfg = fixture::small_job(1, 8);
+    const auto m = train::estimate_memory(cfg, 1);
+    const size_t each = m.total_bytes();
+    CHECK_NOTHROW(train::check_host_memory(cfg, m, 1, each + 500, 500));
+    REQUIRE_THROWS_WITH(train::check_host_memory(cfg, m, 1, each + 500, 501),
+                        Catch::Contains("), with 501 B to read the checkpoint, but "));
+}
