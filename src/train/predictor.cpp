@@ -31,7 +31,10 @@ std::vector<float> predict_probabilities(Replica& replica, const std::vector<flo
         backend.copy_to_host(out.data() + begin * classes, model.outputs(),
                              static_cast<size_t>(n * classes) * sizeof(float));
     }
-    if (model.loss().is_cross_entropy() && model.loss().from_logits()) softmax_rows(out, classes);
+    // Logits (a fused softmax, or a loss that takes them): to probabilities. A
+    // softmax layer under a logits loss already gave them, as Keras' predict would.
+    if (model.loss().is_cross_entropy() && model.loss().from_logits() && !model.softmax_under_logits_loss())
+        softmax_rows(out, classes);
     return out;
 }
 
