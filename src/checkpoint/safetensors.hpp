@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,7 +40,9 @@ void save(const std::string& path, const std::vector<TensorRef>& tensors,
 
 // Reads and validates (header length within the file, JSON well formed, dtype F32,
 // offsets contiguous, in range and matching the shape). Throws DataError
-// "PATH: problem" naming the tensor where one is at fault.
-Contents load(const std::string& path);
+// "PATH: problem" naming the tensor where one is at fault. With `wanted`, only
+// the tensors it accepts by name are read (the others are validated all the
+// same, and left out of `tensors`).
+Contents load(const std::string& path, const std::function<bool(const std::string&)>& wanted = {});
 
 }  // namespace gputrain::checkpoint

@@ -193,7 +193,7 @@ const Tensor* Contents::find(const std::string& name) const {
     return nullptr;
 }
 
-Contents load(const std::string& path) {
+Contents load(const std::string& path, const std::function<bool(const std::string&)>& wanted) {
     const InputFile file(path);
     if (file.size() < kLengthBytes)
         fail(path, "file is " + std::to_string(file.size()) + " bytes, shorter than the 8-byte header length; " +
@@ -232,6 +232,7 @@ Contents load(const std::string& path) {
 
     // Placement order is file order: the tensors come back as they lie in the data.
     for (auto& e : entries) {
+        if (wanted && !wanted(e.name)) continue;
         Tensor& t = contents.tensors.emplace_back();
         t.name = std::move(e.name);
         t.shape = std::move(e.shape);

@@ -89,7 +89,7 @@ int run_evaluate(EvaluateArgs& args) {
     const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas});
     if (!strategy.fallback_note().empty()) spdlog::info("{}", strategy.fallback_note());
     const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::test);
-    auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size, path);
+    auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size, path, train::ReplicaUse::inference);
     check_classes("test", data.test.num_classes, replicas[0]->model().classes());
     const train::TrainingState trained = train::restore(path, replicas, cfg, /*with_optimizer=*/false);
     warn_if_trained_differently(path, trained.config_yaml, cfg);

@@ -80,7 +80,7 @@ int run_predict(PredictArgs& args) {
     // One replica: inference needs no gradient exchange, and one copy of the model is enough.
     const device::Discovery found = device::discover();
     const train::Strategy strategy(cfg, found, {args.common.device, 1});
-    auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size, args.checkpoint);
+    auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size, args.checkpoint, train::ReplicaUse::inference);
     const train::TrainingState trained = train::restore(args.checkpoint, replicas, cfg, /*with_optimizer=*/false);
     warn_if_trained_differently(args.checkpoint, trained.config_yaml, cfg);
 

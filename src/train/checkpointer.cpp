@@ -264,7 +264,11 @@ void Checkpointer::prune_old_epochs() const {
 
 TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Replica>>& replicas,
                       const config::RunConfig& cfg, bool with_optimizer, std::string* warning) {
-    const checkpoint::Contents contents = checkpoint::load(path);
+    // Weights alone: the optimizer's tensors (twice the weights under Adam) stay on disk.
+    const checkpoint::Contents contents =
+        checkpoint::load(path, [with_optimizer](const std::string& name) {
+            return with_optimizer || name.rfind("optimizer/", 0) != 0;
+        });
     Replica& first = *replicas[0];
     const nn::Model& model = first.model();
 
@@ -295,7 +299,7 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
             placed.push_back({&checked("optimizer/" + first.optimizer().state()[s].name + "/" + view.name, view.shape),
                               static_cast<int>(2 + s), view.offset});
     for (auto& r : replicas) {
-        const auto slots = r->optimizer().state();
+        const auto slots = slot_count ? r->optimizer().state() : std::vector<optim::StateSlot>{};
         for (const Placed& p : placed) {
             float* base = p.buffer == 0   ? r->model().param_data()
                           : p.buffer == 1 ? r->model().state_data()

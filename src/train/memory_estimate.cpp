@@ -13,7 +13,8 @@
 
 namespace gputrain::train {
 
-MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_replica, bool on_gpu) {
+MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_replica, bool on_gpu,
+                               bool with_optimizer) {
     MemoryEstimate m;
     m.rows_per_replica = std::max<int64_t>(1, rows_per_replica);
     // The same constructors a replica runs, so the numbers cannot drift from
@@ -29,7 +30,7 @@ MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_re
             m.largest_layer = static_cast<int>(i);
             m.largest_layer_params = offsets[i + 1] - offsets[i];
         }
-    m.optimizer_slots = optimizer->state().size();
+    m.optimizer_slots = with_optimizer ? optimizer->state().size() : 0;
     m.weight_bytes = m.gradient_bytes = m.params * sizeof(float);
     m.optimizer_bytes = m.optimizer_slots * m.params * sizeof(float);
     m.activation_bytes = model.activation_floats() * sizeof(float);
@@ -64,7 +65,8 @@ namespace {
 // "weights, gradients and adam state 23.7 GiB, activations and scratch at 32 samples 976.8 MiB"
 std::string breakdown(const config::RunConfig& cfg, const MemoryEstimate& m) {
     const size_t per_param = m.weight_bytes + m.gradient_bytes + m.optimizer_bytes;
-    return "weights, gradients and " + cfg.optimizer.type + " state " + human_bytes(per_param) +
+    return (m.optimizer_slots ? "weights, gradients and " + cfg.optimizer.type + " state " : std::string("weights and gradients ")) +
+           human_bytes(per_param) +
            ", activations and scratch at " + std::to_string(m.rows_per_replica) +
            (m.rows_per_replica == 1 ? " sample " : " samples ") + human_bytes(m.total_bytes() - per_param);
 }

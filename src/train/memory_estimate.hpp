@@ -39,7 +39,9 @@ struct MemoryEstimate {
 
 // `rows_per_replica`: the largest shard of the global batch; `on_gpu`: the
 // replicas are GPUs (which may keep GEMM input copies; the CPU never does).
-MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_replica, bool on_gpu = false);
+// `with_optimizer` false: a replica for inference (ReplicaUse::inference).
+MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_replica, bool on_gpu = false,
+                               bool with_optimizer = true);
 
 // Memory this machine can still give (MemAvailable + SwapFree of
 // /proc/meminfo), or 0 when that cannot be read.

@@ -7,7 +7,7 @@
 namespace gputrain::train {
 
 Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
-                 std::unique_ptr<dist::Communicator> comm, int64_t max_shard_rows)
+                 std::unique_ptr<dist::Communicator> comm, int64_t max_shard_rows, ReplicaUse use)
     : backend_(std::move(backend)), comm_(std::move(comm)) {
     backend_->set_precision(precision_from_name(cfg.training.precision));
     backend_->set_gemm_input_cast(cfg.training.cast_gemm_inputs);
@@ -16,7 +16,7 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
     const int64_t rows = std::max<int64_t>(1, max_shard_rows);
     max_rows_ = rows;
     model_ = std::make_unique<nn::Model>(cfg.model, cfg.loss, *backend_, rows, cfg.training.seed);
-    optimizer_ = optim::make_optimizer(cfg.optimizer, *backend_, model_->param_count());
+    if (use == ReplicaUse::training) optimizer_ = optim::make_optimizer(cfg.optimizer, *backend_, model_->param_count());
     sample_elements_ = shape_elements(model_->input_shape());
     const size_t input_bytes = static_cast<size_t>(rows * sample_elements_) * sizeof(float);
     const size_t label_bytes = static_cast<size_t>(rows) * sizeof(int32_t);
@@ -34,6 +34,11 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
     graphs_ = std::make_unique<StepGraphs>(*backend_, /*enabled=*/false);
     // The first staged copy must not overtake the zeroing of the buffers above.
     backend_->wait_copies();
+}
+
+optim::Optimizer& Replica::optimizer() {
+    if (!optimizer_) throw Error("internal: the optimizer of a replica built for inference");
+    return *optimizer_;
 }
 
 Replica::~Replica() {

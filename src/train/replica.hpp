@@ -25,18 +25,24 @@
 
 namespace gputrain::train {
 
+// What replicas are built for: inference (evaluate, predict) keeps no
+// optimizer state, which is twice the weights under Adam.
+enum class ReplicaUse { training, inference };
+
 class Replica {
 public:
     // Allocates everything the replica will need before any collective runs.
     Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
-            std::unique_ptr<dist::Communicator> comm, int64_t max_shard_rows);
+            std::unique_ptr<dist::Communicator> comm, int64_t max_shard_rows,
+            ReplicaUse use = ReplicaUse::training);
     ~Replica();
     Replica(const Replica&) = delete;
     Replica& operator=(const Replica&) = delete;
 
     Backend& backend() { return *backend_; }
     nn::Model& model() { return *model_; }
-    optim::Optimizer& optimizer() { return *optimizer_; }
+    // Throws for an inference replica, which has none.
+    optim::Optimizer& optimizer();
     dist::Communicator& comm() { return *comm_; }
     int rank() const { return comm_->rank(); }
     // GPU replicas get their communicator after every replica has allocated its memory.

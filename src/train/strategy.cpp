@@ -126,7 +126,7 @@ std::string Strategy::describe(int64_t global_batch) const {
 }
 
 std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunConfig& cfg, int64_t global_batch,
-                                                              const std::string& checkpoint) const {
+                                                              const std::string& checkpoint, ReplicaUse use) const {
     const int n = replicas();
     const auto offsets = data::shard_offsets(global_batch, global_replicas());
     const int64_t max_rows = offsets[1] - offsets[0];  // the first shard is the largest
@@ -140,22 +140,24 @@ std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunC
         // Every replica on this machine (of every local worker) takes its share.
         std::error_code ec;
         const size_t file_bytes = checkpoint.empty() ? 0 : static_cast<size_t>(std::filesystem::file_size(checkpoint, ec));
-        check_host_memory(cfg, estimate_memory(cfg, max_rows, false), sharing, host_memory_available(),
+        check_host_memory(cfg, estimate_memory(cfg, max_rows, false, use == ReplicaUse::training), sharing,
+                          host_memory_available(),
                           ec ? 0 : file_bytes);
         auto comms = dist::make_local_communicators(n);
         // Across workers: this process's sum first, then one MPI all-reduce per process.
         if (processes_) comms = dist::make_hierarchical_communicators(std::move(comms), *processes_);
         for (int r = 0; r < n; ++r)
-            out.push_back(std::make_unique<Replica>(cfg, std::make_unique<CpuBackend>(), std::move(comms[r]), max_rows));
+            out.push_back(
+                std::make_unique<Replica>(cfg, std::make_unique<CpuBackend>(), std::move(comms[r]), max_rows, use));
         return out;
     }
     // Every buffer is allocated before the communicators exist (and so before any collective).
-    const MemoryEstimate need = estimate_memory(cfg, max_rows, true);
+    const MemoryEstimate need = estimate_memory(cfg, max_rows, true, use == ReplicaUse::training);
     for (int r = 0; r < n; ++r) {
         auto backend = make_gpu_backend(placement_[static_cast<size_t>(r)]);
         // What cannot fit stops here, with the sizes and what to lower (after the replicas before it took theirs).
         check_device_memory(cfg, need, backend->name(), backend->free_device_bytes());
-        out.push_back(std::make_unique<Replica>(cfg, std::move(backend), nullptr, max_rows));
+        out.push_back(std::make_unique<Replica>(cfg, std::move(backend), nullptr, max_rows, use));
     }
     std::vector<std::unique_ptr<dist::Communicator>> comms;
     if (communicator_ == "none") {

@@ -52,7 +52,8 @@ public:
     // `checkpoint` (may be ""): the file that will be read into them, whose
     // contents the host holds while they load (counted by the memory check).
     std::vector<std::unique_ptr<Replica>> make_replicas(const config::RunConfig& cfg, int64_t global_batch,
-                                                        const std::string& checkpoint = "") const;
+                                                        const std::string& checkpoint = "",
+                                                        ReplicaUse use = ReplicaUse::training) const;
 
 private:
     void place_on_gpus(const config::RunConfig& cfg, const device::Discovery& found, bool explicit_request);

@@ -6,6 +6,7 @@
 
 #include "checkpoint/json.hpp"
 #include "checkpoint/safetensors.hpp"
+#include "core/error.hpp"
 #include "scratch.hpp"
 
 using namespace gputrain::checkpoint;
@@ -138,4 +139,25 @@ TEST_CASE("load accepts other writers' layout: any key order, whitespace, escape
     REQUIRE(c.tensors[0].shape == std::vector<int64_t>{1, 1});
     REQUIRE(c.tensors[0].data == std::vector<float>{7.0f});
     REQUIRE(c.find("b")->data == std::vector<float>{1.0f, 2.0f});
+}
+
+TEST_CASE("load with a filter reads only the tensors it accepts, and still validates the others") {
+    ScratchDir dir;
+    const std::string path = dir.file("some.safetensors");
+    const float w[] = {1.0f, 2.0f, 3.0f};
+    const float m[] = {4.0f, 5.0f, 6.0f};
+    save(path, {{"dense/kernel", {3}, w}, {"optimizer/adam_m/dense/kernel", {3}, m}}, {{"k", "v"}});
+    const auto weights = load(path, [](const std::string& name) { return name.rfind("optimizer/", 0) != 0; });
+    REQUIRE(weights.tensors.size() == 1);
+    CHECK(weights.tensors[0].name == "dense/kernel");
+    CHECK(weights.tensors[0].data == std::vector<float>{1.0f, 2.0f, 3.0f});
+    CHECK(weights.metadata.at("k") == "v");
+    CHECK(weights.find("optimizer/adam_m/dense/kernel") == nullptr);
+    CHECK(load(path).tensors.size() == 2);
+    // A tensor left out must still lie inside the file.
+    std::string bytes = read_bytes(path);
+    bytes.resize(bytes.size() - 4);
+    write_bytes(path, bytes);
+    REQUIRE_THROWS_AS(load(path, [](const std::string& name) { return name == "dense/kernel"; }),
+                      gputrain::DataError);
 }

@@ -91,3 +91,20 @@ TEST_CASE("check_host_memory counts a checkpoint to read back on top of the repl
     REQUIRE_THROWS_WITH(train::check_host_memory(cfg, m, 1, each + 500, 501),
                         Catch::Contains("), with 501 B to read the checkpoint, but "));
 }
+
+TEST_CASE("Replicas for inference keep no optimizer state, and are sized without it") {
+    auto cfg = fixture::small_job(1, 8);
+    const auto training = train::estimate_memory(cfg, 1);
+    const auto inference = train::estimate_memory(cfg, 1, false, /*with_optimizer=*/false);
+    CHECK(training.optimizer_bytes == 2 * training.weight_bytes);  // Adam's m and v
+    CHECK(inference.optimizer_bytes == 0);
+    CHECK(training.total_bytes() - inference.total_bytes() == training.optimizer_bytes);
+    REQUIRE_THROWS_WITH(train::check_host_memory(cfg, inference, 1, 100),
+                        Catch::Contains("(weights and gradients 1.27 KiB, activations"));
+
+    device::Discovery none;
+    none.cpu.logical_cores = 1;
+    const train::Strategy strategy(cfg, none, {"cpu", 1});
+    auto reps = strategy.make_replicas(cfg, 8, "", train::ReplicaUse::inference);
+    REQUIRE_THROWS_WITH(reps[0]->optimizer(), "internal: the optimizer of a replica built for inference");
+}
