@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 #include "core/suggest.hpp"
 #include "data/csv_reader.hpp"
 #include "data/dataset.hpp"
@@ -73,6 +74,10 @@ Dataset read_idx_split(const std::string& dir, const std::string& prefix, const 
 
     Dataset d;
     d.sample_shape = choose_sample_shape(Shape(images.dims.begin() + 1, images.dims.end()), model_shape, images_path);
+    // Each byte becomes a float: four times the file's data.
+    require_host_memory(images.bytes.size() * sizeof(float),
+                        images_path + ": " + std::to_string(images.dims[0]) + " images as floats",
+                        "use data.limit to train on fewer");
     d.inputs.resize(images.bytes.size());
     std::transform(images.bytes.begin(), images.bytes.end(), d.inputs.begin(),
                    [scale](uint8_t b) { return static_cast<float>(b * scale); });

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 #include "core/rng.hpp"
 
 namespace gputrain::data {
@@ -38,6 +39,11 @@ Dataset make_synthetic(const Shape& sample_shape, int64_t samples, int64_t class
         throw ConfigError("data.synthetic.samples: " + std::to_string(samples) + " samples of " +
                           shape_to_string(sample_shape, false) + " are more than " + std::to_string(kMaxFloats) +
                           " values; use fewer samples");
+    require_host_memory(static_cast<size_t>((classes + samples) * elements) * sizeof(float),
+                        std::string("data.synthetic: ") + std::to_string(samples) + " " +
+                            (split == SyntheticSplit::train ? "training" : "test") + " samples of " +
+                            shape_to_string(sample_shape, false) + " and their class means",
+                        "use fewer data.synthetic.samples or a smaller model.input_shape");
     const Rng base(seed);
     Rng pattern_rng = base.split(0);
     std::vector<float> means(static_cast<size_t>(classes * elements));

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <string>
 
 #include "backend/cpu/sizing_backend.hpp"
@@ -42,22 +41,6 @@ MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_re
                         (static_cast<size_t>(shape_elements(model.input_shape())) * sizeof(float) + sizeof(int32_t)) +
                     2 * sizeof(float);
     return m;
-}
-
-size_t host_memory_available() {
-    std::ifstream meminfo("/proc/meminfo");
-    std::string key;
-    size_t kib = 0, total = 0;
-    bool found = false;
-    std::string unit;
-    while (meminfo >> key >> kib) {
-        std::getline(meminfo, unit);
-        if (key == "MemAvailable:" || key == "SwapFree:") {
-            total += kib * 1024;
-            found = found || key == "MemAvailable:";
-        }
-    }
-    return found ? total : 0;
 }
 
 namespace {
@@ -108,22 +91,6 @@ void check_device_memory(const config::RunConfig& cfg, const MemoryEstimate& m, 
     throw Error(device + ": not enough GPU memory: the model needs at least " + human_bytes(m.total_bytes()) +
                 " (" + breakdown(cfg, m) + "; the GPU libraries' workspaces come on top), but " +
                 human_bytes(free_bytes) + " is free; " + what_to_lower(cfg, m));
-}
-
-std::string human_bytes(size_t bytes) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double value = static_cast<double>(bytes);
-    int unit = 0;
-    while (value >= 1024.0 && unit < 4) {
-        value /= 1024.0;
-        ++unit;
-    }
-    char buf[32];
-    if (unit == 0)
-        std::snprintf(buf, sizeof buf, "%zu B", bytes);
-    else
-        std::snprintf(buf, sizeof buf, value < 10 ? "%.2f %s" : "%.1f %s", value, units[unit]);
-    return buf;
 }
 
 }  // namespace gputrain::train

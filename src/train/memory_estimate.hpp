@@ -10,6 +10,7 @@
 #include <string>
 
 #include "config/run_config.hpp"
+#include "core/host_memory.hpp"
 
 namespace gputrain::train {
 
@@ -43,10 +44,6 @@ struct MemoryEstimate {
 MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_replica, bool on_gpu = false,
                                bool with_optimizer = true);
 
-// Memory this machine can still give (MemAvailable + SwapFree of
-// /proc/meminfo), or 0 when that cannot be read.
-size_t host_memory_available();
-
 // Before CPU replicas are built (their buffers are zeroed, so memory the
 // machine lacks would end the process by the kernel's OOM killer, without a
 // word): throws Error when `replicas` replicas of `m` need more than
@@ -65,7 +62,8 @@ void check_host_memory(const config::RunConfig& cfg, const MemoryEstimate& m, in
 void check_device_memory(const config::RunConfig& cfg, const MemoryEstimate& m, const std::string& device,
                          size_t free_bytes);
 
-// "397.5 KiB", "1.20 GiB", "512 B".
-std::string human_bytes(size_t bytes);
+// host_memory_available() and human_bytes() are in core/host_memory.hpp.
+using gputrain::host_memory_available;
+using gputrain::human_bytes;
 
 }  // namespace gputrain::train

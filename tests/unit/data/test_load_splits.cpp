@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 #include "data/dataset.hpp"
 #include "data/dataset_split.hpp"
 #include "data_test_files.hpp"
@@ -197,4 +198,21 @@ TEST_CASE("the installed fashion-mnist loads with its known sizes") {
     REQUIRE(s.train.num_classes == 10);
     REQUIRE(s.train.sample_shape == Shape{28, 28});
     for (float v : {s.train.inputs.front(), s.train.inputs.back()}) REQUIRE((v >= 0.0f && v <= 1.0f));
+}
+
+TEST_CASE("synthetic data larger than the memory left is refused before it is made") {
+    config::DataConfig cfg;
+    cfg.dataset = "synthetic";
+    cfg.synthetic_samples = 160;  // 160 x 1e8 values: within the 2^34 cap, 64 GB as floats
+    cfg.synthetic_classes = 10;
+    const size_t need = size_t{170} * 100000000 * sizeof(float);
+    if (host_memory_available() >= need) {
+        WARN("this machine has " << human_bytes(host_memory_available()) << " free: not tried");
+        return;
+    }
+    REQUIRE_THROWS_WITH(load_splits(cfg, {100000000}, Need::train),
+                        Catch::StartsWith("data.synthetic: 160 training samples of (100000000) and their class means "
+                                          "take 63.3 GiB, but ") &&
+                            Catch::EndsWith(" is available (MemAvailable + SwapFree); use fewer data.synthetic.samples "
+                                            "or a smaller model.input_shape"));
 }

@@ -1,0 +1,22 @@
+// How much memory this machine can still give, for the checks made before
+// large host buffers are filled: Linux lets an allocation succeed and then
+// ends the process by the OOM killer, without a word, once the pages are
+// touched.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace gputrain {
+
+// MemAvailable + SwapFree of /proc/meminfo, or 0 when that cannot be read.
+size_t host_memory_available();
+
+// Throws Error "WHAT take N, but M is available (MemAvailable + SwapFree); HINT"
+// when `bytes` is more than host_memory_available() (nothing when unknown).
+void require_host_memory(size_t bytes, const std::string& what, const std::string& hint);
+
+// "397.5 KiB", "1.20 GiB", "512 B".
+std::string human_bytes(size_t bytes);
+
+}  // namespace gputrain
