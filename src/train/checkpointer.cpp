@@ -272,14 +272,27 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     Replica& first = *replicas[0];
     const nn::Model& model = first.model();
 
+    // What the config the checkpoint stores says was different: the model and
+    // optimizer keys that decide its tensors ("" when it stores none or they agree).
+    const auto trained_with = [&]() -> std::string {
+        const auto it = contents.metadata.find("config");
+        if (it == contents.metadata.end()) return "";
+        config::ConfigChanges diff = config::changed_keys(it->second, cfg.resolved_yaml);
+        std::erase_if(diff.changes, [](const std::string& c) {
+            return c.rfind("model.", 0) != 0 && c.rfind("optimizer.", 0) != 0;
+        });
+        return diff.changes.empty() ? "" : "; the config it was trained with differs: " + diff.text(4);
+    };
     auto checked = [&](const std::string& name, const Shape& shape) -> const checkpoint::Tensor& {
         const checkpoint::Tensor* t = contents.find(name);
-        if (!t)
-            throw DataError(path + ": tensor '" + name + "' of the model is missing from the checkpoint; it was " +
-                            "written for a different model");
+        if (!t) {
+            const std::string why = trained_with();
+            throw DataError(path + ": tensor '" + name + "' of the model is missing from the checkpoint" +
+                            (why.empty() ? "; it was written for a different model" : why));
+        }
         if (t->shape != shape)
             throw DataError(path + ": tensor '" + name + "' has shape " + shape_text(t->shape) +
-                            " but the model expects " + shape_text(shape));
+                            " but the model expects " + shape_text(shape) + trained_with());
         return *t;
     };
 

@@ -76,6 +76,10 @@ run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --run-dir "$run" --set data
     --set training.batch_size=50 --set training.epochs=9 --set optimizer.learning_rate=0.5
 if grep -q "warning" "$TMP/err"; then fail "an unexpected warning: $(cat "$TMP/err")"; fi
 
+step "a checkpoint of another shape names the config key that made it so"
+run_expect 1 evaluate configs/fashion_mnist_mlp.yaml --run-dir "$run" --set "model.layers[1].units=64"
+expect_in "$TMP/err" "gputrain: error: $run/best.safetensors: tensor 'dense/kernel' has shape [784, 128] but the model expects [784, 64]; the config it was trained with differs: model.layers[1].units: 128 -> 64"
+
 step "a stored config that cannot be compared (cyclic alias, alias bomb, not YAML) is said to be so, once, and scoring goes on"
 printf 'model: &x {a: *x}\n' >"$TMP/cyclic.yaml"
 python3 - "$TMP/bomb.yaml" <<'PY'
