@@ -1,6 +1,7 @@
 // gputrain evaluate CONFIG: score a checkpoint on the test set.
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -41,9 +42,18 @@ std::string json_string(const std::string& s) {
     return out + "\"";
 }
 
+// JSON has no NaN or infinity: a loss that is not finite (weights that
+// overflow on the test set) is null.
+std::string json_number(double v) {
+    if (!std::isfinite(v)) return "null";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.6f", v);
+    return buf;
+}
+
 void print_json(const train::EvalResult& r, const std::string& checkpoint, bool confusion) {
-    std::printf("{\"loss\": %.6f, \"accuracy\": %.6f, \"samples\": %lld, \"checkpoint\": %s", r.loss, r.accuracy,
-                (long long)r.samples, json_string(checkpoint).c_str());
+    std::printf("{\"loss\": %s, \"accuracy\": %s, \"samples\": %lld, \"checkpoint\": %s", json_number(r.loss).c_str(),
+                json_number(r.accuracy).c_str(), (long long)r.samples, json_string(checkpoint).c_str());
     if (confusion) {
         std::printf(", \"confusion\": [");
         for (int64_t i = 0; i < r.classes; ++i) {

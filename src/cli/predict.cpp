@@ -72,11 +72,9 @@ int run_predict(PredictArgs& args) {
     const data::PredictInputs inputs = data::read_predict_inputs(args.input, cfg.model.input_shape, cfg.data.scale);
     // Inputs normalized by the user (as a PyTorch pipeline does) would be scaled a second time.
     if (cfg.data.scale < 1.0 && inputs.largest_raw > 0 && inputs.largest_raw <= 1.0f)
-        // To stderr: the probabilities may be going to stdout.
-        std::fprintf(stderr,
-                     "warning: %s: every value is within [-1, 1] before data.scale (%g) is applied, as in training; "
-                     "if they are normalized already, add --set data.scale=1\n",
-                     args.input.c_str(), cfg.data.scale);
+        spdlog::warn("warning: {}: every value is within [-1, 1] before data.scale ({:g}) is applied, as in "
+                     "training; if they are normalized already, add --set data.scale=1",
+                     args.input, cfg.data.scale);
     // One replica: inference needs no gradient exchange, and one copy of the model is enough.
     const device::Discovery found = device::discover();
     const train::Strategy strategy(cfg, found, {args.common.device, 1});

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "backend/cpu/sizing_backend.hpp"
@@ -32,7 +33,9 @@ config::RunConfig load_config(const CommonOptions& options) {
 }
 
 void apply_log_level(const config::RunConfig& cfg, bool quiet) {
-    spdlog::set_level(quiet ? spdlog::level::warn : spdlog::level::from_str(cfg.logging.level));
+    // --quiet (and the commands whose stdout is data) drop info lines; a stricter logging.level still holds.
+    const auto configured = spdlog::level::from_str(cfg.logging.level);
+    spdlog::set_level(quiet ? std::max(configured, spdlog::level::warn) : configured);
 }
 
 void warn_if_trained_differently(const std::string& checkpoint, const std::string& trained_yaml,

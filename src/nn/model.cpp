@@ -92,8 +92,9 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
     }
 
     // A shard's buffers: max_rows samples of the input and of each layer's
-    // output must stay countable, and a dense layer's input rows (all axes but
-    // the last, as its GEMM sees them) an int.
+    // output must stay countable, and their rows (all axes but the last: a
+    // dense layer's GEMM rows, the pixels of an image batch that convolution,
+    // pooling and batch norm index with int) an int.
     for (size_t i = 0; i <= layers_.size(); ++i) {
         const Shape& s = i == 0 ? input_shape_ : shapes_[i - 1];
         const int64_t n = shape_elements(s);
@@ -102,10 +103,10 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
             throw ConfigError("training.batch_size: " + std::to_string(max_rows_) + " samples per replica of " + what +
                               shape_to_string(s) + " are more than " + std::to_string(kMaxBufferElements) +
                               " values in one buffer; lower training.batch_size");
-        if (i < layers_.size() && layers_[i]->type() == "dense" && max_rows_ > INT32_MAX / (n / s.back()))
+        if (max_rows_ > INT32_MAX / (n / s.back()))
             throw ConfigError("training.batch_size: " + std::to_string(max_rows_) + " samples per replica of " + what +
-                              shape_to_string(s) + " make layer '" + layers_[i]->name() +
-                              "' a matrix of more than 2147483647 rows; lower training.batch_size");
+                              shape_to_string(s) + " make more than 2147483647 rows of " + std::to_string(s.back()) +
+                              " values, more than the kernels index; lower training.batch_size");
     }
 
     // One flat buffer of parameters, one of gradients, with a named view per

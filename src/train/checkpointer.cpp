@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <regex>
+#include <set>
 
 #include "build_config.hpp"
 #include "checkpoint/safetensors.hpp"
@@ -264,13 +265,16 @@ void Checkpointer::prune_old_epochs() const {
 
 TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Replica>>& replicas,
                       const config::RunConfig& cfg, bool with_optimizer, std::string* warning) {
-    // Weights alone: the optimizer's tensors (twice the weights under Adam) stay on disk.
-    const checkpoint::Contents contents =
-        checkpoint::load(path, [with_optimizer](const std::string& name) {
-            return with_optimizer || name.rfind("optimizer/", 0) != 0;
-        });
     Replica& first = *replicas[0];
     const nn::Model& model = first.model();
+    // Weights alone: the optimizer's tensors (twice the weights under Adam)
+    // stay on disk. By the model's own names (a layer may be called "optimizer").
+    std::set<std::string> model_tensors;
+    for (const auto& view : model.params()) model_tensors.insert(view.name);
+    for (const auto& view : model.state()) model_tensors.insert(view.name);
+    const checkpoint::Contents contents = checkpoint::load(path, [&](const std::string& name) {
+        return with_optimizer || model_tensors.count(name) > 0;
+    });
 
     // What the config the checkpoint stores says was different: the model and
     // optimizer keys that decide its tensors ("" when it stores none or they agree).
@@ -287,12 +291,25 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
         const checkpoint::Tensor* t = contents.find(name);
         if (!t) {
             const std::string why = trained_with();
+            if (!model_tensors.count(name)) {  // an optimizer slot: the weights may be fine
+                const auto it = contents.metadata.find("optimizer");
+                throw DataError(path + ": tensor '" + name + "' is missing: the checkpoint holds no such optimizer "
+                                "state (it was written with optimizer " +
+                                (it != contents.metadata.end() ? it->second : std::string("unknown")) + ", now " +
+                                first.optimizer().type() + ")" + why + "; resume with the optimizer it was written "
+                                "with");
+            }
             throw DataError(path + ": tensor '" + name + "' of the model is missing from the checkpoint" +
                             (why.empty() ? "; it was written for a different model" : why));
         }
         if (t->shape != shape)
             throw DataError(path + ": tensor '" + name + "' has shape " + shape_text(t->shape) +
                             " but the model expects " + shape_text(shape) + trained_with());
+        // A checkpoint is a promise that training can continue from it (written ones are checked too).
+        for (size_t i = 0; i < t->data.size(); ++i)
+            if (!std::isfinite(t->data[i]))
+                throw DataError(path + ": tensor '" + name + "' holds " + (std::isnan(t->data[i]) ? "NaN" : "Inf") +
+                                " at index " + std::to_string(i) + "; the file is damaged, use an earlier checkpoint");
         return *t;
     };
 

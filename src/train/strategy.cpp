@@ -138,11 +138,13 @@ std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunC
         set_cpu_blas_threads(std::max(1, cpu_cores_ / sharing));
         // Zeroed buffers the machine lacks would bring the OOM killer, which says nothing.
         // Every replica on this machine (of every local worker) takes its share.
+        const MemoryEstimate need = estimate_memory(cfg, max_rows, false, use == ReplicaUse::training);
         std::error_code ec;
-        const size_t file_bytes = checkpoint.empty() ? 0 : static_cast<size_t>(std::filesystem::file_size(checkpoint, ec));
-        check_host_memory(cfg, estimate_memory(cfg, max_rows, false, use == ReplicaUse::training), sharing,
-                          host_memory_available(),
-                          ec ? 0 : file_bytes);
+        size_t file_bytes = checkpoint.empty() ? 0 : static_cast<size_t>(std::filesystem::file_size(checkpoint, ec));
+        if (ec) file_bytes = 0;
+        // Inference reads the weights alone from it.
+        if (use == ReplicaUse::inference) file_bytes = std::min(file_bytes, need.weight_bytes);
+        check_host_memory(cfg, need, sharing, host_memory_available(), file_bytes);
         auto comms = dist::make_local_communicators(n);
         // Across workers: this process's sum first, then one MPI all-reduce per process.
         if (processes_) comms = dist::make_hierarchical_communicators(std::move(comms), *processes_);

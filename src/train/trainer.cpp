@@ -199,7 +199,8 @@ std::string Trainer::resume_command() const {
     return options_.resume_command.empty() ? "gputrain fit " + cfg_.source_file + " --resume" : options_.resume_command;
 }
 
-void Trainer::stop_interrupted(int64_t epoch, const EpochTotals& totals, Checkpointer& checkpointer) {
+void Trainer::stop_interrupted(int64_t epoch, const EpochTotals& totals, double learning_rate,
+                               Checkpointer& checkpointer) {
     const int signal = pending_interrupt() != 0 ? pending_interrupt() : SIGTERM;
     progress_.abandon_epoch();
     TrainingState st = state_;
@@ -211,6 +212,7 @@ void Trainer::stop_interrupted(int64_t epoch, const EpochTotals& totals, Checkpo
     partial.epoch = epoch + 1;
     partial.loss = totals.loss_sum / totals.samples;
     partial.accuracy = totals.correct / totals.samples;
+    partial.learning_rate = learning_rate;  // the epoch's, as a finished epoch's record has
     const std::string path = replicas_[0]->rank() == 0
                                  ? checkpointer.save_interrupted(*replicas_[0], st, partial, signal_name(signal))
                                  : checkpointer.last_path();
@@ -299,7 +301,7 @@ FitResult Trainer::fit() {
         if (totals.interrupted) {
             state_.global_step += totals.steps_done - start_step;
             record_loss_scale();
-            stop_interrupted(epoch, totals, checkpointer);
+            stop_interrupted(epoch, totals, lr, checkpointer);
         }
         state_.global_step += steps_per_epoch_ - start_step;
         state_.epochs_done = epoch + 1;

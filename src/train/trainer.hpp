@@ -76,7 +76,8 @@ private:
     // Copies replica 0's loss scale into state_ (for checkpoints).
     void record_loss_scale();
     void warn(const std::string& text);
-    [[noreturn]] void stop_interrupted(int64_t epoch, const EpochTotals& totals, Checkpointer& checkpointer);
+    [[noreturn]] void stop_interrupted(int64_t epoch, const EpochTotals& totals, double learning_rate,
+                                       Checkpointer& checkpointer);
 
     const config::RunConfig& cfg_;
     std::vector<std::unique_ptr<Replica>>& replicas_;

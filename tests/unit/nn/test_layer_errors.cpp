@@ -189,10 +189,16 @@ TEST_CASE("Sizes that cannot be indexed are config errors: conv patches, a shard
     REQUIRE(message_of({2048, 1024}, {layer("flatten"), layer("dense", {{"units", "2"}})}, int64_t{1} << 20) ==
             "training.batch_size: 1048576 samples per replica of the input (None, 2048, 1024) are more than "
             "1099511627776 values in one buffer; lower training.batch_size");
-    // A dense layer on (100, 30): 100 GEMM rows a sample.
+    // (100, 30): 100 rows of 30 a sample, as a dense layer's GEMM sees them.
     REQUIRE(message_of({100, 30}, {layer("dense", {{"units", "4"}}), layer("flatten"), layer("dense", {{"units", "2"}})},
                        30000000) ==
-            "training.batch_size: 30000000 samples per replica of the input (None, 100, 30) make layer 'dense' a "
-            "matrix of more than 2147483647 rows; lower training.batch_size");
-    REQUIRE(message_of({100, 30}, {layer("flatten"), layer("dense", {{"units", "2"}})}, 30000000) == "no error");
+            "training.batch_size: 30000000 samples per replica of the input (None, 100, 30) make more than 2147483647 "
+            "rows of 30 values, more than the kernels index; lower training.batch_size");
+    REQUIRE(message_of({3000}, {layer("dense", {{"units", "2"}})}, 30000000) == "no error");
+    // An image batch: its pixels are rows to convolution and batch norm.
+    REQUIRE(message_of({28, 28, 1}, {layer("batch_norm"), layer("flatten"), layer("dense", {{"units", "2"}})}, 2739138) ==
+            "training.batch_size: 2739138 samples per replica of the input (None, 28, 28, 1) make more than 2147483647 "
+            "rows of 1 values, more than the kernels index; lower training.batch_size");
+    REQUIRE(message_of({28, 28, 1}, {layer("batch_norm"), layer("flatten"), layer("dense", {{"units", "2"}})}, 2739137) ==
+            "no error");
 }

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <fstream>
 
 #include "checkpoint/safetensors.hpp"
@@ -91,11 +92,45 @@ TEST_CASE("Loading a checkpoint into a different model names the tensor that dif
         train::restore(path, sgd_reps, sgd, true);
         FAIL("no error");
     } catch (const DataError& e) {
-        REQUIRE(std::string(e.what()) == path + ": tensor 'optimizer/velocity/dense/kernel' of the model is missing "
-                                                "from the checkpoint; it was written for a different model");
+        REQUIRE(std::string(e.what()) == path + ": tensor 'optimizer/velocity/dense/kernel' is missing: the "
+                                                "checkpoint holds no such optimizer state (it was written with "
+                                                "optimizer adam, now sgd); resume with the optimizer it was written with");
     }
     // Weights alone load into the same architecture whatever the optimizer.
     REQUIRE_NOTHROW(train::restore(path, sgd_reps, sgd, false));
+}
+
+TEST_CASE("A checkpoint holding NaN or Inf is refused on load, naming the tensor; a layer may be called 'optimizer'") {
+    data::DataSplits data;
+    data.train = fixture::blobs(16, 2);
+    auto cfg = fixture::small_job(1, 8);
+    cfg.model.layers[0].name = "optimizer";  // its tensors are optimizer/kernel and optimizer/bias
+    fixture::TempDir dir;
+    auto reps = fixture::replicas(cfg, 1);
+    fixture::fit(cfg, reps, data, dir.path.string());
+    const std::string path = (dir.path / "last.safetensors").string();
+    auto weights_only = fixture::replicas(cfg, 1);
+    REQUIRE_NOTHROW(train::restore(path, weights_only, cfg, false));
+    REQUIRE(fixture::params_of(*weights_only[0]) == fixture::params_of(*reps[0]));
+
+    for (const char* name : {"optimizer/bias", "optimizer/adam_v/dense/kernel"}) {
+        INFO(name);
+        auto contents = checkpoint::load(path);
+        std::vector<checkpoint::TensorRef> refs;
+        for (auto& t : contents.tensors) {
+            if (t.name == name) t.data[2] = std::string(name) == "optimizer/bias" ? NAN : INFINITY;
+            refs.push_back({t.name, t.shape, t.data.data()});
+        }
+        const std::string bad = (dir.path / "bad.safetensors").string();
+        checkpoint::save(bad, refs, contents.metadata);
+        auto again = fixture::replicas(cfg, 1);
+        const auto before = fixture::params_of(*again[0]);
+        REQUIRE_THROWS_WITH(train::restore(bad, again, cfg, true),
+                            bad + ": tensor '" + name + "' holds " +
+                                (std::string(name) == "optimizer/bias" ? "NaN" : "Inf") +
+                                " at index 2; the file is damaged, use an earlier checkpoint");
+        REQUIRE(fixture::params_of(*again[0]) == before);  // nothing written into the replica
+    }
 }
 
 TEST_CASE("A checkpoint keeps its resolved config; restore names the keys a later config changed") {
