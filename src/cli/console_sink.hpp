@@ -20,7 +20,7 @@ protected:
         std::FILE* stream = msg.level >= spdlog::level::warn ? stderr : stdout;
         if (stream == stderr) std::fflush(stdout);
         std::fwrite(text.data(), 1, text.size(), stream);
-        if (stream == stderr) std::fflush(stderr);
+        std::fflush(stream);  // a line is out once logged, even if the process dies next (spdlog's own sinks do so)
     }
     void flush_() override {
         std::fflush(stdout);

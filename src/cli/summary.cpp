@@ -41,6 +41,7 @@ int run_summary(SummaryArgs& args) {
     std::snprintf(label, sizeof label, "optimizer state (%s, %zu x weights)", cfg.optimizer.type.c_str(),
                   m.optimizer_slots);
     print_line(label, m.optimizer_bytes);
+    if (m.state_bytes > 0) print_line("non-trainable state (batch norm)", m.state_bytes);
     print_line("activations (outputs + gradients)", m.activation_bytes);
     print_line("layer scratch", m.scratch_bytes);
     print_line("layer workspace (shared)", m.workspace_bytes);

@@ -3,6 +3,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -42,7 +44,10 @@ bool bounded(const YAML::Node& node, int depth, size_t& budget) {
 // the Unicode line and paragraph separators escaped; cut after kMaxValueChars.
 std::string printable(const std::string& text) {
     std::string out;
-    for (size_t i = 0; i < text.size() && out.size() < kMaxValueChars; ++i) {
+    size_t i = 0;
+    for (; i < text.size(); ++i) {
+        // Cut before a character that starts past the limit (never inside one: UTF-8 continuation bytes are 10xxxxxx).
+        if (out.size() >= kMaxValueChars && (static_cast<unsigned char>(text[i]) & 0xc0) != 0x80) break;
         const auto u = static_cast<unsigned char>(text[i]);
         char hex[12];
         if (u < 0x20 || u == 0x7f) {
@@ -61,7 +66,7 @@ std::string printable(const std::string& text) {
             out += text[i];
         }
     }
-    return out.size() < kMaxValueChars ? out : out + "...";
+    return i < text.size() ? out + "..." : out;
 }
 
 std::string flow_text(const YAML::Node& node) {
@@ -100,6 +105,17 @@ std::string canonical(const std::string& text) {
     for (char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (lower == "true" || lower == "yes" || lower == "on") return "true";
     if (lower == "false" || lower == "no" || lower == "off") return "false";
+    // Whole numbers exactly (a 64-bit seed is past what a double holds), with any sign or leading zeros.
+    {
+        const char* begin = text.data() + (text.size() > 1 && text[0] == '+' ? 1 : 0);
+        const char* end = text.data() + text.size();
+        int64_t i = 0;
+        uint64_t u = 0;
+        if (auto r = std::from_chars(begin, end, i); r.ec == std::errc() && r.ptr == end && begin != end)
+            return std::to_string(i);
+        if (auto r = std::from_chars(begin, end, u); r.ec == std::errc() && r.ptr == end && begin != end)
+            return std::to_string(u);
+    }
     if (!text.empty()) {
         char* end = nullptr;
         const double v = std::strtod(text.c_str(), &end);

@@ -1,11 +1,71 @@
 #include "core/host_memory.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 
 #include "core/error.hpp"
 
 namespace gputrain {
+
+namespace {
+
+// A number from a cgroup file ("max", or unreadable: none).
+bool read_bytes(const std::string& path, size_t& out) {
+    std::ifstream in(path);
+    std::string text;
+    if (!(in >> text) || text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return false;
+    out = std::stoull(text);
+    return true;
+}
+
+// A key's value in a cgroup's memory.stat, 0 when absent.
+size_t stat_value(const std::string& path, const std::string& key) {
+    std::ifstream in(path);
+    std::string name;
+    size_t value = 0;
+    while (in >> name >> value)
+        if (name == key) return value;
+    return 0;
+}
+
+// What the memory cgroup of this process, and each one above it, still lets
+// it take (the least of limit - working set, where the working set is the
+// usage less the inactive page cache the kernel reclaims first, as container
+// runtimes count it): a container's or a job's limit, which /proc/meminfo
+// does not show. SIZE_MAX when no limit is found.
+size_t cgroup_headroom() {
+    std::ifstream self("/proc/self/cgroup");
+    std::string line, v2, v1;
+    while (std::getline(self, line)) {
+        if (line.rfind("0::", 0) == 0) v2 = line.substr(3);
+        const auto at = line.find(":memory:");
+        if (at != std::string::npos) v1 = line.substr(at + 8);
+    }
+    size_t headroom = SIZE_MAX;
+    const auto walk = [&](std::string dir, const char* limit_file, const char* usage_file, const char* inactive) {
+        for (;;) {
+            size_t limit = 0, usage = 0;
+            if (read_bytes(dir + "/" + limit_file, limit) && read_bytes(dir + "/" + usage_file, usage)) {
+                const size_t cache = std::min(usage, stat_value(dir + "/memory.stat", inactive));
+                const size_t working = usage - cache;
+                headroom = std::min(headroom, limit > working ? limit - working : 0);
+            }
+            const auto slash = dir.find_last_of('/');
+            if (slash == std::string::npos || dir.size() <= std::string("/sys/fs/cgroup").size()) return;
+            dir.resize(slash);
+        }
+    };
+    if (!v2.empty())
+        walk("/sys/fs/cgroup" + (v2 == "/" ? std::string() : v2), "memory.max", "memory.current", "inactive_file");
+    if (!v1.empty())
+        walk("/sys/fs/cgroup/memory" + (v1 == "/" ? std::string() : v1), "memory.limit_in_bytes",
+             "memory.usage_in_bytes", "total_inactive_file");
+    return headroom;
+}
+
+}  // namespace
 
 size_t host_memory_available() {
     std::ifstream meminfo("/proc/meminfo");
@@ -19,7 +79,10 @@ size_t host_memory_available() {
             found = found || key == "MemAvailable:";
         }
     }
-    return found ? total : 0;
+    if (!found) return 0;
+    const size_t cgroup = cgroup_headroom();  // 1 at least: 0 would read as "unknown"
+
+    return cgroup == SIZE_MAX ? total : std::max<size_t>(std::min(total, cgroup), 1);
 }
 
 void require_host_memory(size_t bytes, const std::string& what, const std::string& hint) {

@@ -9,7 +9,9 @@
 
 namespace gputrain {
 
-// MemAvailable + SwapFree of /proc/meminfo, or 0 when that cannot be read.
+// MemAvailable + SwapFree of /proc/meminfo, or less when a memory cgroup
+// (a container's or a batch job's limit, v1 or v2) leaves less; 0 when
+// /proc/meminfo cannot be read.
 size_t host_memory_available();
 
 // Throws Error "WHAT take N, but M is available (MemAvailable + SwapFree); HINT"

@@ -39,7 +39,8 @@ Dataset make_synthetic(const Shape& sample_shape, int64_t samples, int64_t class
         throw ConfigError("data.synthetic.samples: " + std::to_string(samples) + " samples of " +
                           shape_to_string(sample_shape, false) + " are more than " + std::to_string(kMaxFloats) +
                           " values; use fewer samples");
-    require_host_memory(static_cast<size_t>((classes + samples) * elements) * sizeof(float),
+    require_host_memory(static_cast<size_t>((classes + samples) * elements) * sizeof(float) +
+                            static_cast<size_t>(samples) * sizeof(int32_t),
                         std::string("data.synthetic: ") + std::to_string(samples) + " " +
                             (split == SyntheticSplit::train ? "training" : "test") + " samples of " +
                             shape_to_string(sample_shape, false) + " and their class means",

@@ -1,5 +1,7 @@
 #include "nn/batch_norm.hpp"
 
+#include <cstddef>
+
 #include "core/error.hpp"
 
 namespace gputrain::nn {
@@ -40,7 +42,7 @@ void BatchNorm::bind(const std::vector<float*>& params, const std::vector<float*
 }
 
 void BatchNorm::set_scratch(float* scratch) {
-    const int c = channels_;
+    const ptrdiff_t c = channels_;  // 2 * c and more overflow an int past 2^30 channels
     stats_ = scratch;
     mean_invstd_ = stats_ + 2 * c + 1;
     grad_sums_ = mean_invstd_ + 2 * c;

@@ -33,7 +33,7 @@ public:
     Shape build(const Shape& input_shape) override;
     std::vector<ParamSpec> param_specs() const override;
     void bind(const std::vector<float*>& params, const std::vector<float*>& grads) override;
-    int64_t scratch_fixed() const override { return 8 * channels_ + 1; }
+    int64_t scratch_fixed() const override { return 8 * int64_t{channels_} + 1; }
     void set_scratch(float* scratch) override;
 
     void forward(const RunContext& ctx, const float* x, float* y, int rows) override;

@@ -43,12 +43,15 @@ Shape Conv2d::build(const Shape& input_shape) {
     require_int_extent(name_, type(), window, h, w);
     // One output pixel's patch is a GEMM's inner size (an int), and a sample's
     // patches the CPU's im2col columns: both must stay countable.
-    const int64_t patch = s_.kernel.h * s_.kernel.w * input_shape[2];
-    if (patch > INT32_MAX || patch * h.out * w.out > (int64_t{1} << 40))
+    int64_t patch = 0, columns = 0;
+    const bool patch_fits = elements_within({s_.kernel.h, s_.kernel.w, input_shape[2]}, INT32_MAX, patch);
+    if (!patch_fits || !elements_within({patch, h.out, w.out}, int64_t{1} << 40, columns))
         throw ConfigError("layer '" + name_ + "' (conv2d): kernel " + pair_text(s_.kernel) + " over " +
-                          std::to_string(input_shape[2]) + " input channels makes patches of " +
-                          std::to_string(patch) + " values (" + std::to_string(h.out * w.out) +
-                          " per sample), more than can be indexed; use a smaller kernel_size or fewer channels");
+                          std::to_string(input_shape[2]) + " input channels makes " +
+                          (patch_fits ? "patches of " + std::to_string(patch) + " values, " +
+                                            std::to_string(h.out * w.out) + " a sample: more than 2^40 values"
+                                      : std::string("patches of more than 2147483647 values")) +
+                          ", more than can be indexed; use a smaller kernel_size or fewer channels");
     g_.in_h = static_cast<int>(input_shape[0]);
     g_.in_w = static_cast<int>(input_shape[1]);
     g_.in_c = static_cast<int>(input_shape[2]);

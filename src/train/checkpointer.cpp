@@ -15,6 +15,7 @@
 #include <set>
 
 #include "build_config.hpp"
+#include "checkpoint/json.hpp"
 #include "checkpoint/safetensors.hpp"
 #include "config/config_diff.hpp"
 #include "core/error.hpp"
@@ -149,14 +150,16 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
         // epoch and step this is the whole random state of the run.
         {"rng_state", Rng(cfg_.training.seed).split(static_cast<uint64_t>(state.epochs_done)).serialize()},
         {"config_digest", cfg_.digest},
-        // The whole resolved config: a checkpoint says how it was trained, and
-        // evaluate/predict/--resume name what a later config changed.
-        {"config", cfg_.resolved_yaml},
         {"optimizer", replica0.optimizer().type()},
         {"loss", number(record.loss)},
         {"accuracy", number(record.accuracy)},
         {"learning_rate", number(record.learning_rate)},
     };
+    // The whole resolved config: a checkpoint says how it was trained, and
+    // evaluate/predict/--resume name what a later config changed. Metadata is
+    // UTF-8 (safetensors' JSON): a config with other bytes (a Latin-1 path)
+    // keeps its digest alone rather than fail the checkpoint.
+    if (checkpoint::json::is_valid_utf8(cfg_.resolved_yaml)) meta["config"] = cfg_.resolved_yaml;
     if (record.has_validation) {
         meta["val_loss"] = number(record.val_loss);
         meta["val_accuracy"] = number(record.val_accuracy);
@@ -365,11 +368,10 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
                 // The keys, where the checkpoint has its config (more epochs is what a resume is for).
                 diff = config::changed_keys(st.config_yaml, cfg.resolved_yaml);
                 std::erase_if(diff.changes, [](const std::string& c) { return c.rfind("training.epochs:", 0) == 0; });
-                if (diff.readable) what = diff.text();
+                if (diff.readable && !diff.changes.empty()) what = diff.text();
             }
-            if (!what.empty())  // empty: the same values written differently
-                *warning = path + " was written with a different config (" + what +
-                           "); continuing with the current config";
+            *warning = path + " was written with a different config (" + what +
+                       "); continuing with the current config";
         }
     }
     return st;

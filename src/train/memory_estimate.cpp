@@ -32,6 +32,7 @@ MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_re
     m.optimizer_slots = with_optimizer ? optimizer->state().size() : 0;
     m.weight_bytes = m.gradient_bytes = m.params * sizeof(float);
     m.optimizer_bytes = m.optimizer_slots * m.params * sizeof(float);
+    m.state_bytes = model.state_count() * sizeof(float);
     m.activation_bytes = model.activation_floats() * sizeof(float);
     m.scratch_bytes = model.scratch_floats() * sizeof(float);
     m.workspace_bytes = model.workspace_bytes();

@@ -142,9 +142,11 @@ std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunC
         std::error_code ec;
         size_t file_bytes = checkpoint.empty() ? 0 : static_cast<size_t>(std::filesystem::file_size(checkpoint, ec));
         if (ec) file_bytes = 0;
-        // Inference reads the weights alone from it.
-        if (use == ReplicaUse::inference) file_bytes = std::min(file_bytes, need.weight_bytes);
-        check_host_memory(cfg, need, sharing, host_memory_available(), file_bytes);
+        // Inference reads the weights (and batch norm's statistics) alone from it.
+        if (use == ReplicaUse::inference) file_bytes = std::min(file_bytes, need.weight_bytes + need.state_bytes);
+        // Each local worker reads its own copy.
+        const int local_workers = processes_ ? processes_->local_size() : 1;
+        check_host_memory(cfg, need, sharing, host_memory_available(), file_bytes * static_cast<size_t>(local_workers));
         auto comms = dist::make_local_communicators(n);
         // Across workers: this process's sum first, then one MPI all-reduce per process.
         if (processes_) comms = dist::make_hierarchical_communicators(std::move(comms), *processes_);

@@ -42,6 +42,11 @@ TEST_CASE("changed_keys: the same number or boolean written another way is no ch
     CHECK(changed_keys("a: {units: 128, bias: no}\n", "a: {units: 129, bias: true}\n").changes ==
           Changes{"a.units: 128 -> 129", "a.bias: no -> true"});
     CHECK(changed_keys("a: '1 '\n", "a: 1\n").changes.size() == 1);  // text with a space is not the number
+    // Whole numbers compare exactly: 64-bit seeds differ past what a double holds.
+    CHECK(changed_keys("seed: 18446744073709551615\n", "seed: 18446744073709551614\n").changes ==
+          Changes{"seed: 18446744073709551615 -> 18446744073709551614"});
+    CHECK(changed_keys("seed: 9007199254740993\n", "seed: 9007199254740992\n").changes.size() == 1);
+    CHECK(changed_keys("seed: +007\n", "seed: 7\n").changes.empty());
 }
 
 TEST_CASE("changed_keys: an earlier text that cannot be compared is said to be so, with no changes") {
@@ -74,6 +79,11 @@ TEST_CASE("changed_keys: keys and values are shown on one line, escaped, long on
     const auto long_value = changed_keys("a: " + std::string(500, 'v') + "\n", "a: 1\n");
     REQUIRE(long_value.changes.size() == 1);
     CHECK(long_value.changes[0] == "a: " + std::string(120, 'v') + "... -> 1");
+    // Exactly the limit: nothing cut. A cut never splits a character (here 2-byte ones).
+    CHECK(changed_keys("a: " + std::string(120, 'v') + "\n", "a: 1\n").changes[0] == "a: " + std::string(120, 'v') + " -> 1");
+    std::string e_acute;
+    for (int i = 0; i < 100; ++i) e_acute += "\xc3\xa9";
+    CHECK(changed_keys("a: " + e_acute + "\n", "a: 1\n").changes[0] == "a: " + e_acute.substr(0, 120) + "... -> 1");
 }
 
 TEST_CASE("changed_model_keys keeps what changes the weights' meaning: model, loss, data.scale") {

@@ -179,12 +179,13 @@ TEST_CASE("The model's output must be one vector per sample, and layer names can
 TEST_CASE("Sizes that cannot be indexed are config errors: conv patches, a shard's buffers, a dense layer's rows") {
     // 46341^2 > 2^31: the patch of one output pixel overflows an int.
     REQUIRE(message_of({1, 1, 1}, {conv({{"filters", "1"}, {"kernel_size", "46341"}, {"padding", "same"}})}) ==
-            "test.yaml:3:7: layer 'conv2d' (conv2d): kernel 46341x46341 over 1 input channels makes patches of "
-            "2147488281 values (1 per sample), more than can be indexed; use a smaller kernel_size or fewer channels");
+            "test.yaml:3:7: layer 'conv2d' (conv2d): kernel 46341x46341 over 1 input channels makes patches of more "
+            "than 2147483647 values, more than can be indexed; use a smaller kernel_size or fewer channels");
     REQUIRE(message_of({1, 1, 1048576}, {conv({{"filters", "1"}, {"kernel_size", "1"}}), layer("flatten")}) == "no error");
     // 2^21 output pixels of 2^20-value patches: 2^41 im2col values a sample.
     REQUIRE_THAT(message_of({2048, 1024, 1}, {conv({{"filters", "1"}, {"kernel_size", "1024"}, {"padding", "same"}})}),
-                 Catch::Contains("makes patches of 1048576 values (2097152 per sample), more than can be indexed"));
+                 Catch::Contains("makes patches of 1048576 values, 2097152 a sample: more than 2^40 values, more than can be "
+                                 "indexed"));
     // 2^20 samples of 2^21 values: 2^41 in one buffer.
     REQUIRE(message_of({2048, 1024}, {layer("flatten"), layer("dense", {{"units", "2"}})}, int64_t{1} << 20) ==
             "training.batch_size: 1048576 samples per replica of the input (None, 2048, 1024) are more than "

@@ -143,6 +143,17 @@ TEST_CASE("A checkpoint keeps its resolved config; restore names the keys a late
     fixture::fit(cfg, reps, data, dir.path.string());
     const std::string path = (dir.path / "last.safetensors").string();
     REQUIRE(checkpoint::load(path).metadata.at("config") == cfg.resolved_yaml);
+    {
+        // Bytes that are not UTF-8 (a Latin-1 path): safetensors' JSON cannot hold them; the digest stays.
+        auto latin1 = cfg;
+        latin1.resolved_yaml = "run_dir: /tmp/caf\xe9\n";
+        fixture::TempDir other;
+        auto r = fixture::replicas(latin1, 1);
+        fixture::fit(latin1, r, data, other.path.string());
+        const auto meta = checkpoint::load((other.path / "last.safetensors").string()).metadata;
+        CHECK(meta.count("config") == 0);
+        CHECK(meta.at("config_digest") == "test-digest");
+    }
 
     auto later = cfg;
     later.digest = "other-digest";
