@@ -92,11 +92,11 @@ void require_host_memory(size_t bytes, const std::string& what, const std::strin
                 " is available (MemAvailable + SwapFree); " + hint);
 }
 
-std::string human_bytes(size_t bytes) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+std::string human_bytes(size_t bytes, bool one_decimal) {
+    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     double value = static_cast<double>(bytes);
     int unit = 0;
-    while (value >= 1024.0 && unit < 4) {
+    while (value >= 1024.0 && unit < 6) {
         value /= 1024.0;
         ++unit;
     }
@@ -104,7 +104,7 @@ std::string human_bytes(size_t bytes) {
     if (unit == 0)
         std::snprintf(buf, sizeof buf, "%zu B", bytes);
     else
-        std::snprintf(buf, sizeof buf, value < 10 ? "%.2f %s" : "%.1f %s", value, units[unit]);
+        std::snprintf(buf, sizeof buf, value < 10 && !one_decimal ? "%.2f %s" : "%.1f %s", value, units[unit]);
     return buf;
 }
 

@@ -18,7 +18,8 @@ size_t host_memory_available();
 // when `bytes` is more than host_memory_available() (nothing when unknown).
 void require_host_memory(size_t bytes, const std::string& what, const std::string& hint);
 
-// "397.5 KiB", "1.20 GiB", "512 B".
-std::string human_bytes(size_t bytes);
+// "397.5 KiB", "1.20 GiB", "512 B" (`one_decimal`: "1.2 GiB", as the
+// nvidia-smi-like device table prints memory).
+std::string human_bytes(size_t bytes, bool one_decimal = false);
 
 }  // namespace gputrain

@@ -6,6 +6,7 @@
 #include <string>
 #include <thread>
 
+#include "core/host_memory.hpp"
 #include "device/devices.hpp"
 
 namespace gputrain::device {
@@ -30,17 +31,6 @@ CpuInfo cpu_info() {
     return info;
 }
 
-std::string format_bytes(uint64_t bytes) {
-    const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-    double v = static_cast<double>(bytes);
-    int u = 0;
-    while (v >= 1024.0 && u < 4) {
-        v /= 1024.0;
-        ++u;
-    }
-    char buf[32];
-    std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-    return buf;
-}
+std::string format_bytes(uint64_t bytes) { return human_bytes(static_cast<size_t>(bytes), /*one_decimal=*/true); }
 
 }  // namespace gputrain::device

@@ -13,6 +13,7 @@
 #include "backend/cuda/kernels.hpp"
 #include "backend/cuda/lt_epilogue_gemm.hpp"
 #include "backend/gemm_input_cast.hpp"
+#include "core/host_memory.hpp"
 
 namespace gputrain {
 
@@ -27,17 +28,6 @@ constexpr size_t kCublasWorkspaceBytes = 32u << 20;
 // of 128 channels' two sums; wider layers use fewer chunks, which their many
 // columns make up for).
 constexpr size_t kColumnScratchFloats = size_t{256} << 10;
-
-std::string format_bytes(size_t bytes) {
-    static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
-    double value = static_cast<double>(bytes);
-    int unit = 0;
-    while (value >= 1024.0 && unit < 5) {
-        value /= 1024.0;
-        ++unit;
-    }
-    return unit == 0 ? fmt::format("{} bytes", bytes) : fmt::format("{:.2f} {}", value, units[unit]);
-}
 
 }  // namespace
 
@@ -174,8 +164,8 @@ void CudaBackend::throw_out_of_memory(size_t bytes) const {
     const DevicePoolStats s = pool_.stats();
     throw Error(fmt::format("{}: out of GPU memory: {} ({} bytes) requested, {} of {} free, {} already in use by "
                             "this replica; lower training.batch_size or use a smaller model",
-                            name(), format_bytes(bytes), bytes, format_bytes(free_bytes), format_bytes(total_bytes),
-                            format_bytes(s.bytes_in_use)));
+                            name(), human_bytes(bytes), bytes, human_bytes(free_bytes), human_bytes(total_bytes),
+                            human_bytes(s.bytes_in_use)));
 }
 
 void CudaBackend::release(void* ptr) { pool_.release(ptr); }

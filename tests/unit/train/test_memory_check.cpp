@@ -2,8 +2,11 @@
 // from: counted on a backend that allocates nothing.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
+
 #include "backend/cpu/sizing_backend.hpp"
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 #include "nn/model.hpp"
 #include "train/memory_estimate.hpp"
 #include "train_fixture.hpp"
@@ -107,4 +110,13 @@ TEST_CASE("Replicas for inference keep no optimizer state, and are sized without
     const train::Strategy strategy(cfg, none, {"cpu", 1});
     auto reps = strategy.make_replicas(cfg, 8, "", train::ReplicaUse::inference);
     REQUIRE_THROWS_WITH(reps[0]->optimizer(), "internal: the optimizer of a replica built for inference");
+}
+
+TEST_CASE("human_bytes: two decimals below 10, one above; the device table's style; up to exbibytes") {
+    CHECK(human_bytes(512) == "512 B");
+    CHECK(human_bytes(size_t{3} << 19) == "1.50 MiB");
+    CHECK(human_bytes(size_t{3} << 29, true) == "1.5 GiB");
+    CHECK(human_bytes(size_t{397} << 10) == "397.0 KiB");
+    CHECK(human_bytes(size_t{1} << 50) == "1.00 PiB");
+    CHECK(human_bytes(SIZE_MAX) == "16.0 EiB");
 }
