@@ -80,7 +80,7 @@ int run_predict(PredictArgs& args) {
     const train::Strategy strategy(cfg, found, {args.common.device, 1});
     auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size, args.checkpoint, train::ReplicaUse::inference);
     const train::TrainingState trained = train::restore(args.checkpoint, replicas, cfg, /*with_optimizer=*/false);
-    warn_if_trained_differently(args.checkpoint, trained.config_yaml, cfg);
+    warn_if_trained_differently(args.checkpoint, trained.config_yaml, cfg, /*inputs_scaled_by_user=*/true);
 
     const std::vector<float> probabilities = train::predict_probabilities(*replicas[0], inputs.values, inputs.rows);
     write_output(args.output, probabilities, inputs.rows, replicas[0]->model().classes());

@@ -39,9 +39,11 @@ void apply_log_level(const config::RunConfig& cfg, bool quiet) {
 }
 
 void warn_if_trained_differently(const std::string& checkpoint, const std::string& trained_yaml,
-                                 const config::RunConfig& cfg) {
+                                 const config::RunConfig& cfg, bool inputs_scaled_by_user) {
     if (trained_yaml.empty()) return;  // written before checkpoints kept their config
-    const config::ConfigChanges diff = config::changed_model_keys(trained_yaml, cfg.resolved_yaml);
+    config::ConfigChanges diff = config::changed_model_keys(trained_yaml, cfg.resolved_yaml);
+    if (inputs_scaled_by_user)
+        std::erase_if(diff.changes, [](const std::string& c) { return c.rfind("data.scale:", 0) == 0; });
     if (!diff.readable) {
         spdlog::warn("warning: {}: the config stored in it is not a readable gputrain config, so it is not checked "
                      "against {}'s model",

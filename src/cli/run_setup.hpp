@@ -39,8 +39,10 @@ void require_checkpoint_file(const std::string& flag, const std::string& path);
 // evaluate and predict: warns when the checkpoint was trained with another
 // model, loss or data.scale than `cfg` has (config::changed_model_keys of the
 // config stored in it), naming the keys; the results use `cfg`'s.
+// `inputs_scaled_by_user`: predict, whose inputs may come normalized already
+// (the data.scale warning's advice is --set data.scale=1): data.scale is not compared.
 void warn_if_trained_differently(const std::string& checkpoint, const std::string& trained_yaml,
-                                 const config::RunConfig& cfg);
+                                 const config::RunConfig& cfg, bool inputs_scaled_by_user = false);
 
 // The training keys set away from their defaults that only a GPU acts on
 // (cast_gemm_inputs, gemm_epilogues, deterministic), as "training.a, training.b";

@@ -1,5 +1,7 @@
 #include "core/host_memory.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -65,6 +67,25 @@ size_t cgroup_headroom() {
     return headroom;
 }
 
+// What `ulimit -v` (RLIMIT_AS) still lets this process map: the limit less
+// its address space now (VmSize). SIZE_MAX without a limit.
+size_t address_space_headroom() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return SIZE_MAX;
+    std::ifstream status("/proc/self/status");
+    std::string key;
+    size_t kib = 0;
+    std::string unit;
+    while (status >> key) {
+        if (key == "VmSize:" && status >> kib) {
+            const size_t used = kib * 1024;
+            return limit.rlim_cur > used ? static_cast<size_t>(limit.rlim_cur) - used : 0;
+        }
+        std::getline(status, unit);
+    }
+    return SIZE_MAX;
+}
+
 }  // namespace
 
 size_t host_memory_available() {
@@ -80,16 +101,16 @@ size_t host_memory_available() {
         }
     }
     if (!found) return 0;
-    const size_t cgroup = cgroup_headroom();  // 1 at least: 0 would read as "unknown"
+    const size_t limit = std::min(cgroup_headroom(), address_space_headroom());  // 1 at least: 0 reads as "unknown"
 
-    return cgroup == SIZE_MAX ? total : std::max<size_t>(std::min(total, cgroup), 1);
+    return limit == SIZE_MAX ? total : std::max<size_t>(std::min(total, limit), 1);
 }
 
 void require_host_memory(size_t bytes, const std::string& what, const std::string& hint) {
     const size_t available = host_memory_available();
     if (available == 0 || bytes <= available) return;
     throw Error(what + " take " + human_bytes(bytes) + ", but " + human_bytes(available) +
-                " is available (MemAvailable + SwapFree); " + hint);
+                " is available (MemAvailable + SwapFree, within any cgroup or ulimit -v limit); " + hint);
 }
 
 std::string human_bytes(size_t bytes, bool one_decimal) {

@@ -10,11 +10,11 @@
 namespace gputrain {
 
 // MemAvailable + SwapFree of /proc/meminfo, or less when a memory cgroup
-// (a container's or a batch job's limit, v1 or v2) leaves less; 0 when
-// /proc/meminfo cannot be read.
+// (a container's or a batch job's limit, v1 or v2) or `ulimit -v` leaves
+// less; 0 when /proc/meminfo cannot be read.
 size_t host_memory_available();
 
-// Throws Error "WHAT take N, but M is available (MemAvailable + SwapFree); HINT"
+// Throws Error "WHAT take N, but M is available (MemAvailable + SwapFree, within any cgroup or ulimit -v limit); HINT"
 // when `bytes` is more than host_memory_available() (nothing when unknown).
 void require_host_memory(size_t bytes, const std::string& what, const std::string& hint);
 

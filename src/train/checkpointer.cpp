@@ -137,7 +137,7 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
     for (const auto& ref : tensors.refs)
         for (size_t i = 0, n = static_cast<size_t>(shape_elements(ref.shape)); i < n; ++i)
             if (!std::isfinite(ref.data[i]))
-                throw Error("not writing '" + path + "': the weights or optimizer state hold NaN or Inf; the "
+                throw Error("not writing '" + path + "': the weights or optimizer state hold NaN or Inf; any "
                             "previous checkpoint is left as it was");
     std::map<std::string, std::string> meta{
         {"format", "gputrain-checkpoint/1"},

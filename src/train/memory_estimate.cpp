@@ -81,7 +81,7 @@ void check_host_memory(const config::RunConfig& cfg, const MemoryEstimate& m, in
                        breakdown(cfg, m) + ")" +
                        (checkpoint_bytes ? ", with " + human_bytes(checkpoint_bytes) + " to read the checkpoint" : "") +
                        ", but " + human_bytes(available) +
-                       " is available (MemAvailable + SwapFree); " + what_to_lower(cfg, m);
+                       " is available (MemAvailable + SwapFree, within any cgroup or ulimit -v limit); " + what_to_lower(cfg, m);
     if (replicas > 1) text += ", or use fewer replicas (--replicas)";
     throw Error(text);
 }

@@ -70,6 +70,8 @@ expect_in "$TMP/both" "normalized_f4.npy: every value is within [-1, 1] before d
 run_expect 0 predict "$config" --checkpoint "$ckpt" --input "$TMP/normalized_f4.npy" --output "$TMP/norm1.csv" \
   --device cpu --set data.scale=1
 if grep -q "every value is within" "$TMP/out" "$TMP/err"; then fail "warned with data.scale=1"; fi
+# Following that advice is no model change: no warning at all.
+[ ! -s "$TMP/err" ] || fail "predict with data.scale=1 warned: $(cat "$TMP/err")"
 
 step "rows are distributions, formats agree, accuracy equals evaluate's"
 python3 - "$TMP" "$labels" <<'PY' || fail "predictions are not as expected"

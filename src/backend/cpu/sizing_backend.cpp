@@ -1,6 +1,7 @@
 #include "backend/cpu/sizing_backend.hpp"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <new>
@@ -15,10 +16,13 @@ SizingBackend::~SizingBackend() {
 }
 
 void* SizingBackend::allocate_bytes(size_t bytes) {
-    const size_t length = std::max<size_t>(bytes, 1);
-    // Address space only: inaccessible pages reserve neither memory nor swap.
+    // One inaccessible page a block, whatever its size: nothing is ever read
+    // or written through these pointers (only offsets are taken from them),
+    // so a model of any size is sized without memory, swap or address space
+    // (a `ulimit -v` or 1000 layers of 64 GiB would run out of the last).
+    const size_t length = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
     void* p = ::mmap(nullptr, length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) throw std::bad_alloc();  // more than the address space
+    if (p == MAP_FAILED) throw std::bad_alloc();
     blocks_[p] = length;
     allocated_ += bytes;
     return p;

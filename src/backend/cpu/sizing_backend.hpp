@@ -2,9 +2,10 @@
 // that a Model and its optimizer can be built only to learn their sizes
 // (`gputrain summary`, the memory check before training, the config check)
 // whatever they would take: a model of 100 GiB is sized in microseconds.
-// Blocks are reserved inaccessible (PROT_NONE, no swap reserved): the copies
-// and fills a constructor makes are skipped here, and anything else that
-// touches one is a bug that faults at once instead of committing memory.
+// Each block is one inaccessible page (PROT_NONE, no swap reserved), however
+// large the block asked for: the copies and fills a constructor makes are
+// skipped here, and anything else that touches a block is a bug that faults
+// (at its start) instead of committing memory.
 //
 // `casts` sizes the 16-bit GEMM copies as a GPU makes them under bf16/fp16
 // with training.cast_gemm_inputs (gemm()'s scratch and the layers' copies).

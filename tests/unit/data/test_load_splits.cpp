@@ -213,6 +213,6 @@ TEST_CASE("synthetic data larger than the memory left is refused before it is ma
     REQUIRE_THROWS_WITH(load_splits(cfg, {100000000}, Need::train),
                         Catch::StartsWith("data.synthetic: 160 training samples of (100000000) and their class means "
                                           "take 63.3 GiB, but ") &&
-                            Catch::EndsWith(" is available (MemAvailable + SwapFree); use fewer data.synthetic.samples "
+                            Catch::EndsWith(" is available (MemAvailable + SwapFree, within any cgroup or ulimit -v limit); use fewer data.synthetic.samples "
                                             "or a smaller model.input_shape"));
 }

@@ -54,7 +54,7 @@ TEST_CASE("check_host_memory: silent when it fits or nothing is known; else what
     // Weights and optimizer state dominate at 1 sample: the largest layer.
     REQUIRE_THROWS_WITH(train::check_host_memory(cfg, m, 1, each - 1),
                         Catch::StartsWith("not enough memory on the CPU: the model needs ") &&
-                            Catch::Contains("is available (MemAvailable + SwapFree); the largest layer is "
+                            Catch::Contains("is available (MemAvailable + SwapFree, within any cgroup or ulimit -v limit); the largest layer is "
                                             "model.layers[0] (dense, 112 parameters, test.yaml:3:7): make it smaller") &&
                             !Catch::Contains("--replicas"));
     REQUIRE_THROWS_WITH(train::check_host_memory(cfg, m, 2, 2 * each - 1),
