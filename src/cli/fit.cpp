@@ -168,9 +168,23 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     if (strategy.on_gpu()) spdlog::info("CUDA graphs: {}", train::step_graphs_note(cfg, *replicas[0]));
     if (!quiet) std::printf("%s", replicas[0]->model().summary().c_str());
 
+    // A run dir this fit creates is removed again (with its lock file) when the
+    // run fails before it writes anything, such as a resume whose checkpoint
+    // does not load. Declared before the locks, so that it goes after them.
+    struct NewRunDir {
+        fs::path dir;
+        bool started = false;
+        ~NewRunDir() {
+            if (dir.empty() || started) return;
+            std::error_code ec;
+            fs::remove(dir / ".gputrain.lock", ec);
+            fs::remove(dir, ec);  // only when empty: nothing else is ever removed
+        }
+    } new_run_dir;
     std::vector<std::unique_ptr<RunDirLock>> locks;  // held until training ends
     if (lead) {
         std::error_code ec;
+        if (!fs::exists(cfg.run_dir, ec)) new_run_dir.dir = cfg.run_dir;
         fs::create_directories(cfg.run_dir, ec);
         if (ec) throw Error("cannot create run dir '" + cfg.run_dir + "': " + ec.message());
         locks.push_back(std::make_unique<RunDirLock>(cfg.run_dir));
@@ -190,7 +204,8 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     // --overwrite deletes the earlier run's checkpoints only then, once the data
     // and the model are known to work.
     if (lead)
-        options.on_start = [&args, &cfg, resuming = !resume_from.empty()](const std::string& resume_warning) {
+        options.on_start = [&args, &cfg, &new_run_dir, resuming = !resume_from.empty()](const std::string& resume_warning) {
+            new_run_dir.started = true;  // what follows writes into it
             if (!resuming && args.overwrite) clear_earlier_run(args, cfg);  // without it: refused above
             // The run dir's config.yaml and the checkpoint's usually say the same: one warning.
             if (!write_resolved_config(cfg, resuming) && !resume_warning.empty())

@@ -42,6 +42,10 @@ run_expect 0 fit "$cfg" --set training.epochs=4 --set optimizer.learning_rate=0.
 expect_in "$TMP/err" "warning: $TMP/straight/last.safetensors was written with a different config (run_dir: $TMP/straight -> $TMP/elsewhere; optimizer.learning_rate: 0.01 -> 0.002); continuing with the current config"
 if grep -q "Resuming from" "$TMP/out"; then fail "--quiet printed: $(cat "$TMP/out")"; fi
 
+step "a --resume that fails into a new run dir leaves no folder behind"
+run_expect 1 fit "$cfg" --run-dir "$TMP/never-made" --resume "$TMP/straight/last.safetensors" --set "model.layers[1].units=9"
+[ ! -e "$TMP/never-made" ] || fail "a failed resume left $TMP/never-made: $(ls -A "$TMP/never-made")"
+
 step "--resume with nothing to resume from -> 2"
 run_expect 2 fit "$cfg" --run-dir "$TMP/empty-run" --resume
 
