@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/run_setup.hpp"
+#include "core/host_memory.hpp"
 #include "data/loader.hpp"
 #include "device/devices.hpp"
 #include "nn/model.hpp"
@@ -20,7 +21,7 @@ struct SummaryArgs {
 };
 
 void print_line(const char* what, size_t bytes) {
-    std::printf("  %-36s %12zu bytes  %10s\n", what, bytes, train::human_bytes(bytes).c_str());
+    std::printf("  %-36s %12zu bytes  %10s\n", what, bytes, human_bytes(bytes).c_str());
 }
 
 int run_summary(SummaryArgs& args) {

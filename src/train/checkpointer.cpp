@@ -52,10 +52,10 @@ HostTensors gather(Replica& r) {
         out.storage.push_back(std::move(host));
         return out.storage.back().data();
     };
-    out.storage.reserve(2 + r.optimizer().state().size());  // views into it stay valid
+    const auto slots = r.optimizer().state();
+    out.storage.reserve(2 + slots.size());  // views into it stay valid
     const float* params = host_view(model.param_data(), model.param_count());
     const float* state = host_view(model.state_data(), model.state_count());
-    auto slots = r.optimizer().state();
     std::vector<const float*> slot_data;
     for (const auto& slot : slots) slot_data.push_back(host_view(slot.data, model.param_count()));
     for (const auto& view : model.params()) out.refs.push_back({view.name, view.shape, params + view.offset});
@@ -326,10 +326,11 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     std::vector<Placed> placed;
     for (const auto& view : model.params()) placed.push_back({&checked(view.name, view.shape), 0, view.offset});
     for (const auto& view : model.state()) placed.push_back({&checked(view.name, view.shape), 1, view.offset});
-    const size_t slot_count = with_optimizer ? first.optimizer().state().size() : 0;
+    const auto first_slots = with_optimizer ? first.optimizer().state() : std::vector<optim::StateSlot>{};
+    const size_t slot_count = first_slots.size();
     for (size_t s = 0; s < slot_count; ++s)
         for (const auto& view : model.params())
-            placed.push_back({&checked("optimizer/" + first.optimizer().state()[s].name + "/" + view.name, view.shape),
+            placed.push_back({&checked("optimizer/" + first_slots[s].name + "/" + view.name, view.shape),
                               static_cast<int>(2 + s), view.offset});
     for (auto& r : replicas) {
         const auto slots = slot_count ? r->optimizer().state() : std::vector<optim::StateSlot>{};

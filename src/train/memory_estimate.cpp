@@ -6,6 +6,7 @@
 
 #include "backend/cpu/sizing_backend.hpp"
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 #include "nn/layer_args.hpp"
 #include "nn/model.hpp"
 #include "optim/optimizer.hpp"

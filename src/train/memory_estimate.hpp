@@ -10,7 +10,6 @@
 #include <string>
 
 #include "config/run_config.hpp"
-#include "core/host_memory.hpp"
 
 namespace gputrain::train {
 
@@ -62,9 +61,5 @@ void check_host_memory(const config::RunConfig& cfg, const MemoryEstimate& m, in
 // with its sizes and largest layer rather than at the allocation that fails.
 void check_device_memory(const config::RunConfig& cfg, const MemoryEstimate& m, const std::string& device,
                          size_t free_bytes);
-
-// host_memory_available() and human_bytes() are in core/host_memory.hpp.
-using gputrain::host_memory_available;
-using gputrain::human_bytes;
 
 }  // namespace gputrain::train

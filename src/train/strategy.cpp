@@ -6,6 +6,7 @@
 
 #include "backend/cpu/cpu_backend.hpp"
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 #include "data/loader.hpp"
 #include "dist/hierarchical_communicator.hpp"
 #include "dist/local_communicator.hpp"

@@ -11,8 +11,10 @@
 
 namespace gputrain {
 
+SizingBackend::SizingBackend(bool casts) : casts_(casts), page_(static_cast<size_t>(::sysconf(_SC_PAGESIZE))) {}
+
 SizingBackend::~SizingBackend() {
-    for (const auto& [address, length] : blocks_) ::munmap(address, length);
+    for (void* address : blocks_) ::munmap(address, page_);
 }
 
 void* SizingBackend::allocate_bytes(size_t bytes) {
@@ -20,19 +22,16 @@ void* SizingBackend::allocate_bytes(size_t bytes) {
     // or written through these pointers (only offsets are taken from them),
     // so a model of any size is sized without memory, swap or address space
     // (a `ulimit -v` or 1000 layers of 64 GiB would run out of the last).
-    const size_t length = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-    void* p = ::mmap(nullptr, length, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* p = ::mmap(nullptr, page_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
-    blocks_[p] = length;
+    blocks_.insert(p);
     allocated_ += bytes;
     return p;
 }
 
 void SizingBackend::release(void* ptr) {
-    const auto it = blocks_.find(ptr);
-    if (it == blocks_.end()) throw Error("internal: SizingBackend: release of a block it did not hand out");
-    ::munmap(it->first, it->second);
-    blocks_.erase(it);
+    if (blocks_.erase(ptr) == 0) throw Error("internal: SizingBackend: release of a block it did not hand out");
+    ::munmap(ptr, page_);
 }
 
 size_t SizingBackend::gemm_scratch_bytes(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb) const {

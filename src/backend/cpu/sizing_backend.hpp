@@ -12,7 +12,7 @@
 #pragma once
 
 #include <cstddef>
-#include <map>
+#include <set>
 
 #include "backend/cpu/cpu_backend.hpp"
 
@@ -20,7 +20,7 @@ namespace gputrain {
 
 class SizingBackend final : public CpuBackend {
 public:
-    explicit SizingBackend(bool casts = false) : casts_(casts) {}
+    explicit SizingBackend(bool casts = false);
     ~SizingBackend() override;
     SizingBackend(const SizingBackend&) = delete;
     SizingBackend& operator=(const SizingBackend&) = delete;
@@ -44,7 +44,8 @@ public:
 private:
     bool casts_;
     size_t allocated_ = 0, reserved_ = 0;
-    std::map<void*, size_t> blocks_;  // address -> mapped length
+    size_t page_;                 // the length mapped for every block
+    std::set<void*> blocks_;
 };
 
 }  // namespace gputrain

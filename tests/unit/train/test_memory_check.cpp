@@ -68,7 +68,7 @@ TEST_CASE("check_host_memory: silent when it fits or nothing is known; else what
 }
 
 TEST_CASE("host_memory_available reads /proc/meminfo") {
-    const size_t available = train::host_memory_available();
+    const size_t available = host_memory_available();
     CHECK(available > 0);  // Linux
     CHECK(available < (size_t{1} << 50));
 }
