@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "data/dataset.hpp"
 #include "device/devices.hpp"
+#include "nn/resolve_layers.hpp"
 #include "train/checkpointer.hpp"
 #include "train/interrupt.hpp"
 #include "train/step_graphs.hpp"
@@ -68,7 +69,7 @@ bool keep_previous_config(const fs::path& path, const config::RunConfig& cfg) {
     if (!in) return false;
     const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     in.close();
-    config::ConfigChanges diff = config::changed_keys(before, cfg.resolved_yaml);
+    config::ConfigChanges diff = config::changed_keys(before, cfg.resolved_yaml, nn::resolved_again);
     // More epochs is what a resume is for, as the digest also says.
     std::erase_if(diff.changes, [](const std::string& c) { return c.rfind("training.epochs:", 0) == 0; });
     if (diff.readable && diff.changes.empty()) return false;

@@ -10,6 +10,7 @@
 #include "config/config_diff.hpp"
 #include "config/load.hpp"
 #include "nn/model.hpp"
+#include "nn/resolve_layers.hpp"
 #include "config/resolved_yaml.hpp"
 #include "core/error.hpp"
 
@@ -17,11 +18,6 @@ namespace gputrain::cli {
 
 config::RunConfig load_config(const CommonOptions& options) {
     config::RunConfig cfg = config::load(options.config_path, options.overrides);
-    if (!options.run_dir.empty()) {
-        cfg.run_dir = options.run_dir;
-        cfg.resolved_yaml = config::resolved_yaml(cfg);  // the copy in the run dir names the run dir used
-    }
-    if (cfg.checkpoint.dir.empty()) cfg.checkpoint.dir = cfg.run_dir;
     if (options.replicas > cfg.training.batch_size)
         throw ConfigError("--replicas: " + std::to_string(options.replicas) + " replicas for a global batch of " +
                           std::to_string(cfg.training.batch_size) +
@@ -29,6 +25,13 @@ config::RunConfig load_config(const CommonOptions& options) {
     // Layer and loss errors are config errors too: report them before any data is read.
     SizingBackend sizing;  // sizes only: a model too large for this machine is reported later, by the memory check
     nn::Model check(cfg.model, cfg.loss, sizing, 1, cfg.training.seed);
+    // Layer defaults into the resolved config and its digest, which leaves --run-dir out.
+    nn::resolve_layers(cfg);
+    if (!options.run_dir.empty()) {
+        cfg.run_dir = options.run_dir;
+        cfg.resolved_yaml = config::resolved_yaml(cfg);  // the copy in the run dir names the run dir used
+    }
+    if (cfg.checkpoint.dir.empty()) cfg.checkpoint.dir = cfg.run_dir;
     return cfg;
 }
 
@@ -41,7 +44,7 @@ void apply_log_level(const config::RunConfig& cfg, bool quiet) {
 void warn_if_trained_differently(const std::string& checkpoint, const std::string& trained_yaml,
                                  const config::RunConfig& cfg, bool inputs_scaled_by_user) {
     if (trained_yaml.empty()) return;  // written before checkpoints kept their config
-    config::ConfigChanges diff = config::changed_model_keys(trained_yaml, cfg.resolved_yaml);
+    config::ConfigChanges diff = config::changed_model_keys(trained_yaml, cfg.resolved_yaml, nn::resolved_again);
     if (inputs_scaled_by_user)
         std::erase_if(diff.changes, [](const std::string& c) { return c.rfind("data.scale:", 0) == 0; });
     if (!diff.readable) {

@@ -139,13 +139,19 @@ bool flat(const std::string& yaml, bool need_model, Flat& out) {
     return true;
 }
 
-ConfigChanges compare(const std::string& before_yaml, const std::string& after_yaml, bool need_model) {
+ConfigChanges compare(const std::string& before_yaml, const std::string& after_yaml, bool need_model,
+                      const Resolve& resolve) {
     ConfigChanges result;
     Flat before, after;
     try {
         // The earlier text may come from a checkpoint's metadata, which anyone can write.
         check_yaml_terminates(before_yaml, "the earlier config");
         result.readable = flat(before_yaml, need_model, before) && flat(after_yaml, false, after);
+        if (result.readable && resolve) {
+            // Only once the text is known to be a bounded mapping.
+            Flat resolved;
+            if (flat(resolve(before_yaml), need_model, resolved)) before = std::move(resolved);
+        }
     } catch (const YAML::Exception&) {
         result.readable = false;
     } catch (const ConfigError&) {
@@ -175,12 +181,13 @@ std::string ConfigChanges::text(size_t limit) const {
     return out;
 }
 
-ConfigChanges changed_keys(const std::string& before_yaml, const std::string& after_yaml) {
-    return compare(before_yaml, after_yaml, false);
+ConfigChanges changed_keys(const std::string& before_yaml, const std::string& after_yaml, const Resolve& resolve) {
+    return compare(before_yaml, after_yaml, false, resolve);
 }
 
-ConfigChanges changed_model_keys(const std::string& before_yaml, const std::string& after_yaml) {
-    ConfigChanges result = compare(before_yaml, after_yaml, true);
+ConfigChanges changed_model_keys(const std::string& before_yaml, const std::string& after_yaml,
+                                 const Resolve& resolve) {
+    ConfigChanges result = compare(before_yaml, after_yaml, true, resolve);
     std::vector<std::string> kept;
     for (auto& change : result.changes) {
         const auto starts = [&](const char* prefix) { return change.rfind(prefix, 0) == 0; };

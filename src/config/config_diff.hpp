@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,13 +30,20 @@ struct ConfigChanges {
 // compare whole. Scalars that are the same number (128, 0128, 1.28e2) or the
 // same boolean (true, yes, on) are equal. `before` may come from a checkpoint
 // that anyone can write; `after` is gputrain's own resolved YAML.
-ConfigChanges changed_keys(const std::string& before_yaml, const std::string& after_yaml);
+//
+// `resolve`, when given, turns a readable `before` into what it resolves to
+// now (nn::resolved_again: layer defaults and keys added since filled in) before
+// the comparison, so that `after`, resolved by this gputrain, is compared
+// like with like.
+using Resolve = std::function<std::string(const std::string&)>;
+ConfigChanges changed_keys(const std::string& before_yaml, const std::string& after_yaml, const Resolve& resolve = {});
 
 // The changes among them that alter what trained weights compute or how their
 // scores are taken: model.*, loss.* and data.scale (the inputs' scaling).
 // For evaluate and predict, whose config may differ from training's in
 // everything else (data paths, batch size, epochs). `before` without a model
 // section is not readable.
-ConfigChanges changed_model_keys(const std::string& before_yaml, const std::string& after_yaml);
+ConfigChanges changed_model_keys(const std::string& before_yaml, const std::string& after_yaml,
+                                 const Resolve& resolve = {});
 
 }  // namespace gputrain::config

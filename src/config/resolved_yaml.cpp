@@ -92,11 +92,16 @@ private:
         for (const auto& layer : m.layers) {
             out_ << YAML::Flow << YAML::BeginMap;
             key("type") << layer.type;
-            if (!layer.name.empty()) key("name") << layer.name;
-            for (const auto& [k, v] : layer.params) {
-                out_ << YAML::Key << k << YAML::Value;
-                param(v);
-            }
+            const std::string& name = layer.resolved_name.empty() ? layer.name : layer.resolved_name;
+            if (!name.empty()) key("name") << name;
+            const auto emit = [&](const auto& params) {
+                for (const auto& [k, v] : params) {
+                    out_ << YAML::Key << k << YAML::Value;
+                    param(v);
+                }
+            };
+            if (layer.resolved_name.empty()) emit(layer.params);
+            else emit(layer.resolved_params);
             out_ << YAML::EndMap;
         }
         out_ << YAML::EndSeq << YAML::EndMap;

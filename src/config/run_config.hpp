@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/shape.hpp"
@@ -22,6 +23,11 @@ struct LayerSpec {
     std::string name;                           // "" = auto ("dense", "dense_1", ...)
     std::map<std::string, std::string> params;  // key -> scalar text
     std::map<std::string, std::string> where;   // key -> "file:line:col" ("" key = the layer itself)
+    // Filled by nn::resolve_layers once the layer has been built: its name
+    // (auto names included) and every parameter it took, defaults included,
+    // in one spelling; the resolved YAML writes these when present.
+    std::string resolved_name;
+    std::vector<std::pair<std::string, std::string>> resolved_params;
 };
 
 struct ModelConfig {

@@ -72,50 +72,62 @@ int64_t LayerArgs::positive_int(const std::string& key) {
     const bool parsed = parse_int(*text, v);
     if (parsed ? v > kMaxLayerInt : all_digits(*text) && (*text)[0] != '-') fail(key, *text + kTooLarge);
     if (!parsed || v <= 0) fail(key, "expected a positive integer, got '" + *text + "'");
+    record(key, std::to_string(v));
     return v;
 }
 
 double LayerArgs::number(const std::string& key, double fallback, double lo, double hi) {
     const std::string* text = find(key);
-    if (!text) return fallback;
+    if (!text) {
+        record(key, config::format_number(fallback));
+        return fallback;
+    }
     char* end = nullptr;
     const double v = std::strtod(text->c_str(), &end);
     if (text->empty() || *end != '\0') fail(key, "expected a number, got '" + *text + "'");
     if (!(v >= lo && v < hi))
         fail(key, "must be in [" + std::to_string(lo).substr(0, 3) + ", " + std::to_string(hi).substr(0, 3) +
                       "), got " + *text);
+    record(key, config::format_number(v));
     return v;
 }
 
 bool LayerArgs::flag(const std::string& key, bool fallback) {
     const std::string* text = find(key);
-    if (!text) return fallback;
+    const std::optional<bool> value = text ? config::parse_bool(*text) : fallback;
     // As every other boolean of the config: true/false, yes/no, on/off.
-    if (const auto value = config::parse_bool(*text)) return *value;
+    if (value) {
+        record(key, *value ? "true" : "false");
+        return *value;
+    }
     fail(key, "expected true or false, got '" + *text + "'");
 }
 
 std::string LayerArgs::word(const std::string& key, const std::string& fallback) {
     const std::string* text = find(key);
+    record(key, text ? *text : fallback);
     return text ? *text : fallback;
 }
 
 std::string LayerArgs::choice(const std::string& key, const std::string& fallback,
                               const std::vector<std::string>& choices) {
     const std::string* text = find(key);
-    if (!text) return fallback;
     for (const auto& c : choices)
-        if (*text == c) return c;
+        if (text ? *text == c : fallback == c) {
+            record(key, c);
+            return c;
+        }
+    if (!text) return fallback;
     fail(key, "expected " + join_names(choices, " or ") + ", got '" + *text + "'" + did_you_mean(*text, choices));
 }
 
 Activation LayerArgs::activation(const std::string& key, Activation fallback) {
     const std::string* text = find(key);
-    if (!text) return fallback;
-    Activation act;
-    if (!parse_activation(*text, act))
+    Activation act = fallback;
+    if (text && !parse_activation(*text, act))
         fail(key, "unknown activation '" + *text + "'" + did_you_mean(*text, activation_names()) +
                       "; known: " + join_names(activation_names()));
+    record(key, activation_name(act));
     return act;
 }
 
@@ -139,6 +151,7 @@ IntPair LayerArgs::int_pair(const std::string& key, std::optional<IntPair> fallb
     const std::string* text = find(key);
     if (!text) {
         if (!fallback) missing(key, key + ": 3 or " + key + ": [3, 3]");
+        record(key, std::to_string(fallback->h) + "," + std::to_string(fallback->w));
         return *fallback;
     }
     const std::vector<std::string> items = list_items(*text);
@@ -151,6 +164,7 @@ IntPair LayerArgs::int_pair(const std::string& key, std::optional<IntPair> fallb
         if (!parsed || v[i] <= 0) fail(key, expected + (items.size() == 1 ? "'" + *text + "'" : "[" + *text + "]"));
     }
     if (items.size() == 1) v[1] = v[0];
+    record(key, std::to_string(v[0]) + "," + std::to_string(v[1]));
     return {v[0], v[1]};
 }
 
@@ -165,6 +179,12 @@ std::vector<int64_t> LayerArgs::int_list(const std::string& key) {
         if (!parsed) fail(key, "expected a list of integers, got [" + *text + "]");
         out.push_back(v);
     }
+    std::string canonical;
+    for (int64_t v : out) {
+        if (!canonical.empty()) canonical += ',';
+        canonical += std::to_string(v);
+    }
+    record(key, canonical);
     return out;
 }
 

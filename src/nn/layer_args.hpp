@@ -1,11 +1,14 @@
 // LayerArgs: reads a layer's parameters from its LayerSpec, one key at a time;
 // every key must be consumed (finish() reports leftovers with "did you mean").
 // Errors read "FILE:LINE:COL: model.layers[I] (TYPE): KEY: problem".
+// It also keeps each key it read with the value the layer took, in one
+// spelling (defaults included, "3,3" for a pair), for the resolved config.
 #pragma once
 
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/activation.hpp"
@@ -36,6 +39,11 @@ public:
     std::vector<int64_t> int_list(const std::string& key);
     bool has(const std::string& key) const { return spec_.params.count(key) > 0; }
 
+    // Every key read so far, in the order read, with the value taken (given or
+    // default) in the text form config/ keeps parameters in: "true", "0.99",
+    // "relu", "3,3" (a pair, both axes written), "28,28,1".
+    const std::vector<std::pair<std::string, std::string>>& resolved() const { return resolved_; }
+
     // Throws for every key not read, listing the ones this layer type takes.
     void finish(const std::vector<std::string>& known_keys) const;
 
@@ -50,9 +58,12 @@ private:
     // as unknown (did you mean KEY?), else KEY as missing, with `example`.
     [[noreturn]] void missing(const std::string& key, const std::string& example) const;
 
+    void record(const std::string& key, std::string text) { resolved_.emplace_back(key, std::move(text)); }
+
     const config::LayerSpec& spec_;
     int index_;
     std::set<std::string> used_;
+    std::vector<std::pair<std::string, std::string>> resolved_;
 };
 
 }  // namespace gputrain::nn

@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <map>
-#include <set>
 
 #include "backend/gemm_input_cast.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "nn/layer_names.hpp"
 #include "nn/registry.hpp"
 
 namespace gputrain::nn {
@@ -36,28 +35,12 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
                           std::to_string(kMaxSampleElements) + " elements per sample; give a smaller shape");
 
     // Build the layers, naming them like Keras (dense, dense_1, ...).
-    std::map<std::string, int> type_counts;
-    std::set<std::string> names;
+    LayerNamer namer;
     Shape shape = input_shape_;
     for (size_t i = 0; i < model.layers.size(); ++i) {
         const auto& spec = model.layers[i];
         auto layer = builtin_layers().create(spec, static_cast<int>(i));
-        std::string name = spec.name;
-        if (name.empty()) {
-            const int n = type_counts[spec.type]++;
-            name = n == 0 ? spec.type : spec.type + "_" + std::to_string(n);
-            while (names.count(name)) name = spec.type + "_" + std::to_string(type_counts[spec.type]++);
-        } else if (name.find('/') != std::string::npos ||
-                   std::any_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; })) {
-            // Checkpoints name tensors LAYER/PARAM (and optimizer/adam_m/LAYER/PARAM).
-            LayerArgs(spec, static_cast<int>(i))
-                .fail("name", "'/' and control characters are not allowed in a layer name; use letters, digits, '_', "
-                              "'-' or '.'");
-        } else if (names.count(name)) {
-            LayerArgs(spec, static_cast<int>(i)).fail("name", "duplicate layer name '" + name + "'; names must be unique");
-        }
-        names.insert(name);
-        layer->set_name(name);
+        layer->set_name(namer.name(spec, static_cast<int>(i)));
         layer->set_index(static_cast<int>(i));
         try {
             shape = layer->build(shape);

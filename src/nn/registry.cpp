@@ -20,13 +20,16 @@ std::vector<std::string> LayerRegistry::types() const {
     return out;
 }
 
-std::unique_ptr<Layer> LayerRegistry::create(const config::LayerSpec& spec, int index) const {
+std::unique_ptr<Layer> LayerRegistry::create(const config::LayerSpec& spec, int index,
+                                             std::vector<std::pair<std::string, std::string>>* resolved) const {
     LayerArgs args(spec, index);
     auto it = factories_.find(spec.type);
     if (it == factories_.end())
         args.fail("type", "unknown layer type '" + spec.type + "'" + did_you_mean(spec.type, types()) +
                               "; known types: " + join_names(types()));
-    return it->second(args);
+    std::unique_ptr<Layer> layer = it->second(args);
+    if (resolved) *resolved = args.resolved();
+    return layer;
 }
 
 namespace {

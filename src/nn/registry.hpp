@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "nn/layer.hpp"
@@ -19,8 +20,11 @@ class LayerRegistry {
 public:
     void add(const std::string& type, LayerFactory factory) { factories_[type] = std::move(factory); }
     std::vector<std::string> types() const;
-    // Throws ConfigError for an unknown type, listing the known ones.
-    std::unique_ptr<Layer> create(const config::LayerSpec& spec, int index) const;
+    // Throws ConfigError for an unknown type, listing the known ones. With
+    // `resolved`, fills it with the parameters the layer took, defaults
+    // included (LayerArgs::resolved).
+    std::unique_ptr<Layer> create(const config::LayerSpec& spec, int index,
+                                  std::vector<std::pair<std::string, std::string>>* resolved = nullptr) const;
 
 private:
     std::map<std::string, LayerFactory> factories_;

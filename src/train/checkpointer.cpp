@@ -20,6 +20,7 @@
 #include "config/config_diff.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "nn/resolve_layers.hpp"
 
 namespace fs = std::filesystem;
 
@@ -284,7 +285,7 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     const auto trained_with = [&]() -> std::string {
         const auto it = contents.metadata.find("config");
         if (it == contents.metadata.end()) return "";
-        config::ConfigChanges diff = config::changed_keys(it->second, cfg.resolved_yaml);
+        config::ConfigChanges diff = config::changed_keys(it->second, cfg.resolved_yaml, nn::resolved_again);
         std::erase_if(diff.changes, [](const std::string& c) {
             return c.rfind("model.", 0) != 0 && c.rfind("optimizer.", 0) != 0;
         });
@@ -367,12 +368,15 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
             config::ConfigChanges diff;
             if (!st.config_yaml.empty()) {
                 // The keys, where the checkpoint has its config (more epochs is what a resume is for).
-                diff = config::changed_keys(st.config_yaml, cfg.resolved_yaml);
+                diff = config::changed_keys(st.config_yaml, cfg.resolved_yaml, nn::resolved_again);
                 std::erase_if(diff.changes, [](const std::string& c) { return c.rfind("training.epochs:", 0) == 0; });
                 if (diff.readable && !diff.changes.empty()) what = diff.text();
             }
-            *warning = path + " was written with a different config (" + what +
-                       "); continuing with the current config";
+            // A digest of a config that resolves to the same one now (an earlier
+            // gputrain left layer defaults out) is no change.
+            if (!diff.readable || !diff.changes.empty() || st.config_yaml.empty())
+                *warning = path + " was written with a different config (" + what +
+                           "); continuing with the current config";
         }
     }
     return st;

@@ -76,6 +76,20 @@ run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --run-dir "$run" --set data
     --set training.batch_size=50 --set training.epochs=9 --set optimizer.learning_rate=0.5
 if grep -q "warning" "$TMP/err"; then fail "an unexpected warning: $(cat "$TMP/err")"; fi
 
+step "... nor for a layer default written out (use_bias, a name), or one a checkpoint of an earlier gputrain left out"
+run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --run-dir "$run" --set data.test_limit=200 \
+    --set "model.layers[1].use_bias=yes" --set "model.layers[2].name=dense_1"
+if grep -q "warning" "$TMP/err"; then fail "an unexpected warning: $(cat "$TMP/err")"; fi
+grep -q 'use_bias: true' "$TMP/stored.yaml" || fail "the stored config lists no layer default: $(cat "$TMP/stored.yaml")"
+sed -E 's/, name: [a-z_0-9]+//; s/, use_bias: true//' "$TMP/stored.yaml" >"$TMP/earlier.yaml"
+if grep -q 'use_bias' "$TMP/earlier.yaml"; then fail "the earlier-style config still has use_bias"; fi
+safetensors set-metadata "$run/last.safetensors" "$TMP/earlier.safetensors" config "$TMP/earlier.yaml"
+run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --checkpoint "$TMP/earlier.safetensors" --set data.test_limit=200
+if grep -q "warning" "$TMP/err"; then fail "an unexpected warning: $(cat "$TMP/err")"; fi
+run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --checkpoint "$TMP/earlier.safetensors" --set data.test_limit=200 \
+    --set "model.layers[2].use_bias=false"
+expect_in "$TMP/err" "(model.layers[2].use_bias: true -> false)"
+
 step "a checkpoint of another shape names the config key that made it so"
 run_expect 1 evaluate configs/fashion_mnist_mlp.yaml --run-dir "$run" --set "model.layers[1].units=64"
 expect_in "$TMP/err" "gputrain: error: $run/best.safetensors: tensor 'dense/kernel' has shape [784, 128] but the model expects [784, 64]; the config it was trained with differs: model.layers[1].units: 128 -> 64"

@@ -1,0 +1,27 @@
+#include "nn/layer_names.hpp"
+
+#include <algorithm>
+
+#include "nn/layer_args.hpp"
+
+namespace gputrain::nn {
+
+std::string LayerNamer::name(const config::LayerSpec& spec, int index) {
+    std::string name = spec.name;
+    if (name.empty()) {
+        const int n = type_counts_[spec.type]++;
+        name = n == 0 ? spec.type : spec.type + "_" + std::to_string(n);
+        while (names_.count(name)) name = spec.type + "_" + std::to_string(type_counts_[spec.type]++);
+    } else if (name.find('/') != std::string::npos ||
+               std::any_of(name.begin(), name.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; })) {
+        // Checkpoints name tensors LAYER/PARAM (and optimizer/adam_m/LAYER/PARAM).
+        LayerArgs(spec, index).fail("name", "'/' and control characters are not allowed in a layer name; use letters, "
+                                            "digits, '_', '-' or '.'");
+    } else if (names_.count(name)) {
+        LayerArgs(spec, index).fail("name", "duplicate layer name '" + name + "'; names must be unique");
+    }
+    names_.insert(name);
+    return name;
+}
+
+}  // namespace gputrain::nn

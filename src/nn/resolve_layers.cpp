@@ -1,0 +1,34 @@
+#include "nn/resolve_layers.hpp"
+
+#include <exception>
+
+#include "config/load.hpp"
+#include "config/resolved_yaml.hpp"
+#include "core/error.hpp"
+#include "nn/layer_names.hpp"
+#include "nn/registry.hpp"
+
+namespace gputrain::nn {
+
+void resolve_layers(config::RunConfig& cfg) {
+    LayerNamer namer;
+    for (size_t i = 0; i < cfg.model.layers.size(); ++i) {
+        auto& spec = cfg.model.layers[i];
+        builtin_layers().create(spec, static_cast<int>(i), &spec.resolved_params);
+        spec.resolved_name = namer.name(spec, static_cast<int>(i));
+    }
+    cfg.resolved_yaml = config::resolved_yaml(cfg);
+    cfg.digest = config::config_digest(cfg);
+}
+
+std::string resolved_again(const std::string& yaml) {
+    try {
+        config::RunConfig earlier = config::load_from_string(yaml, "the earlier config");
+        resolve_layers(earlier);
+        return earlier.resolved_yaml;
+    } catch (const std::exception&) {  // ConfigError, or anything else an untrusted text brings
+        return yaml;
+    }
+}
+
+}  // namespace gputrain::nn
