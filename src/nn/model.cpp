@@ -24,8 +24,8 @@ constexpr int64_t kMaxBufferElements = int64_t{1} << 40;
 }  // namespace
 
 Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, Backend& backend, int64_t max_rows,
-             uint64_t init_seed)
-    : backend_(backend), loss_(loss), input_shape_(model.input_shape), max_rows_(max_rows) {
+             uint64_t init_seed, ModelUse use)
+    : backend_(backend), loss_(loss), use_(use), input_shape_(model.input_shape), max_rows_(max_rows) {
     if (model.layers.empty()) throw ConfigError("model.layers: the model has no layers; add at least one");
     for (int64_t d : input_shape_)
         if (d <= 0) throw ConfigError("model.input_shape: every dimension must be positive");
@@ -117,14 +117,14 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
     for (size_t i = layers_.size(); i-- > 0;)
         if (layer_offsets_[i + 1] > layer_offsets_[i]) first_trainable_ = i;
     params_ = backend_.allocate_floats(param_count_);
-    grads_ = backend_.allocate_floats(param_count_);
+    if (use_ == ModelUse::training) grads_ = backend_.allocate_floats(param_count_);
     state_ = backend_.allocate_floats(std::max<size_t>(1, state_count_));
     for (size_t i = 0; i < layers_.size(); ++i) {
         std::vector<float*> p, g;
         for (const Slot& slot : layer_slots[i]) {
             if (slot.trainable) {
                 p.push_back(params_ + views_[slot.view].offset);
-                g.push_back(grads_ + views_[slot.view].offset);
+                g.push_back(grads_ ? grads_ + views_[slot.view].offset : nullptr);
             } else {
                 p.push_back(state_ + state_views_[slot.view].offset);
                 g.push_back(nullptr);
@@ -142,13 +142,26 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         const int64_t floats = max_rows_ * layer.scratch_per_sample() + layer.scratch_fixed();
         return (floats + kAlignFloats - 1) / kAlignFloats * kAlignFloats;
     };
-    int64_t widest = shape_elements(input_shape_), scratch = 0;
+    int64_t widest = shape_elements(input_shape_), widest_output = 0, scratch = 0;
     for (size_t i = 0; i < layers_.size(); ++i) {
         const int64_t n = shape_elements(shapes_[i]);
         widest = std::max(widest, n);
-        activations_.push_back(backend_.allocate_floats(static_cast<size_t>(max_rows_ * n)));
-        activation_floats_ += static_cast<size_t>(max_rows_ * n);
+        widest_output = std::max(widest_output, n);
+        if (use_ == ModelUse::training) {
+            activation_blocks_.push_back(backend_.allocate_floats(static_cast<size_t>(max_rows_ * n)));
+            activation_floats_ += static_cast<size_t>(max_rows_ * n);
+        }
         scratch += scratch_block(*layers_[i]);
+    }
+    if (use_ == ModelUse::inference) {
+        // Layer i reads layer i-1's output and writes its own: two buffers, taken in turns.
+        for (int b = 0; b < std::min<int>(2, static_cast<int>(layers_.size())); ++b) {
+            activation_blocks_.push_back(backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest_output)));
+            activation_floats_ += static_cast<size_t>(max_rows_ * widest_output);
+        }
+        for (size_t i = 0; i < layers_.size(); ++i) activations_.push_back(activation_blocks_[i % 2]);
+    } else {
+        activations_ = activation_blocks_;
     }
     scratch_floats_ = static_cast<size_t>(scratch);
     scratch_ = backend_.allocate_floats(std::max<size_t>(1, scratch_floats_));
@@ -157,21 +170,23 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         layer->set_scratch(s);
         s += scratch_block(*layer);
     }
-    grad_a_ = backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest));
-    grad_b_ = backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest));
-    activation_floats_ += 2 * static_cast<size_t>(max_rows_ * widest);
+    if (use_ == ModelUse::training) {
+        grad_a_ = backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest));
+        grad_b_ = backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest));
+        activation_floats_ += 2 * static_cast<size_t>(max_rows_ * widest);
+    }
     allocate_workspace();
 
     initialize(init_seed);
 }
 
 Model::~Model() {
-    for (float* a : activations_) backend_.release(a);
+    for (float* a : activation_blocks_) backend_.release(a);
     backend_.release(scratch_);
-    backend_.release(grad_a_);
-    backend_.release(grad_b_);
+    if (grad_a_) backend_.release(grad_a_);
+    if (grad_b_) backend_.release(grad_b_);
     backend_.release(params_);
-    backend_.release(grads_);
+    if (grads_) backend_.release(grads_);
     backend_.release(state_);
     if (workspace_) backend_.release(workspace_);
     if (gemm_copies_) backend_.release(gemm_copies_);
@@ -269,6 +284,7 @@ void Model::forward_backward_observed(const RunContext& ctx, const float* inputs
 
 void Model::run_step(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows, float grad_scale,
                      float* stats, const GradientsReady& ready, const LayerObserver* after) {
+    if (use_ == ModelUse::inference) throw Error("internal: a training step on a model built for inference");
     if (rows == 0) {
         // An empty shard still contributes (zero) gradients to the all-reduce,
         // and its layers still join their own collectives (sync batch norm) in

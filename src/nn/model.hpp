@@ -29,12 +29,18 @@ struct ParamView {
 // then on (layers run last to first and the flat buffer is in layer order).
 using GradientsReady = std::function<void(size_t offset)>;
 
+// What a Model is built for. `inference` (evaluate, predict) allocates no
+// gradients and no activation-gradient buffers, and its layers' outputs take
+// turns in two buffers (each layer reads only its predecessor's output), so
+// it holds the weights, two activations and the layers' scratch.
+enum class ModelUse { training, inference };
+
 class Model {
 public:
     // Builds and checks every layer (ConfigError naming the layer on a bad
     // parameter or shape) and initializes the weights from `init_seed`.
     Model(const config::ModelConfig& model, const config::LossConfig& loss, Backend& backend, int64_t max_rows,
-          uint64_t init_seed);
+          uint64_t init_seed, ModelUse use = ModelUse::training);
     ~Model();
     Model(const Model&) = delete;
     Model& operator=(const Model&) = delete;
@@ -46,7 +52,7 @@ public:
     const std::vector<ParamView>& params() const { return views_; }
     size_t param_count() const { return param_count_; }
     float* param_data() { return params_; }
-    float* grad_data() { return grads_; }
+    float* grad_data() { return grads_; }  // nullptr under ModelUse::inference
     // Non-trainable tensors ("batch_norm/moving_mean"), offsets into state_data().
     const std::vector<ParamView>& state() const { return state_views_; }
     size_t state_count() const { return state_count_; }
@@ -58,7 +64,8 @@ public:
     // Forward, loss and backward for `rows` samples (device pointers). The
     // parameter gradients are d(sum of losses)/dw * grad_scale. `ready`, when
     // given, is called after every layer's backward (also with rows == 0, so
-    // every replica sees the same calls), so that gradient all-reduces can start early.
+    // every replica sees the same calls), so that gradient all-reduces can start
+    // early. Not for a ModelUse::inference model (throws).
     void forward_backward(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows,
                           float grad_scale, float* stats, const GradientsReady& ready = nullptr);
     // Layer::prepare_step on every layer: call before forward_backward when
@@ -83,8 +90,9 @@ public:
     const float* outputs() const { return activations_.back(); }
 
     // Floats allocated for `max_rows` samples: the layer outputs plus the two
-    // activation-gradient buffers, and the layers' scratch (for memory
-    // estimates; workspace_bytes() is the shared workspace's).
+    // activation-gradient buffers (inference: the two output buffers), and the
+    // layers' scratch (for memory estimates; workspace_bytes() is the shared
+    // workspace's).
     size_t activation_floats() const { return activation_floats_; }
     size_t scratch_floats() const { return scratch_floats_; }
     // Bytes of the layers' own 16-bit GEMM operand copies (Layer::gemm_copy_bytes).
@@ -119,6 +127,7 @@ private:
 
     Backend& backend_;
     Loss loss_;
+    ModelUse use_;
     Shape input_shape_;
     std::vector<std::unique_ptr<Layer>> layers_;
     std::vector<Shape> shapes_;          // output shape of each layer
@@ -143,6 +152,7 @@ private:
     void* gemm_copies_ = nullptr;  // every layer's block, one allocation
     size_t gemm_copy_bytes_ = 0;
     std::vector<float*> activations_;    // per layer output
+    std::vector<float*> activation_blocks_;  // what activations_ point into (inference: two buffers)
     float* scratch_ = nullptr;
     float* grad_a_ = nullptr;            // ping-pong buffers for activation gradients
     float* grad_b_ = nullptr;

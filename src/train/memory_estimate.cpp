@@ -21,7 +21,8 @@ MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_re
     // the real allocations; on a backend that allocates none of them.
     const std::string& precision = cfg.training.precision;
     SizingBackend backend(on_gpu && cfg.training.cast_gemm_inputs && (precision == "bf16" || precision == "fp16"));
-    const nn::Model model(cfg.model, cfg.loss, backend, m.rows_per_replica, cfg.training.seed);
+    const nn::Model model(cfg.model, cfg.loss, backend, m.rows_per_replica, cfg.training.seed,
+                          with_optimizer ? nn::ModelUse::training : nn::ModelUse::inference);
     const auto optimizer = optim::make_optimizer(cfg.optimizer, backend, model.param_count());
     m.params = model.param_count();
     const auto& offsets = model.layer_param_offsets();
@@ -31,7 +32,8 @@ MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_re
             m.largest_layer_params = offsets[i + 1] - offsets[i];
         }
     m.optimizer_slots = with_optimizer ? optimizer->state().size() : 0;
-    m.weight_bytes = m.gradient_bytes = m.params * sizeof(float);
+    m.weight_bytes = m.params * sizeof(float);
+    m.gradient_bytes = with_optimizer ? m.weight_bytes : 0;
     m.optimizer_bytes = m.optimizer_slots * m.params * sizeof(float);
     m.state_bytes = model.state_count() * sizeof(float);
     m.activation_bytes = model.activation_floats() * sizeof(float);
@@ -50,7 +52,10 @@ namespace {
 // "weights, gradients and adam state 23.7 GiB, activations and scratch at 32 samples 976.8 MiB"
 std::string breakdown(const config::RunConfig& cfg, const MemoryEstimate& m) {
     const size_t per_param = m.weight_bytes + m.gradient_bytes + m.optimizer_bytes;
-    return (m.optimizer_slots ? "weights, gradients and " + cfg.optimizer.type + " state " : std::string("weights and gradients ")) +
+    const std::string what = m.optimizer_slots   ? "weights, gradients and " + cfg.optimizer.type + " state "
+                             : m.gradient_bytes ? "weights and gradients "
+                                                : "weights ";
+    return what +
            human_bytes(per_param) +
            ", activations and scratch at " + std::to_string(m.rows_per_replica) +
            (m.rows_per_replica == 1 ? " sample " : " samples ") + human_bytes(m.total_bytes() - per_param);

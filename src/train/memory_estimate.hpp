@@ -40,7 +40,8 @@ struct MemoryEstimate {
 
 // `rows_per_replica`: the largest shard of the global batch; `on_gpu`: the
 // replicas are GPUs (which may keep GEMM input copies; the CPU never does).
-// `with_optimizer` false: a replica for inference (ReplicaUse::inference).
+// `with_optimizer` false: a replica for inference (ReplicaUse::inference: no
+// optimizer state, no gradients, two activation buffers taken in turns).
 MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_replica, bool on_gpu = false,
                                bool with_optimizer = true);
 

@@ -15,7 +15,8 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
     backend_->set_deterministic(cfg.training.deterministic);
     const int64_t rows = std::max<int64_t>(1, max_shard_rows);
     max_rows_ = rows;
-    model_ = std::make_unique<nn::Model>(cfg.model, cfg.loss, *backend_, rows, cfg.training.seed);
+    model_ = std::make_unique<nn::Model>(cfg.model, cfg.loss, *backend_, rows, cfg.training.seed,
+                                         use == ReplicaUse::training ? nn::ModelUse::training : nn::ModelUse::inference);
     if (use == ReplicaUse::training) optimizer_ = optim::make_optimizer(cfg.optimizer, *backend_, model_->param_count());
     sample_elements_ = shape_elements(model_->input_shape());
     const size_t input_bytes = static_cast<size_t>(rows * sample_elements_) * sizeof(float);

@@ -188,3 +188,53 @@ TEST_CASE("Unknown loss names are config errors listing the known ones") {
                 "known: sparse_categorical_crossentropy, categorical_crossentropy, mean_squared_error");
     }
 }
+
+TEST_CASE("A model built for inference computes what a training model computes, without gradient buffers") {
+    // Layers of several widths, so outputs taking turns in two buffers would
+    // show a layer that reads a buffer its successor overwrote; relu layers
+    // write their output in place; batch norm and dropout take their inference paths.
+    config::ModelConfig mc;
+    mc.input_shape = {36};
+    mc.layers = {specs::layer("reshape", {{"target_shape", "6,6,1"}}),
+                 specs::layer("conv2d", {{"filters", "4"}, {"kernel_size", "3"}, {"padding", "same"},
+                                         {"activation", "relu"}}),
+                 specs::layer("batch_norm"),
+                 specs::layer("max_pool2d"),
+                 specs::layer("flatten"),
+                 specs::layer("dense", {{"units", "20"}, {"activation", "relu"}}),
+                 specs::layer("dropout", {{"rate", "0.5"}}),
+                 specs::layer("dense", {{"units", "7"}, {"activation", "tanh"}}),
+                 specs::layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
+    const int rows = 5;
+    const auto x = harness::random_vector(static_cast<size_t>(rows * 36), 9, -1.0f, 1.0f);
+    const std::vector<int32_t> y{0, 2, 1, 2, 0};
+    CpuBackend be;
+    nn::Model training(mc, loss_named("sparse_categorical_crossentropy"), be, rows, 3);
+    nn::Model inference(mc, loss_named("sparse_categorical_crossentropy"), be, rows, 3, nn::ModelUse::inference);
+    REQUIRE(inference.param_count() == training.param_count());
+    CHECK(inference.grad_data() == nullptr);
+    // Batch norm's moving statistics away from their initial 0 and 1.
+    for (size_t i = 0; i < training.state_count(); ++i)
+        training.state_data()[i] = inference.state_data()[i] = 0.5f + 0.1f * static_cast<float>(i);
+    CHECK(std::equal(training.param_data(), training.param_data() + training.param_count(), inference.param_data()));
+
+    nn::RunContext ctx{be, false};
+    float s1[2] = {0, 0}, s2[2] = {0, 0};
+    training.evaluate(ctx, x.data(), y.data(), rows, s1);
+    inference.evaluate(ctx, x.data(), y.data(), rows, s2);
+    CHECK(s1[0] == s2[0]);
+    CHECK(s1[1] == s2[1]);
+    const size_t n = static_cast<size_t>(rows) * 3;
+    CHECK(std::equal(training.outputs(), training.outputs() + n, inference.outputs()));
+    inference.predict(ctx, x.data(), rows);
+    CHECK(std::equal(training.outputs(), training.outputs() + n, inference.outputs()));
+
+    // Two buffers of the widest output (6x6x4 = 144 per sample) instead of every
+    // output plus two gradient buffers.
+    CHECK(inference.activation_floats() == 2 * rows * 144);
+    CHECK(training.activation_floats() > 2 * inference.activation_floats());
+    float stats[2] = {0, 0};
+    nn::RunContext train_ctx{be, true};
+    CHECK_THROWS_WITH(inference.forward_backward(train_ctx, x.data(), y.data(), rows, 1.0f, stats),
+                      "internal: a training step on a model built for inference");
+}

@@ -101,9 +101,16 @@ TEST_CASE("Replicas for inference keep no optimizer state, and are sized without
     const auto inference = train::estimate_memory(cfg, 1, false, /*with_optimizer=*/false);
     CHECK(training.optimizer_bytes == 2 * training.weight_bytes);  // Adam's m and v
     CHECK(inference.optimizer_bytes == 0);
-    CHECK(training.total_bytes() - inference.total_bytes() == training.optimizer_bytes);
+    CHECK(inference.gradient_bytes == 0);
+    CHECK(training.gradient_bytes == training.weight_bytes);
+    // Two activation buffers of the widest output (16 per sample) instead of
+    // every output (dense 16, dropout 16, dense 3) and two gradient buffers of the widest.
+    CHECK(inference.activation_bytes == 4 * 2 * 16);
+    CHECK(training.activation_bytes == 4 * (16 + 16 + 3 + 2 * 16));
+    CHECK(training.total_bytes() - inference.total_bytes() ==
+          training.optimizer_bytes + training.gradient_bytes + 4 * (16 + 16 + 3));
     REQUIRE_THROWS_WITH(train::check_host_memory(cfg, inference, 1, 100),
-                        Catch::Contains("(weights and gradients 1.27 KiB, activations"));
+                        Catch::Contains("(weights 652 B, activations"));
 
     device::Discovery none;
     none.cpu.logical_cores = 1;
