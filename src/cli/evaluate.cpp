@@ -7,8 +7,10 @@
 
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
+#include "checkpoint/json.hpp"
 #include "cli/run_setup.hpp"
 #include "core/error.hpp"
+#include "core/utf8.hpp"
 #include "data/dataset.hpp"
 #include "device/devices.hpp"
 #include "train/checkpointer.hpp"
@@ -27,20 +29,8 @@ struct EvaluateArgs {
     bool confusion = false;
 };
 
-std::string json_string(const std::string& s) {
-    std::string out = "\"";
-    for (char c : s) {
-        if (c == '"' || c == '\\') out += '\\';
-        if (static_cast<unsigned char>(c) < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x", c);
-            out += buf;
-            continue;
-        }
-        out += c;
-    }
-    return out + "\"";
-}
+// JSON is Unicode: a path's bytes that are not UTF-8 are read as Latin-1.
+std::string json_string(const std::string& s) { return checkpoint::json::quote(as_utf8(s)); }
 
 // JSON has no NaN or infinity: a loss that is not finite (weights that
 // overflow on the test set) is null.

@@ -9,23 +9,42 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.hpp"
 #include "build_config.hpp"
 #include "cli/commands.hpp"
 #include "cli/console_sink.hpp"
 #include "cli/usage_errors.hpp"
 #include "core/error.hpp"
+#include "core/utf8.hpp"
 
 namespace gputrain::cli {
 
 namespace {
 
-// An error is one line: control characters that came from the input (a key
-// or value with a newline, raw bytes of a binary file) are shown escaped.
+// An error is one line of readable length: control characters and bytes
+// that are not UTF-8 (a key or value with a newline, raw bytes of a binary
+// file) are shown escaped, and a message that quotes a huge input is cut.
 std::string one_line(const std::string& text) {
+    constexpr size_t kMaxChars = 2000;
     std::string out;
-    for (const char c : text) {
+    for (size_t i = 0; i < text.size(); ++i) {
+        if (out.size() >= kMaxChars) {
+            out += "... (" + std::to_string(text.size() - i) + " more bytes)";
+            break;
+        }
+        const char c = text[i];
         const auto u = static_cast<unsigned char>(c);
-        if (c == '\n') {
+        if (u >= 0x80) {
+            const size_t n = utf8_sequence_length(text, i);
+            if (n == 0) {
+                char hex[8];
+                std::snprintf(hex, sizeof hex, "\\x%02x", u);
+                out += hex;
+            } else {
+                out.append(text, i, n);
+                i += n - 1;
+            }
+        } else if (c == '\n') {
             out += "\\n";
         } else if (c == '\t') {
             out += "\\t";
@@ -43,6 +62,7 @@ std::string one_line(const std::string& text) {
 }  // namespace
 
 int main_entry(int argc, char** argv) {
+    flush_denormals_on_this_thread();  // before any thread starts: they all inherit it
     auto logger = std::make_shared<spdlog::logger>("gputrain", std::make_shared<ConsoleSink>());
     logger->set_pattern("%v");
     spdlog::set_default_logger(logger);

@@ -2,7 +2,10 @@
 // class probabilities for every sample of an IDX, CSV or NPY file.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -31,7 +34,11 @@ struct PredictArgs {
     std::string output;  // empty: CSV on stdout
 };
 
-bool is_npy(const std::string& path) { return fs::path(path).extension() == ".npy"; }
+bool is_npy(const std::string& path) {
+    std::string ext = fs::path(path).extension().string();
+    for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return ext == ".npy";
+}
 
 // Header class_0..class_K-1, then one row per sample; %.9g round-trips a float.
 void write_csv(std::FILE* f, const std::vector<float>& probabilities, int64_t classes) {
@@ -83,7 +90,19 @@ int run_predict(PredictArgs& args) {
     warn_if_trained_differently(args.checkpoint, trained.config_yaml, cfg, /*inputs_scaled_by_user=*/true);
 
     const std::vector<float> probabilities = train::predict_probabilities(*replicas[0], inputs.values, inputs.rows);
-    write_output(args.output, probabilities, inputs.rows, replicas[0]->model().classes());
+    const int64_t classes = replicas[0]->model().classes();
+    write_output(args.output, probabilities, inputs.rows, classes);
+    // Finite inputs can still overflow the model (values far beyond training's range).
+    int64_t bad_rows = 0, first_bad = -1;
+    for (int64_t row = 0; row < inputs.rows; ++row) {
+        const auto begin = probabilities.begin() + row * classes;
+        if (std::all_of(begin, begin + classes, [](float p) { return std::isfinite(p); })) continue;
+        if (bad_rows++ == 0) first_bad = row;
+    }
+    if (bad_rows > 0)
+        spdlog::warn("warning: {} of {} predictions are NaN or Inf (the first is sample {}): the model overflowed "
+                     "on those inputs; check their values and data.scale ({:g})",
+                     bad_rows, inputs.rows, first_bad, cfg.data.scale);
     return 0;
 }
 

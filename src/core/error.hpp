@@ -9,10 +9,23 @@ namespace gputrain {
 
 class Error : public std::runtime_error {
 public:
-    explicit Error(const std::string& message) : std::runtime_error(message) {}
+    // A NUL byte that came from the input (a field of a binary file) is kept
+    // as "\x00": what() is a C string, which would end there.
+    explicit Error(const std::string& message) : std::runtime_error(without_nul(message)) {}
     virtual int exit_code() const { return 1; }
     // The word before the message: "gputrain: error: ...".
     virtual const char* label() const { return "error"; }
+
+private:
+    static std::string without_nul(const std::string& message) {
+        if (message.find('\0') == std::string::npos) return message;
+        std::string out;
+        for (const char c : message) {
+            if (c == '\0') out += "\\x00";
+            else out += c;
+        }
+        return out;
+    }
 };
 
 // The user's config, command line or arguments are wrong: exit code 2.

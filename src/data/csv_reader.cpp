@@ -25,6 +25,34 @@ bool parse_number(std::string_view field, double& value) {
     return ec == std::errc() && end == field.data() + field.size() && std::isfinite(value);
 }
 
+// Whether the text is written as a number at all, finite or not ("nan",
+// "inf", "1e999"): a first line whose first field is neither empty nor this is
+// a header. A data row with an empty or "nan" label is an error, not a header.
+bool written_as_number(std::string_view field) {
+    field = trim(field);
+    if (!field.empty() && (field.front() == '+' || field.front() == '-')) field.remove_prefix(1);
+    if (field.empty()) return false;
+    double value = 0;
+    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
+    return end == field.data() + field.size() && (ec == std::errc() || ec == std::errc::result_out_of_range);
+}
+
+bool is_header(std::string_view first_field) {
+    return !trim(first_field).empty() && !written_as_number(first_field);
+}
+
+// What is wrong with a field that is not a number, and a hint where one helps.
+std::string not_a_number(std::string_view field) {
+    const std::string text(trim(field));
+    if (text.find('\r') != std::string::npos)
+        return "is not a number (the file ends its lines with CR alone, as classic Mac OS did; convert them to LF)";
+    double value = 0;
+    const auto [end, ec] = std::from_chars(text.data() + (!text.empty() && text[0] == '+'), text.data() + text.size(), value);
+    if (ec == std::errc::result_out_of_range && end == text.data() + text.size())
+        return "is out of range (features are float32: at most 3.4e38 in size)";
+    return "is not a number";
+}
+
 std::vector<std::string_view> split_fields(std::string_view line) {
     std::vector<std::string_view> fields;
     size_t start = 0;
@@ -53,8 +81,7 @@ int64_t count_data_rows(const std::string& path) {
     while (std::getline(in, line)) {
         if (first_line) strip_bom(line);
         if (trim(line).empty()) continue;
-        double value = 0;
-        if (first_line && !parse_number(line.substr(0, line.find(',')), value)) {
+        if (first_line && is_header(std::string_view(line).substr(0, line.find(',')))) {
             first_line = false;
             continue;  // a header line
         }
@@ -94,7 +121,7 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const Row
             if (labeled && columns < 2)
                 throw DataError(where + "expected a label and at least one feature, found 1 field");
             table.feature_columns = labeled ? columns - 1 : columns;
-            if (!parse_number(fields[0], value)) continue;  // a header line
+            if (is_header(fields[0])) continue;  // a header line
         }
         const int64_t data_row = table.file_rows++;
         if (data_row < keep.begin || data_row >= keep.end) continue;  // another worker's row
@@ -111,9 +138,12 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const Row
         }
         ++table.rows;
         for (size_t i = labeled ? 1 : 0; i < fields.size(); ++i) {
-            if (!parse_number(fields[i], value)) {
-                throw DataError(where + "field " + std::to_string(i + 1) + " '" + std::string(trim(fields[i])) +
-                                "' is not a number");
+            // Finite in float32 too: 1e39 would become Inf.
+            if (!parse_number(fields[i], value) || !std::isfinite(static_cast<float>(value))) {
+                throw DataError(where + "field " + std::to_string(i + 1) + " '" + std::string(trim(fields[i])) + "' " +
+                                (parse_number(fields[i], value)
+                                     ? "is out of range (features are float32: at most 3.4e38 in size)"
+                                     : not_a_number(fields[i])));
             }
             table.features.push_back(static_cast<float>(value));
         }

@@ -1,5 +1,6 @@
 // load_splits: from DataConfig to the train / validation / test Datasets.
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -95,7 +96,17 @@ Dataset read_csv_split(const std::string& dir, const std::string& name, const Sh
     Dataset d;
     d.sample_shape = choose_sample_shape({table.feature_columns}, model_shape, path);
     d.inputs = std::move(table.features);
-    for (float& v : d.inputs) v = static_cast<float>(v * scale);
+    for (size_t i = 0; i < d.inputs.size(); ++i) {
+        const float v = d.inputs[i];
+        d.inputs[i] = static_cast<float>(v * scale);
+        if (!std::isfinite(d.inputs[i])) {
+            const size_t per_row = static_cast<size_t>(std::max<int64_t>(1, table.feature_columns));
+            throw DataError(path + ": data row " + std::to_string(i / per_row + 1) + ", feature " +
+                            std::to_string(i % per_row + 1) + " (" + std::to_string(v) +
+                            ") is beyond float32's range once multiplied by data.scale (" + std::to_string(scale) +
+                            "); lower data.scale");
+        }
+    }
     d.labels = std::move(table.labels);
     return d;
 }

@@ -1,6 +1,7 @@
 #include "data/predict_inputs.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 
@@ -18,8 +19,12 @@ std::string shape_text(const std::vector<int64_t>& shape) {
     return s + "]";
 }
 
+// Case-insensitive: spreadsheets and Windows tools write X.CSV.
 bool ends_with(const std::string& s, const std::string& suffix) {
-    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (s.size() < suffix.size()) return false;
+    for (size_t i = 0; i < suffix.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(s[s.size() - suffix.size() + i])) != suffix[i]) return false;
+    return true;
 }
 
 // (N, d1, d2, ...) must hold N samples of the model's element count.

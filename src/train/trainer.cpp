@@ -66,6 +66,13 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
     const bool skip_nonfinite = cfg_.training.on_nan == "skip_step";
     const double earlier[3] = {state_.partial_loss_sum, state_.partial_correct, state_.partial_samples};
     r.reset_stats();
+    // The device sums loss and correct counts in float32 from one report to
+    // the next only; the host adds these up in double. Over a whole epoch
+    // float32 would lose digits (and count correct answers past 2^24 wrong),
+    // and an epoch resumed in the middle, whose sums restart at the
+    // interruption (a report), would differ from an uninterrupted one in more
+    // than the last digits.
+    double folded[2] = {0, 0};
     int64_t samples = 0;
     // Throughput of the batch/* scalars: samples and time since the previous report.
     int64_t samples_reported = 0;
@@ -91,7 +98,7 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
         r.load_training_shard(*batch, cfg_.training.batch_size);
         const int64_t global_step = epoch_first_step + step;
         // This update's scalars go to the device before the step that reads them.
-        r.optimizer().prepare(schedule.learning_rate(global_step), global_step + 1);
+        r.optimizer().prepare(schedule.learning_rate(global_step, epoch, step), global_step + 1);
         // fp16: the loss scale, a power of two (exact to apply and to undo), from backend memory.
         nn::RunContext ctx{r.backend(), true, cfg_.training.seed, epoch, step, begin,
                            replicated ? &cross : nullptr, cfg_.training.fused_kernels,
@@ -154,9 +161,12 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
                     throw NonFiniteGradients(epoch, start_step + tally.first_bad);
                 if (r.rank() == 0) totals.skipped_steps = tally.bad_steps;
             }
-            double reduced[3];
-            r.read_stats(reduced[0], reduced[1]);
-            reduced[2] = pending_interrupt() != 0 ? 1.0 : 0.0;
+            double chunk[2];
+            r.read_stats(chunk[0], chunk[1]);
+            r.reset_stats();
+            folded[0] += chunk[0];
+            folded[1] += chunk[1];
+            double reduced[3] = {folded[0], folded[1], pending_interrupt() != 0 ? 1.0 : 0.0};
             r.comm().allreduce_sum_host(reduced, 3);
             const bool last = step + 1 == steps_per_epoch_;
             const bool stop = reduced[2] > 0;
@@ -185,7 +195,7 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
                     const double throughput =
                         seconds > 0 ? static_cast<double>(samples - samples_reported) / seconds : 0.0;
                     tensorboard.write(
-                        StepRecord{global_step + 1, loss, accuracy, schedule.learning_rate(global_step), throughput});
+                        StepRecord{global_step + 1, loss, accuracy, schedule.learning_rate(global_step, epoch, step), throughput});
                     reported_at = now;
                     samples_reported = samples;
                 }
@@ -278,9 +288,11 @@ FitResult Trainer::fit() {
 
     for (int64_t epoch = state_.epochs_done; epoch < cfg_.training.epochs; ++epoch) {
         const auto start = std::chrono::steady_clock::now();
-        const double lr = schedule.learning_rate(state_.global_step);
+        // The epoch's rate: at its first step, also when it resumes in the middle.
+        const double lr = schedule.learning_rate(state_.global_step - state_.step_in_epoch, epoch, 0);
         progress_.begin_epoch(epoch, cfg_.training.epochs, steps_per_epoch_);
         const int64_t start_step = state_.step_in_epoch;
+        const double samples_before = state_.partial_samples;  // of an epoch resumed in the middle
         loader.start_epoch(epoch, start_step);
         if (start_step > 0 && writer && options_.info)
             std::fprintf(options_.out, "Continuing epoch %lld at step %lld\n", (long long)epoch + 1,
@@ -329,11 +341,13 @@ FitResult Trainer::fit() {
         rec.loss = totals.loss_sum / totals.samples;
         rec.accuracy = totals.correct / totals.samples;
         rec.learning_rate = lr;
-        // A worker's part (data.shard_files) is not the epoch: every step of it is a full global batch.
-        const double epoch_samples = data_.train.part.count > 1
-                                         ? static_cast<double>(steps_per_epoch_ * cfg_.training.batch_size)
-                                         : static_cast<double>(data_.train.size());
-        rec.samples_per_second = epoch_samples / train_seconds;
+        // The samples this process trained on (a resumed epoch's later steps
+        // only). A worker's part (data.shard_files) is not the epoch: every
+        // step of it is a full global batch.
+        const double run_samples = data_.train.part.count > 1
+                                       ? static_cast<double>((steps_per_epoch_ - start_step) * cfg_.training.batch_size)
+                                       : totals.samples - samples_before;
+        rec.samples_per_second = run_samples / train_seconds;
         MetricList shown{{"loss", rec.loss}, {"accuracy", rec.accuracy}};
         if (has_validation) {
             const EvalResult v = evaluate(replicas_, data_.validation, cfg_.training.batch_size);

@@ -117,6 +117,20 @@ expect_in "$TMP/err" "gputrain: error: config is required (see 'gputrain fit --h
 step "a bad flag value -> 2, the validator's words with the error prefix"
 run_expect 2 fit "$cfg" --device xyz
 expect_in "$TMP/err" "gputrain: error: --device: xyz not in {auto,cpu,gpu}"
+step "metrics_file that is TensorBoard's folder -> 2, before the run makes either"
+run_expect 2 fit "$cfg" --set logging.tensorboard=true --set logging.metrics_file=tensorboard --run-dir "$TMP/run-tb"
+expect_in "$TMP/err" "logging.metrics_file: 'tensorboard' is the folder logging.tensorboard writes its event files in; give another name, e.g. metrics_file: metrics.csv"
+[ ! -e "$TMP/run-tb/tensorboard" ] || fail "a stray tensorboard file or folder was left"
+
+step "an error quoting a huge input is one line of readable length, its raw bytes escaped"
+run_expect 2 summary "$cfg" --set "optimizer.type=$(printf 'a%.0s' $(seq 100000))"
+[ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "more than one line"
+[ "$(wc -c <"$TMP/err")" -lt 2200 ] || fail "an error line of $(wc -c <"$TMP/err") bytes"
+expect_in "$TMP/err" "more bytes)"
+printf 'model: \xff\xfe\x80\n' >"$TMP/binary.yaml"
+run_expect 2 summary "$TMP/binary.yaml"
+python3 -c "import sys; open(sys.argv[1], encoding='utf-8').read()" "$TMP/err" || fail "the error is not UTF-8: $(cat -v "$TMP/err")"
+
 step "a config that makes yaml-cpp loop forever -> a clear error within the time limit, exit 2"
 run_expect 2 fit tests/fuzz/corpus/config/regression-yaml-cpp-hang
 expect_in "$TMP/err" "gputrain: error: tests/fuzz/corpus/config/regression-yaml-cpp-hang: the YAML parser (yaml-cpp) did not finish within 5 s"

@@ -152,4 +152,27 @@ run_expect 1 predict "$config" --checkpoint "$ckpt" --input "$TMP/nan.npy" --dev
 expect_in "$TMP/err" "gputrain: error: $TMP/nan.npy: sample 1, value 3 is NaN; the model takes finite inputs"
 run_expect 1 predict "$config" --checkpoint "$ckpt" --input "$TMP/inf.npy" --device cpu
 expect_in "$TMP/err" "gputrain: error: $TMP/inf.npy: sample 1, value 3 is infinite; the model takes finite inputs"
+
+step "finite inputs the model overflows on: the rows are written, and a warning counts them"
+python3 - "$TMP/huge.npy" <<'PY'
+import struct, sys
+header = "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 784), }"
+header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+values = [0.5] * (3 * 784)
+values[784:2 * 784] = [3e38] * 784  # sample 1: finite, far past training's inputs
+open(sys.argv[1], "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() +
+                           struct.pack("<%df" % len(values), *values))
+PY
+run_expect 0 predict "$config" --checkpoint "$ckpt" --input "$TMP/huge.npy" --device cpu --set data.scale=1
+expect_in "$TMP/err" "warning: 1 of 3 predictions are NaN or Inf (the first is sample 1): the model overflowed on those inputs; check their values and data.scale (1)"
+[ "$(wc -l <"$TMP/out")" -eq 4 ] || fail "expected a header and 3 rows: $(cat "$TMP/out")"
+
+step "the format by extension, whatever its case (X.CSV, X.NPY)"
+cp "$TMP/first50.csv" "$TMP/FIRST50.CSV"
+run_expect 0 predict "$config" --checkpoint "$ckpt" --input "$TMP/FIRST50.CSV" --output "$TMP/OUT.NPY" --device cpu
+python3 - "$TMP/OUT.NPY" <<'PY'
+import sys
+raw = open(sys.argv[1], "rb").read()
+assert raw.startswith(b"\x93NUMPY") and b"'shape': (50, 10)" in raw, raw[:80]
+PY
 echo "ok"

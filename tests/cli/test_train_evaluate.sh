@@ -45,6 +45,17 @@ assert r["accuracy"] > 0.6, r
 assert r["samples"] == 1000, r
 PY
 
+step "evaluate --json of a checkpoint whose path is not UTF-8: valid JSON, the byte read as Latin-1"
+latin1_dir=$TMP/caf$'\xe9'
+mkdir -p "$latin1_dir"
+cp "$run/last.safetensors" "$latin1_dir/"
+run_expect 0 evaluate --json --checkpoint "$latin1_dir/last.safetensors" --set data.test_limit=100 configs/fashion_mnist_mlp.yaml
+python3 - "$TMP/out" <<'PY' || fail "evaluate --json of a Latin-1 path is not valid JSON: $(cat -v "$TMP/out")"
+import json, sys
+r = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
+assert r["checkpoint"].endswith("/caf\u00e9/last.safetensors"), r
+PY
+
 step "evaluate --checkpoint FILE --json --confusion"
 run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --checkpoint "$run/epoch-001.safetensors" \
     --set data.test_limit=1000 --json --confusion

@@ -12,15 +12,15 @@
 
 namespace gputrain {
 
-namespace {
 #if defined(__x86_64__) || defined(__i386__)
+namespace {
 constexpr unsigned kFlushToZero = 0x8000;      // MXCSR bit 15: denormal results become 0
 constexpr unsigned kDenormalsAreZero = 0x0040;  // MXCSR bit 6: denormal inputs read as 0
+}  // namespace
 void flush_denormals_on_this_thread() { _mm_setcsr(_mm_getcsr() | kFlushToZero | kDenormalsAreZero); }
 #else
 void flush_denormals_on_this_thread() {}
 #endif
-}  // namespace
 
 void CpuBackend::bind_thread() { flush_denormals_on_this_thread(); }
 

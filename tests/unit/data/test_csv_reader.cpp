@@ -68,3 +68,34 @@ TEST_CASE("read_csv names the file and line of a malformed row") {
     REQUIRE(error_of(path) == path + ": no data rows");
     REQUIRE(error_of(dir / "none.csv") == dir / "none.csv" + ": cannot open");
 }
+
+TEST_CASE("read_csv: features beyond float32, a first line that only looks like a header, CR line endings") {
+    TempDir dir;
+    const std::string path = dir / "odd.csv";
+    // 1e39 is a finite double but Inf as a float: refused, not trained on.
+    write_text(path, "1,2,3\n0,1e39,5\n");
+    REQUIRE(error_of(path) == path + ":2: field 2 '1e39' is out of range (features are float32: at most 3.4e38 in size)");
+    write_text(path, "1,2,3\n0,-1e999,5\n");
+    REQUIRE(error_of(path) == path + ":2: field 2 '-1e999' is out of range (features are float32: at most 3.4e38 in size)");
+    write_text(path, "1,3.4e38,3\n");
+    REQUIRE(read_csv(path).features == std::vector<float>{3.4e38f, 3.0f});
+    // A first row whose label is empty or "nan" is a bad row, not a header to skip.
+    write_text(path, ",2,3\n0,4,5\n");
+    REQUIRE(error_of(path) == path + ":1: label '' is not a class index (a non-negative integer)");
+    write_text(path, "nan,2,3\n0,4,5\n");
+    REQUIRE(error_of(path) == path + ":1: label 'nan' is not a class index (a non-negative integer)");
+    write_text(path, "label,2,3\n0,4,5\n");  // a word is a header, whatever follows it
+    REQUIRE(read_csv(path).rows == 1);
+    // Without a label column (predict's inputs), the same rule.
+    write_text(path, "nan,2\n1,2\n");
+    try {
+        read_csv(path, 2);
+        FAIL("no error");
+    } catch (const DataError& e) {
+        REQUIRE(std::string(e.what()) == path + ":1: field 1 'nan' is not a number");
+    }
+    // Classic Mac OS line ends: one long line, and a hint.
+    write_text(path, "1,2,3\r0,4,5\r");
+    REQUIRE(error_of(path) == path + ":1: field 3 '3\r0' is not a number (the file ends its lines with CR alone, as "
+                                     "classic Mac OS did; convert them to LF)");
+}

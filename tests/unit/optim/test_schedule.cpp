@@ -115,3 +115,36 @@ TEST_CASE("warmup ramps linearly over whole epochs, then the schedule takes over
         REQUIRE(s.learning_rate(15) == Approx(0.05));
     }
 }
+
+TEST_CASE("epoch-based schedules follow the epoch, not the step count, when steps per epoch change (a resume "
+          "with another batch size)") {
+    SECTION("step_decay: 1 epoch of 13 steps at batch 16, then 4 steps an epoch at batch 64") {
+        auto cfg = with_schedule("step_decay", 0.01);
+        cfg.schedule.decay_rate = 0.5;
+        cfg.schedule.decay_epochs = 1;
+        const Schedule resumed(cfg, 4, 3);
+        // Global step 13 is the first step of epoch 1: one decay, not three (13 / 4).
+        CHECK(resumed.learning_rate(13, 1, 0) == Approx(0.005));
+        CHECK(resumed.learning_rate(17, 2, 0) == Approx(0.0025));
+        CHECK(resumed.learning_rate(13) == Approx(0.00125));  // what counting steps alone gave
+    }
+    SECTION("warmup and cosine: the position within the epoch, at this run's steps per epoch") {
+        auto cfg = with_schedule("cosine", 0.1);
+        cfg.schedule.warmup_epochs = 1;
+        const Schedule s(cfg, 10, 5);
+        CHECK(s.learning_rate(40, 0, 4) == Approx(0.05));  // warmup whatever the global count
+        CHECK(s.learning_rate(3, 3, 0) == Approx(0.05));   // halfway through the cosine part
+    }
+}
+
+TEST_CASE("schedules of absurd lengths do not overflow") {
+    auto cfg = with_schedule("constant", 0.1);
+    cfg.schedule.warmup_epochs = 100000000000000;  // 1e14 epochs of 100000 steps: past int64 in steps
+    const Schedule s(cfg, 100000, 5);
+    CHECK(s.learning_rate(0) == Approx(0.1 / 1e19));
+    CHECK(s.learning_rate(0) > 0.0);
+    auto cosine = with_schedule("cosine", 0.1);
+    const Schedule long_run(cosine, 100000, 1000000000000000000);
+    CHECK(long_run.learning_rate(0) == Approx(0.1));
+    CHECK(long_run.learning_rate(1000) <= 0.1);
+}
