@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "backend/cpu/cpu_backend.hpp"
 #include "build_config.hpp"
 #include "cli/commands.hpp"
 #include "cli/console_sink.hpp"
@@ -62,7 +61,6 @@ std::string one_line(const std::string& text) {
 }  // namespace
 
 int main_entry(int argc, char** argv) {
-    flush_denormals_on_this_thread();  // before any thread starts: they all inherit it
     auto logger = std::make_shared<spdlog::logger>("gputrain", std::make_shared<ConsoleSink>());
     logger->set_pattern("%v");
     spdlog::set_default_logger(logger);

@@ -8,6 +8,10 @@
 #include <cstring>
 #include <new>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
 #include "backend/cpu/cpu_features.hpp"
 #include "backend/cpu/cpu_small_gemm.hpp"
 
@@ -24,7 +28,23 @@ int argmax_row(const float* row, int cols) {
 }
 }  // namespace
 
-void set_cpu_blas_threads(int threads) { openblas_set_num_threads(std::max(1, threads)); }
+void set_cpu_blas_threads(int threads) {
+    // OpenBLAS starts the worker threads it lacks here, and a thread inherits
+    // the MXCSR of the thread that starts it: with FTZ/DAZ on for the call,
+    // its workers flush denormals as the replica threads do. Without, a GEMM's
+    // share computed on a worker kept denormals that the caller's share
+    // flushed, and a run resumed in the middle of an epoch ended with a few of
+    // Adam's first moments (near 1e-37) an ULP away from an uninterrupted
+    // run's. The calling thread keeps its own setting.
+#if defined(__x86_64__) || defined(__i386__)
+    const unsigned saved = _mm_getcsr();
+    flush_denormals_on_this_thread();
+    openblas_set_num_threads(std::max(1, threads));
+    _mm_setcsr(saved);
+#else
+    openblas_set_num_threads(std::max(1, threads));
+#endif
+}
 
 void* CpuBackend::allocate_bytes(size_t bytes) {
     const size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;

@@ -101,10 +101,7 @@ public:
 void set_cpu_blas_threads(int threads);
 
 // FTZ and DAZ on the calling thread (bind_thread does this for a replica's
-// thread). main_entry calls it first, so that every thread the process
-// starts inherits it: a result must not depend on which thread computed it
-// (a run resumed in the middle of an epoch left Adam's moments a few units
-// in the last place away from an uninterrupted run's before it did).
+// thread; set_cpu_blas_threads for the OpenBLAS workers it starts).
 void flush_denormals_on_this_thread();
 
 }  // namespace gputrain
