@@ -20,23 +20,25 @@ namespace gputrain::cli {
 
 namespace {
 
+// A UTF-8 character starts at out[i] (not a continuation byte 10xxxxxx).
+bool starts_character(const std::string& out, size_t i) {
+    return i >= out.size() || (static_cast<unsigned char>(out[i]) & 0xc0) != 0x80;
+}
+
 // An error is one line of readable length: control characters and bytes
 // that are not UTF-8 (a key or value with a newline, raw bytes of a binary
-// file) are shown escaped, and a message that quotes a huge input is cut.
+// file) are shown escaped, and a message that quotes a huge input loses its
+// middle, keeping its start (what failed) and its end (what to do).
 std::string one_line(const std::string& text) {
-    constexpr size_t kMaxChars = 2000;
+    constexpr size_t kHead = 1400, kTail = 500;
     std::string out;
     for (size_t i = 0; i < text.size(); ++i) {
-        if (out.size() >= kMaxChars) {
-            out += "... (" + std::to_string(text.size() - i) + " more bytes)";
-            break;
-        }
         const char c = text[i];
         const auto u = static_cast<unsigned char>(c);
+        char hex[8];
         if (u >= 0x80) {
             const size_t n = utf8_sequence_length(text, i);
             if (n == 0) {
-                char hex[8];
                 std::snprintf(hex, sizeof hex, "\\x%02x", u);
                 out += hex;
             } else {
@@ -48,14 +50,17 @@ std::string one_line(const std::string& text) {
         } else if (c == '\t') {
             out += "\\t";
         } else if (u < 0x20 || u == 0x7f) {
-            char hex[8];
             std::snprintf(hex, sizeof hex, "\\x%02x", u);
             out += hex;
         } else {
             out += c;
         }
     }
-    return out;
+    if (out.size() <= kHead + kTail + 100) return out;
+    size_t head = kHead, tail = out.size() - kTail;
+    while (!starts_character(out, head)) --head;
+    while (!starts_character(out, tail)) ++tail;
+    return out.substr(0, head) + " ... (" + std::to_string(tail - head) + " bytes left out) ... " + out.substr(tail);
 }
 
 }  // namespace

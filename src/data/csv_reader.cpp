@@ -41,11 +41,18 @@ bool is_header(std::string_view first_field) {
     return !trim(first_field).empty() && !written_as_number(first_field);
 }
 
+const char* const kCrOnly = "the file ends its lines with CR alone, as classic Mac OS did; convert them to LF";
+
+// A first line with a CR inside it (not just before its LF) is the whole
+// file: refused at once, whether or not it starts with a header.
+void refuse_cr_only(const std::string& path, std::string_view line) {
+    if (trim(line).find('\r') != std::string_view::npos) throw DataError(path + ":1: " + kCrOnly);
+}
+
 // What is wrong with a field that is not a number, and a hint where one helps.
 std::string not_a_number(std::string_view field) {
     const std::string text(trim(field));
-    if (text.find('\r') != std::string::npos)
-        return "is not a number (the file ends its lines with CR alone, as classic Mac OS did; convert them to LF)";
+    if (text.find('\r') != std::string::npos) return std::string("is not a number (") + kCrOnly + ")";
     double value = 0;
     const auto [end, ec] = std::from_chars(text.data() + (!text.empty() && text[0] == '+'), text.data() + text.size(), value);
     if (ec == std::errc::result_out_of_range && end == text.data() + text.size())
@@ -81,6 +88,7 @@ int64_t count_data_rows(const std::string& path) {
     while (std::getline(in, line)) {
         if (first_line) strip_bom(line);
         if (trim(line).empty()) continue;
+        if (first_line) refuse_cr_only(path, line);
         if (first_line && is_header(std::string_view(line).substr(0, line.find(',')))) {
             first_line = false;
             continue;  // a header line
@@ -115,6 +123,7 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const Row
         const std::string where = path + ":" + std::to_string(line_no) + ": ";
         double value = 0;
         if (first_line) {
+            refuse_cr_only(path, line);
             first_line = false;
             columns = static_cast<int64_t>(fields.size());
             labeled = columns != unlabeled_features;

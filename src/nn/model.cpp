@@ -35,7 +35,7 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
                           std::to_string(kMaxSampleElements) + " elements per sample; give a smaller shape");
 
     // Build the layers, naming them like Keras (dense, dense_1, ...).
-    LayerNamer namer;
+    LayerNamer namer(model.layers);
     Shape shape = input_shape_;
     for (size_t i = 0; i < model.layers.size(); ++i) {
         const auto& spec = model.layers[i];

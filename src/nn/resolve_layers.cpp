@@ -11,7 +11,7 @@
 namespace gputrain::nn {
 
 void resolve_layers(config::RunConfig& cfg) {
-    LayerNamer namer;
+    LayerNamer namer(cfg.model.layers);
     for (size_t i = 0; i < cfg.model.layers.size(); ++i) {
         auto& spec = cfg.model.layers[i];
         builtin_layers().create(spec, static_cast<int>(i), &spec.resolved_params);

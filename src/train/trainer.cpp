@@ -261,6 +261,18 @@ FitResult Trainer::fit() {
             std::fprintf(options_.out, "Resuming from %s after epoch %lld (step %lld)\n", options_.resume_from.c_str(),
                          (long long)state_.epochs_done, (long long)state_.global_step);
         last_good_checkpoint_ = options_.resume_from;
+        // In the middle of an epoch, the steps done were whole global batches:
+        // another batch size would start at another sample, skipping or
+        // repeating some of the epoch's.
+        const double batch = static_cast<double>(cfg_.training.batch_size);
+        if (state_.step_in_epoch > 0 && state_.partial_samples != static_cast<double>(state_.step_in_epoch) * batch)
+            throw ConfigError(options_.resume_from + ": stopped at step " + std::to_string(state_.step_in_epoch) +
+                              " of an epoch, after " + std::to_string(static_cast<int64_t>(state_.partial_samples)) +
+                              " samples: batches of " +
+                              std::to_string(static_cast<int64_t>(state_.partial_samples) / state_.step_in_epoch) +
+                              ", not training.batch_size " + std::to_string(cfg_.training.batch_size) +
+                              "; resume with that batch size to finish this epoch (a resume from the end of an epoch "
+                              "may change it)");
         if (state_.step_in_epoch >= steps_per_epoch_)
             throw ConfigError(options_.resume_from + ": stopped at step " + std::to_string(state_.step_in_epoch) +
                               " of an epoch that now has " + std::to_string(steps_per_epoch_) +

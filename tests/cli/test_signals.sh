@@ -60,6 +60,12 @@ assert meta.get("interrupted_by") == sys.argv[2], meta
 print("interrupted at epoch", int(meta["epoch"]) + 1, "step", meta.get("step_in_epoch", "(epoch end)"))
 PY
 
+    step "resume after SIG$sig with another batch size: refused (it would skip or repeat samples), nothing written"
+    cp "$dir/last.safetensors" "$TMP/before-resume.safetensors"
+    run_expect 2 fit "$cfg" "${long[@]}" --run-dir "$dir" --resume --set training.batch_size=10
+    expect_in "$TMP/err" "samples: batches of 8, not training.batch_size 10; resume with that batch size to finish this epoch (a resume from the end of an epoch may change it)"
+    cmp "$dir/last.safetensors" "$TMP/before-resume.safetensors" || fail "the refused resume changed last.safetensors"
+
     step "resume after SIG$sig matches the uninterrupted run"
     run_expect 0 fit "$cfg" "${long[@]}" --run-dir "$dir" --resume
     expect_in "$TMP/out" "Resuming from $dir/last.safetensors"

@@ -95,7 +95,16 @@ TEST_CASE("read_csv: features beyond float32, a first line that only looks like 
         REQUIRE(std::string(e.what()) == path + ":1: field 1 'nan' is not a number");
     }
     // Classic Mac OS line ends: one long line, and a hint.
-    write_text(path, "1,2,3\r0,4,5\r");
-    REQUIRE(error_of(path) == path + ":1: field 3 '3\r0' is not a number (the file ends its lines with CR alone, as "
-                                     "classic Mac OS did; convert them to LF)");
+    for (const std::string text : {"1,2,3\r0,4,5\r", "label,a,b\r0,4,5\r1,2,3\r"})  // with a header too
+        for (const bool counting : {false, true}) {
+            write_text(path, text);
+            try {
+                if (counting) read_csv(path, 0, [](int64_t rows) { return RowRange{0, rows}; });
+                else read_csv(path);
+                FAIL("no error");
+            } catch (const DataError& e) {
+                REQUIRE(std::string(e.what()) == path + ":1: the file ends its lines with CR alone, as classic Mac OS "
+                                                        "did; convert them to LF");
+            }
+        }
 }

@@ -123,3 +123,20 @@ TEST_CASE("resolved_again levels a config written without layer defaults; the di
         CHECK(nn::resolved_again(text) == text);
     CHECK(config::changed_keys("a: 1\n", "a: 2\n", nn::resolved_again).changes == Changes{"a: 1 -> 2"});
 }
+
+TEST_CASE("auto names skip the names later layers give themselves, so a layer inserted into config.yaml fits") {
+    // config.yaml names every layer; a dense layer inserted before 'dense' takes the next free name.
+    const auto cfg = resolved(model_of("{type: flatten, name: flatten}, {type: dense, units: 4}, "
+                                       "{type: dense, name: dense, units: 10}, {type: dense, name: dense_1, units: 3}"));
+    CHECK(cfg.resolved_yaml.find("{type: dense, name: dense_2, units: 4,") != std::string::npos);
+    CHECK(cfg.resolved_yaml.find("{type: dense, name: dense, units: 10,") != std::string::npos);
+    // Two layers that give themselves one name still clash.
+    CHECK_THROWS_WITH(resolved(model_of("{type: flatten, name: a}, {type: dense, name: a, units: 3}")),
+                      Catch::Contains("model.layers[1] (dense 'a'): name: duplicate layer name 'a'"));
+}
+
+TEST_CASE("a layer name that is not UTF-8 is a config error, not a failed checkpoint after an epoch") {
+    CHECK_THROWS_WITH(resolved(model_of("{type: flatten, name: \"caf\xe9\"}, {type: dense, units: 3}")),
+                      Catch::Contains("model.layers[0] (flatten") && Catch::Contains("name: is not valid UTF-8"));
+    CHECK_NOTHROW(resolved(model_of("{type: flatten, name: \"caf\xc3\xa9\"}, {type: dense, units: 3}")));
+}
