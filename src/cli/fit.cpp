@@ -70,6 +70,7 @@ bool keep_previous_config(const fs::path& path, const config::RunConfig& cfg) {
     const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     in.close();
     config::ConfigChanges diff = config::changed_keys(before, cfg.resolved_yaml, nn::resolved_again);
+    config::drop_same_run_dir(diff, before, cfg.run_dir);
     // More epochs is what a resume is for, as the digest also says.
     std::erase_if(diff.changes, [](const std::string& c) { return c.rfind("training.epochs:", 0) == 0; });
     if (diff.readable && diff.changes.empty()) return false;

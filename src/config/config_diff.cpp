@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <utility>
 
@@ -99,6 +100,15 @@ void flatten(const YAML::Node& node, const std::string& path, Flat& out) {
     out.emplace_back(path, flow_text(node));
 }
 
+// Keys whose values are text whatever they look like: a layer named "1.0"
+// renamed "1", a run dir "yes" renamed "on", are changes.
+bool text_key(const std::string& path) {
+    const size_t dot = path.rfind('.');
+    const std::string key = dot == std::string::npos ? path : path.substr(dot + 1);
+    return key == "name" || key == "run_dir" || key == "dir" || key == "path" || key == "dataset" ||
+           key == "metrics_file";
+}
+
 // The text a scalar is compared by: numbers by value, booleans by truth.
 std::string canonical(const std::string& text) {
     std::string lower;
@@ -163,7 +173,7 @@ ConfigChanges compare(const std::string& before_yaml, const std::string& after_y
         const auto it = old_values.find(path);
         if (it == old_values.end())
             result.changes.push_back(path + ": (none) -> " + printable(value));
-        else if (canonical(it->second) != canonical(value))
+        else if (text_key(path) ? it->second != value : canonical(it->second) != canonical(value))
             result.changes.push_back(path + ": " + printable(it->second) + " -> " + printable(value));
         if (it != old_values.end()) old_values.erase(it);
     }
@@ -173,6 +183,23 @@ ConfigChanges compare(const std::string& before_yaml, const std::string& after_y
 }
 
 }  // namespace
+
+void drop_same_run_dir(ConfigChanges& changes, const std::string& before_yaml, const std::string& run_dir) {
+    const auto it = std::find_if(changes.changes.begin(), changes.changes.end(),
+                                 [](const std::string& c) { return c.rfind("run_dir: ", 0) == 0; });
+    if (it == changes.changes.end()) return;
+    std::string before;
+    try {
+        // Only read when a run_dir change was found, so the text is a readable, bounded mapping.
+        const YAML::Node root = YAML::Load(before_yaml);
+        if (!root["run_dir"] || !root["run_dir"].IsScalar()) return;
+        before = root["run_dir"].Scalar();
+    } catch (const YAML::Exception&) {
+        return;
+    }
+    std::error_code ec;
+    if (!before.empty() && std::filesystem::equivalent(before, run_dir, ec) && !ec) changes.changes.erase(it);
+}
 
 std::string ConfigChanges::text(size_t limit) const {
     std::string out;

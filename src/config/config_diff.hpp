@@ -46,4 +46,9 @@ ConfigChanges changed_keys(const std::string& before_yaml, const std::string& af
 ConfigChanges changed_model_keys(const std::string& before_yaml, const std::string& after_yaml,
                                  const Resolve& resolve = {});
 
+// Drops the change of `run_dir` when the earlier config's run dir and `run_dir`
+// are one folder spelled two ways (P, ./P, P/, /abs/P): a resume in the same
+// folder changed nothing.
+void drop_same_run_dir(ConfigChanges& changes, const std::string& before_yaml, const std::string& run_dir);
+
 }  // namespace gputrain::config

@@ -162,10 +162,6 @@ LoggingConfig read_logging(const Section& top) {
                       "give another name, e.g. metrics_file: metrics.csv");
     }
     l.tensorboard = s.boolean("tensorboard", l.tensorboard);
-    if (l.tensorboard && std::filesystem::path(l.metrics_file).lexically_normal() == "tensorboard")
-        s.value("metrics_file")
-            .fail("'" + l.metrics_file + "' is the folder logging.tensorboard writes its event files in",
-                  "give another name, e.g. metrics_file: metrics.csv");
     l.every_steps = s.count("every_steps", l.every_steps);
     return l;
 }

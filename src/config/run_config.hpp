@@ -150,6 +150,9 @@ struct RunConfig {
     LoggingConfig logging;
     std::string resolved_yaml;       // the full config with defaults filled in, as YAML (written to the run dir)
     std::string digest;              // hex FNV-1a 64 of resolved_yaml minus training.epochs (stored in checkpoints)
+    // The digest gputrain gave this config before its layers were resolved
+    // (nn::resolve_layers): what checkpoints of an earlier version store.
+    std::string digest_of_layers_as_given;
 };
 
 }  // namespace gputrain::config

@@ -53,6 +53,7 @@ std::optional<bool> parse_bool(const std::string& text) {
 }
 
 std::string format_number(double value) {
+    if (value == 0.0) return "0";  // -0.0 too: one spelling of one value
     char buffer[64];
     const auto result = std::to_chars(buffer, buffer + sizeof buffer, value);
     return std::string(buffer, result.ptr);

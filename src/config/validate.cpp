@@ -1,6 +1,7 @@
 #include "config/validate.hpp"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "config/scalar_text.hpp"
 
@@ -110,6 +111,17 @@ void check_strategy(const StrategyConfig& s, int64_t batch_size, const ConfigSou
 
 }  // namespace
 
+namespace {
+
+// A path as one spelling: "a/./b/" and "a/b" alike.
+std::filesystem::path plain_path(const std::filesystem::path& p) {
+    std::string text = p.lexically_normal().string();
+    while (text.size() > 1 && text.back() == '/') text.pop_back();
+    return text;
+}
+
+}  // namespace
+
 void validate(RunConfig& config, const ConfigSource& source) {
     if (config.loss.from_logits && config.loss.name == "mean_squared_error")
         source.fail_at("loss.from_logits", "only used by the crossentropy losses, not mean_squared_error",
@@ -117,6 +129,14 @@ void validate(RunConfig& config, const ConfigSource& source) {
     check_optimizer(config.optimizer, source);
     check_data(config.data, source);
     check_strategy(config.strategy, config.training.batch_size, source);
+    // metrics_file is relative to the checkpoint folder, the event files go to RUN_DIR/tensorboard.
+    const std::string& checkpoints = config.checkpoint.dir.empty() ? config.run_dir : config.checkpoint.dir;
+    if (config.logging.tensorboard && !config.logging.metrics_file.empty() &&
+        plain_path(std::filesystem::path(checkpoints) / config.logging.metrics_file) ==
+            plain_path(std::filesystem::path(config.run_dir) / "tensorboard"))
+        source.fail_at("logging.metrics_file",
+                       "'" + config.logging.metrics_file + "' is the folder logging.tensorboard writes its event files in",
+                       "give another name, e.g. metrics_file: metrics.csv");
     const std::string& monitor = config.checkpoint.monitor;
     const auto& metrics = config.metrics;
     if ((monitor == "accuracy" || monitor == "val_accuracy") &&

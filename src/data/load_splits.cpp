@@ -101,10 +101,9 @@ Dataset read_csv_split(const std::string& dir, const std::string& name, const Sh
         d.inputs[i] = static_cast<float>(v * scale);
         if (!std::isfinite(d.inputs[i])) {
             const size_t per_row = static_cast<size_t>(std::max<int64_t>(1, table.feature_columns));
-            throw DataError(path + ": data row " + std::to_string(i / per_row + 1) + ", feature " +
-                            std::to_string(i % per_row + 1) + " (" + std::to_string(v) +
-                            ") is beyond float32's range once multiplied by data.scale (" + std::to_string(scale) +
-                            "); lower data.scale");
+            throw DataError(fmt::format("{}: data row {}, feature {} ({:g}) is beyond float32's range once "
+                                        "multiplied by data.scale ({:g}); lower data.scale",
+                                        path, i / per_row + 1, i % per_row + 1, v, scale));
         }
     }
     d.labels = std::move(table.labels);

@@ -82,8 +82,8 @@ PredictInputs read_predict_inputs(const std::string& path, const Shape& model_in
         float& v = out.values[i];
         // NaN or Inf would come out as probabilities that look like any others.
         if (!std::isfinite(v) || !std::isfinite(static_cast<float>(v * scale)))
-            throw DataError(path + ": sample " + std::to_string(static_cast<int64_t>(i) / per_sample) + ", value " +
-                            std::to_string(static_cast<int64_t>(i) % per_sample) + " is " +
+            throw DataError(path + ": element " + std::to_string(static_cast<int64_t>(i) % per_sample) +
+                            " of sample " + std::to_string(static_cast<int64_t>(i) / per_sample) + " is " +
                             (std::isnan(v) ? "NaN" : std::isinf(v) ? "infinite" : "too large once scaled") +
                             "; the model takes finite inputs");
         out.largest_raw = std::max(out.largest_raw, std::abs(v));

@@ -1,13 +1,15 @@
 #include "nn/dropout.hpp"
 
-#include <cstdio>
+#include <charconv>
+#include <string>
 
 namespace gputrain::nn {
 
 std::string Dropout::detail() const {
+    // The shortest text of the float used: 0.9999999 is not 1 (%g's 6 digits).
     char buf[32];
-    std::snprintf(buf, sizeof buf, "rate %g", static_cast<double>(rate_));
-    return buf;
+    const auto end = std::to_chars(buf, buf + sizeof buf, rate_).ptr;
+    return "rate " + std::string(buf, end);
 }
 
 Shape Dropout::build(const Shape& input_shape) {

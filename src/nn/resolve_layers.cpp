@@ -17,6 +17,7 @@ void resolve_layers(config::RunConfig& cfg) {
         builtin_layers().create(spec, static_cast<int>(i), &spec.resolved_params);
         spec.resolved_name = namer.name(spec, static_cast<int>(i));
     }
+    if (cfg.digest_of_layers_as_given.empty()) cfg.digest_of_layers_as_given = cfg.digest;
     cfg.resolved_yaml = config::resolved_yaml(cfg);
     cfg.digest = config::config_digest(cfg);
 }

@@ -138,8 +138,12 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
     for (const auto& ref : tensors.refs)
         for (size_t i = 0, n = static_cast<size_t>(shape_elements(ref.shape)); i < n; ++i)
             if (!std::isfinite(ref.data[i]))
-                throw Error("not writing '" + path + "': the weights or optimizer state hold NaN or Inf; any "
-                            "previous checkpoint is left as it was");
+                // Finite gradients can still overflow Adam's second moment (their squares) or the weights.
+                throw Error("not writing '" + path + "' after epoch " + std::to_string(state.epochs_done) +
+                            ": tensor '" + ref.name + "' holds " + (std::isnan(ref.data[i]) ? "NaN" : "Inf") +
+                            " (a gradient or its square past float32's range: inputs or learning rate far too "
+                            "large; check data.scale and optimizer.learning_rate); any previous checkpoint is left "
+                            "as it was");
     std::map<std::string, std::string> meta{
         {"format", "gputrain-checkpoint/1"},
         {"gputrain_version", GPUTRAIN_VERSION},
@@ -363,12 +367,14 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     if (const auto it = contents.metadata.find("config"); it != contents.metadata.end()) st.config_yaml = it->second;
     if (warning) {
         auto it = contents.metadata.find("config_digest");
-        if (it != contents.metadata.end() && it->second != cfg.digest) {
+        // A checkpoint of an earlier gputrain (which left layer defaults out of the digest) may match the other one.
+        if (it != contents.metadata.end() && it->second != cfg.digest && it->second != cfg.digest_of_layers_as_given) {
             std::string what = "digest " + it->second + ", now " + cfg.digest;
             config::ConfigChanges diff;
             if (!st.config_yaml.empty()) {
                 // The keys, where the checkpoint has its config (more epochs is what a resume is for).
                 diff = config::changed_keys(st.config_yaml, cfg.resolved_yaml, nn::resolved_again);
+                config::drop_same_run_dir(diff, st.config_yaml, cfg.run_dir);
                 std::erase_if(diff.changes, [](const std::string& c) { return c.rfind("training.epochs:", 0) == 0; });
                 if (diff.readable && !diff.changes.empty()) what = diff.text();
             }

@@ -144,14 +144,14 @@ header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 784), }"
 header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
 for path, bad in zip(sys.argv[1:], (float("nan"), float("inf"))):
     values = [0.5] * (2 * 784)
-    values[784 + 3] = bad  # sample 1, value 3
+    values[784 + 3] = bad  # element 3 of sample 1
     open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() +
                            struct.pack("<%df" % len(values), *values))
 PY
 run_expect 1 predict "$config" --checkpoint "$ckpt" --input "$TMP/nan.npy" --device cpu
-expect_in "$TMP/err" "gputrain: error: $TMP/nan.npy: sample 1, value 3 is NaN; the model takes finite inputs"
+expect_in "$TMP/err" "gputrain: error: $TMP/nan.npy: element 3 of sample 1 is NaN; the model takes finite inputs"
 run_expect 1 predict "$config" --checkpoint "$ckpt" --input "$TMP/inf.npy" --device cpu
-expect_in "$TMP/err" "gputrain: error: $TMP/inf.npy: sample 1, value 3 is infinite; the model takes finite inputs"
+expect_in "$TMP/err" "gputrain: error: $TMP/inf.npy: element 3 of sample 1 is infinite; the model takes finite inputs"
 
 step "finite inputs the model overflows on: the rows are written, and a warning counts them"
 python3 - "$TMP/huge.npy" <<'PY'

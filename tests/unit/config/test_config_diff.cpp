@@ -2,6 +2,9 @@
 // or an evaluate against the config a checkpoint stores (which anyone can write).
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 
 #include "config/config_diff.hpp"
@@ -47,6 +50,16 @@ TEST_CASE("changed_keys: the same number or boolean written another way is no ch
           Changes{"seed: 18446744073709551615 -> 18446744073709551614"});
     CHECK(changed_keys("seed: 9007199254740993\n", "seed: 9007199254740992\n").changes.size() == 1);
     CHECK(changed_keys("seed: +007\n", "seed: 7\n").changes.empty());
+}
+
+TEST_CASE("changed_keys: names and paths compare as text, whatever they look like") {
+    CHECK(changed_keys("model: {layers: [{type: dense, name: '1.0'}]}\n", "model: {layers: [{type: dense, name: '1'}]}\n")
+              .changes == Changes{"model.layers[0].name: 1.0 -> 1"});
+    CHECK(changed_keys("model: {layers: [{name: yes}]}\n", "model: {layers: [{name: on}]}\n").changes ==
+          Changes{"model.layers[0].name: yes -> on"});
+    CHECK(changed_keys("run_dir: '01'\n", "run_dir: '1'\n").changes == Changes{"run_dir: 01 -> 1"});
+    CHECK(changed_keys("data: {path: '2'}\n", "data: {path: '2.0'}\n").changes.size() == 1);
+    CHECK(changed_keys("model: {layers: [{rate: '0.50'}]}\n", "model: {layers: [{rate: '0.5'}]}\n").changes.empty());
 }
 
 TEST_CASE("changed_keys: an earlier text that cannot be compared is said to be so, with no changes") {
@@ -103,4 +116,23 @@ TEST_CASE("changed_model_keys keeps what changes the weights' meaning: model, lo
         INFO(other);
         CHECK_FALSE(changed_model_keys(other, before).readable);
     }
+}
+
+TEST_CASE("drop_same_run_dir: one folder spelled two ways is no change; another folder is") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("gputrain-diff-" + std::to_string(::getpid()));
+    fs::create_directories(dir / "run");
+    const std::string before = "run_dir: " + (dir / "run").string() + "\nseed: 1\n";
+    for (const std::string same : {(dir / "run/").string(), (dir / "./run").string(), (dir / "x/../run").string()}) {
+        fs::create_directories(dir / "x");
+        auto diff = changed_keys(before, "run_dir: " + same + "\nseed: 2\n");
+        REQUIRE(diff.changes.size() == 2);
+        gputrain::config::drop_same_run_dir(diff, before, same);
+        CHECK(diff.changes == Changes{"seed: 1 -> 2"});
+    }
+    fs::create_directories(dir / "other");
+    auto diff = changed_keys(before, "run_dir: " + (dir / "other").string() + "\nseed: 1\n");
+    gputrain::config::drop_same_run_dir(diff, before, (dir / "other").string());
+    CHECK(diff.changes.size() == 1);
+    fs::remove_all(dir);
 }

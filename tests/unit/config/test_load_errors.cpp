@@ -208,3 +208,14 @@ TEST_CASE("strategy.timeout_seconds must be a positive number of seconds") {
     REQUIRE(error_of(kMinimal + "strategy: {timeout_second: 5}\n") ==
             "cfg.yaml:3:12: strategy.timeout_second: unknown key (did you mean 'timeout_seconds'?)");
 }
+
+TEST_CASE("data.scale that takes byte pixels past float32 is an error for IDX and synthetic data, not for CSV") {
+    const std::string model =
+        "model: {input_shape: [4], layers: [{type: dense, units: 2}]}\n";
+    const std::string problem = "data.scale: takes pixel values (0 to 255) past float32's range (3.4e38); give at "
+                                "most 1.3e36, e.g. scale: 0.00392156862745098 (1/255)";
+    REQUIRE(error_of(model + "data: {dataset: fashion-mnist, scale: 1e37}\n") == "cfg.yaml:2:39: " + problem);
+    REQUIRE(error_of(model + "data: {dataset: synthetic, scale: 1e37}\n") == "cfg.yaml:2:35: " + problem);
+    REQUIRE(error_of(model + "data: {dataset: fashion-mnist, scale: 1e36}\n") == "(no error)");
+    REQUIRE(error_of(model + "data: {path: /x, format: csv, scale: 1e37}\n") == "(no error)");  // checked per value
+}

@@ -40,6 +40,8 @@ TEST_CASE("parse_bool takes YAML's words for true and false") {
 TEST_CASE("format_number gives the shortest text that reads back exactly") {
     REQUIRE(format_number(0.001) == "0.001");
     REQUIRE(format_number(1e-7) == "1e-07");
+    REQUIRE(format_number(-0.0) == "0");  // one spelling of zero (a digest must not tell -0.0 from 0)
+    REQUIRE(format_number(0.0) == "0");
     REQUIRE(format_number(5.0) == "5");
     for (double x : {1.0 / 255.0, 0.1, 3e-9, 123456.789}) REQUIRE(parse_number(format_number(x)) == x);
 }
