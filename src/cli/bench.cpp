@@ -7,6 +7,7 @@
 // that shape alone next to the rate the layer reached inside the step.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <mutex>
 
@@ -334,7 +335,10 @@ int run_bench(BenchArgs& args) {
                     ms(step_s), ms(median(t.input)), ms(median(t.forward_backward)), ms(median(t.allreduce)),
                     ms(median(t.optimizer)));
         std::printf("  \"pipelined_step_ms\": %.6g,\n", ms(pipelined_s));
-        std::printf("  \"samples_per_second\": %.6g,\n  \"final_loss\": %.6g,\n", samples_per_s, final_loss);
+        // JSON has no NaN: a loss that diverged is null, as evaluate --json writes it.
+        char loss_text[32] = "null";
+        if (std::isfinite(final_loss)) std::snprintf(loss_text, sizeof loss_text, "%.6g", final_loss);
+        std::printf("  \"samples_per_second\": %.6g,\n  \"final_loss\": %s,\n", samples_per_s, loss_text);
         std::printf("  \"gemm_epilogue_shapes\": {\"asked\": %zu, \"taken\": %zu},\n  \"gemms\": [\n", epilogues.asked,
                     epilogues.taken);
         for (size_t i = 0; i < shapes.size(); ++i) {

@@ -117,12 +117,23 @@ std::string Checkpointer::monitor(bool has_validation) const {
     return m;
 }
 
+namespace {
+
+bool maximizes(const std::string& monitor, const std::string& mode) {
+    if (mode == "min") return false;
+    if (mode == "max") return true;
+    return monitor.find("accuracy") != std::string::npos;
+}
+
+}  // namespace
+
+std::string Checkpointer::best_of(const std::string& monitor) const {
+    return monitor + (maximizes(monitor, cfg_.checkpoint.mode) ? " max" : " min");
+}
+
 bool Checkpointer::improves(const TrainingState& state, double value, const std::string& monitor) const {
     if (!state.has_best) return true;
-    bool maximize = monitor.find("accuracy") != std::string::npos;
-    if (cfg_.checkpoint.mode == "min") maximize = false;
-    if (cfg_.checkpoint.mode == "max") maximize = true;
-    return maximize ? value > state.best_value : value < state.best_value;
+    return maximizes(monitor, cfg_.checkpoint.mode) ? value > state.best_value : value < state.best_value;
 }
 
 std::string Checkpointer::path_for_epoch(int64_t epoch) const {
@@ -170,6 +181,7 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
         meta["val_accuracy"] = number(record.val_accuracy);
     }
     if (state.has_best) meta["best_value"] = number(state.best_value);
+    if (state.has_best && !state.best_of.empty()) meta["best_of"] = state.best_of;
     if (state.step_in_epoch > 0) {
         meta["step_in_epoch"] = std::to_string(state.step_in_epoch);
         meta["partial_loss_sum"] = number(state.partial_loss_sum);
@@ -195,7 +207,7 @@ std::vector<std::string> Checkpointer::save_epoch(Replica& replica0, const Train
     if (every > 0 && (state.epochs_done % every == 0 || last_epoch)) {
         written.push_back(path_for_epoch(state.epochs_done));
         write(written.back(), replica0, state, record);
-        prune_old_epochs();
+        prune_old_epochs(state.epochs_done);
     }
     written.push_back((fs::path(dir_) / "last.safetensors").string());
     write(written.back(), replica0, state, record);
@@ -260,15 +272,31 @@ size_t checkpoint_bytes(Replica& replica0) {
     return tensors * replica0.model().param_count() * sizeof(float) + (64u << 10);
 }
 
-void Checkpointer::prune_old_epochs() const {
+namespace {
+
+// The epoch-NNN.safetensors files of `dir` by epoch number, oldest first
+// (names are not fixed-width past epoch 999: "epoch-1000" sorts before "epoch-999").
+std::vector<std::pair<int64_t, std::string>> epoch_files(const std::string& dir) {
+    static const std::regex pattern("epoch-([0-9]{1,18})\\.safetensors");
+    std::vector<std::pair<int64_t, std::string>> found;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        std::smatch m;
+        const std::string name = entry.path().filename().string();
+        if (std::regex_match(name, m, pattern)) found.emplace_back(std::stoll(m[1].str()), entry.path().string());
+    }
+    std::sort(found.begin(), found.end());
+    return found;
+}
+
+}  // namespace
+
+void Checkpointer::prune_old_epochs(int64_t epoch) const {
     const int64_t keep = cfg_.checkpoint.keep_last;
     if (keep <= 0) return;
-    std::vector<std::string> epochs;
-    static const std::regex pattern("epoch-[0-9]+\\.safetensors");
-    for (const auto& entry : fs::directory_iterator(dir_))
-        if (std::regex_match(entry.path().filename().string(), pattern)) epochs.push_back(entry.path().string());
-    std::sort(epochs.begin(), epochs.end());
-    for (size_t i = 0; i + keep < epochs.size(); ++i) fs::remove(epochs[i]);
+    std::vector<std::pair<int64_t, std::string>> epochs = epoch_files(dir_);
+    std::erase_if(epochs, [&](const auto& e) { return e.first > epoch; });
+    for (size_t i = 0; i + static_cast<size_t>(keep) < epochs.size(); ++i) fs::remove(epochs[i].second);
 }
 
 TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Replica>>& replicas,
@@ -359,6 +387,7 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     if (contents.metadata.count("best_value")) {
         st.has_best = true;
         st.best_value = meta_real(contents, path, "best_value", 0.0, /*finite=*/false);
+        if (const auto it = contents.metadata.find("best_of"); it != contents.metadata.end()) st.best_of = it->second;
     }
     if (contents.metadata.count("loss_scale")) {
         st.loss_scale = meta_real(contents, path, "loss_scale", 0.0);
@@ -391,13 +420,8 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
 std::string latest_checkpoint(const std::string& dir) {
     const fs::path last = fs::path(dir) / "last.safetensors";
     if (fs::exists(last)) return last.string();
-    std::string best;
-    static const std::regex pattern("epoch-[0-9]+\\.safetensors");
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(dir, ec))
-        if (std::regex_match(entry.path().filename().string(), pattern) && entry.path().string() > best)
-            best = entry.path().string();
-    return best;
+    const auto epochs = epoch_files(dir);
+    return epochs.empty() ? std::string() : epochs.back().second;
 }
 
 std::vector<std::string> run_checkpoints(const std::string& dir) {

@@ -23,6 +23,9 @@ struct TrainingState {
     int64_t global_step = 0;
     bool has_best = false;
     double best_value = 0;  // of checkpoint.monitor
+    // What best_value measures, as Checkpointer::best_of gives it ("val_loss
+    // min"); "" in checkpoints written before it was stored.
+    std::string best_of;
     // An interrupted epoch: steps of epoch `epochs_done` already done, and the
     // loss/correct/sample sums over them (so the resumed epoch reports the same
     // averages as an uninterrupted one). All 0 at an epoch boundary.
@@ -43,6 +46,8 @@ public:
     const std::string& dir() const { return dir_; }
     // The metric that decides "best", resolved against whether validation exists.
     std::string monitor(bool has_validation) const;
+    // The monitor resolved and its direction: "loss min", "val_accuracy max".
+    std::string best_of(const std::string& monitor) const;
     // Whether `value` beats the state's best (and so becomes it).
     bool improves(const TrainingState& state, double value, const std::string& monitor) const;
 
@@ -65,7 +70,10 @@ public:
 private:
     void write(const std::string& path, Replica& replica0, const TrainingState& state, const EpochRecord& record,
                const std::string& interrupted = "");
-    void prune_old_epochs() const;
+    // Keeps the newest keep_last epoch-NNN files up to `epoch` (by number:
+    // epoch-1000 is newer than epoch-999). Files past it are another run's
+    // (a resume from an older epoch): left alone, not counted.
+    void prune_old_epochs(int64_t epoch) const;
 
     const config::RunConfig& cfg_;
     std::string dir_;

@@ -261,6 +261,14 @@ FitResult Trainer::fit() {
             std::fprintf(options_.out, "Resuming from %s after epoch %lld (step %lld)\n", options_.resume_from.c_str(),
                          (long long)state_.epochs_done, (long long)state_.global_step);
         last_good_checkpoint_ = options_.resume_from;
+        // A best of another metric (checkpoint.monitor or mode changed, or
+        // validation added) cannot be compared with this run's values.
+        if (state_.has_best && !state_.best_of.empty() && state_.best_of != checkpointer.best_of(monitor)) {
+            if (writer && options_.info)
+                std::fprintf(options_.out, "The best so far was by %s; now by %s: best.safetensors starts over\n",
+                             state_.best_of.c_str(), checkpointer.best_of(monitor).c_str());
+            state_.has_best = false;
+        }
         // In the middle of an epoch, the steps done were whole global batches:
         // another batch size would start at another sample, skipping or
         // repeating some of the epoch's.
@@ -380,6 +388,7 @@ FitResult Trainer::fit() {
         if (is_best) {
             state_.has_best = true;
             state_.best_value = value;
+            state_.best_of = checkpointer.best_of(monitor);
         }
         metrics.write(rec);
         tensorboard.write(rec);

@@ -181,4 +181,15 @@ python3 scripts/pytorch_twin.py "$config" --autocast fp16 >"$TMP/out" 2>"$TMP/er
 [ "$got" -eq 2 ] || fail "pytorch_twin.py --autocast fp16 exited $got, expected 2"
 expect_in "$TMP/err" "argument --autocast: invalid choice: 'fp16'"
 
+step "--json of a run whose loss diverges: final_loss is null, the JSON parses"
+cat >"$TMP/diverges.yaml" <<'YAML'
+model: {input_shape: [8, 8], layers: [{type: flatten}, {type: dense, units: 16}, {type: batch_norm}, {type: relu},
+                                      {type: dense, units: 10, activation: softmax}]}
+data: {dataset: synthetic, synthetic: {samples: 500}}
+optimizer: {type: sgd, learning_rate: 1e30}
+YAML
+run_expect 0 bench "$TMP/diverges.yaml" --device cpu --steps 20 --warmup 1 --json
+python3 -c "import json, sys; r = json.load(open(sys.argv[1])); assert r['final_loss'] is None, r['final_loss']" "$TMP/out" ||
+    fail "final_loss is not null: $(grep final_loss "$TMP/out")"
+
 echo "PASS"

@@ -183,3 +183,54 @@ TEST_CASE("A checkpoint keeps its resolved config; restore names the keys a late
     train::restore(old_path, again, later, true, &warning);
     REQUIRE(warning.empty());
 }
+
+TEST_CASE("keep_last and the latest checkpoint go by epoch number past epoch 999; later files of another run are "
+          "left alone") {
+    data::DataSplits data;
+    data.train = fixture::blobs(16, 6);
+    auto cfg = fixture::small_job(1002, 8);
+    cfg.checkpoint.keep_last = 2;
+    fixture::TempDir dir;
+    auto reps = fixture::replicas(cfg, 1);
+    train::Checkpointer checkpointer(cfg, dir.path.string());
+    train::TrainingState state;
+    for (int64_t epoch : {998, 999, 1000, 1001}) {
+        state.epochs_done = epoch;
+        checkpointer.save_epoch(*reps[0], state, train::EpochRecord{}, false);
+    }
+    CHECK(fs::exists(dir.path / "epoch-1000.safetensors"));
+    CHECK(fs::exists(dir.path / "epoch-1001.safetensors"));
+    CHECK(!fs::exists(dir.path / "epoch-999.safetensors"));
+    CHECK(!fs::exists(dir.path / "epoch-998.safetensors"));
+    fs::remove(dir.path / "last.safetensors");
+    CHECK(train::latest_checkpoint(dir.path.string()) == (dir.path / "epoch-1001.safetensors").string());
+    // A resume from an older epoch: epoch 5 written again, 1000 and 1001 (the abandoned run's) kept, not counted.
+    state.epochs_done = 4;
+    checkpointer.save_epoch(*reps[0], state, train::EpochRecord{}, false);
+    state.epochs_done = 5;
+    checkpointer.save_epoch(*reps[0], state, train::EpochRecord{}, false);
+    CHECK(fs::exists(dir.path / "epoch-004.safetensors"));
+    CHECK(fs::exists(dir.path / "epoch-005.safetensors"));
+    CHECK(fs::exists(dir.path / "epoch-1001.safetensors"));
+}
+
+TEST_CASE("a resume whose checkpoint.monitor differs starts best over; the same monitor keeps its best") {
+    data::DataSplits data;
+    data.train = fixture::blobs(53, 6);
+    auto cfg = fixture::small_job(2, 8);
+    cfg.checkpoint.monitor = "accuracy";
+    fixture::TempDir dir;
+    auto a = fixture::replicas(cfg, 1);
+    fixture::fit(cfg, a, data, dir.path.string());
+    const auto first = checkpoint::load((dir.path / "best.safetensors").string());
+    REQUIRE(first.metadata.at("best_of") == "accuracy max");
+
+    auto by_loss = fixture::small_job(3, 8);
+    by_loss.checkpoint.monitor = "loss";
+    auto b = fixture::replicas(by_loss, 1);
+    fixture::fit(by_loss, b, data, dir.path.string(), train::latest_checkpoint(dir.path.string()));
+    // Epoch 3 is the first of the new run measured by loss: it is the best, whatever the accuracy was.
+    const auto best = checkpoint::load((dir.path / "best.safetensors").string());
+    CHECK(best.metadata.at("epoch") == "3");
+    CHECK(best.metadata.at("best_of") == "loss min");
+}
