@@ -60,6 +60,11 @@ public:
                                  const std::string& signal);
 
     std::string path_for_epoch(int64_t epoch) const;  // epoch is 1-based
+
+    // After a resume from epoch `epoch`: the file names in the folder written
+    // later by a run that went past it (epoch-NNN above it; best.safetensors
+    // when its epoch is), oldest first.
+    std::vector<std::string> files_past(int64_t epoch) const;
     std::string last_path() const;
 
     // Before training: the folder exists and takes a file, leftovers of a

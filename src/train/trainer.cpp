@@ -261,6 +261,20 @@ FitResult Trainer::fit() {
             std::fprintf(options_.out, "Resuming from %s after epoch %lld (step %lld)\n", options_.resume_from.c_str(),
                          (long long)state_.epochs_done, (long long)state_.global_step);
         last_good_checkpoint_ = options_.resume_from;
+        // A resume from an older epoch: what a run past it left in the folder.
+        if (writer) {
+            const std::vector<std::string> later = checkpointer.files_past(state_.epochs_done);
+            if (!later.empty()) {
+                std::string list;
+                for (size_t i = 0; i < later.size(); ++i) list += (i ? ", " : "") + later[i];
+                const bool stale_best = later.back() == "best.safetensors";
+                warn("--resume from epoch " + std::to_string(state_.epochs_done) + ": " + checkpointer.dir() +
+                     " holds checkpoints of a run that went past it (" + list + "); epoch files are left as they "
+                     "are and not counted by keep_last" +
+                     (stale_best ? ", and best.safetensors starts over with this run's epochs" : ""));
+                if (stale_best) state_.has_best = false;
+            }
+        }
         // A best of another metric (checkpoint.monitor or mode changed, or
         // validation added) cannot be compared with this run's values.
         if (state_.has_best && !state_.best_of.empty() && state_.best_of != checkpointer.best_of(monitor)) {

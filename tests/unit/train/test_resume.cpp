@@ -212,6 +212,13 @@ TEST_CASE("keep_last and the latest checkpoint go by epoch number past epoch 999
     CHECK(fs::exists(dir.path / "epoch-004.safetensors"));
     CHECK(fs::exists(dir.path / "epoch-005.safetensors"));
     CHECK(fs::exists(dir.path / "epoch-1001.safetensors"));
+    // What a resume from epoch 5 is told about (a best file of epoch 1001 would be listed too).
+    CHECK(checkpointer.files_past(5) == std::vector<std::string>{"epoch-1000.safetensors", "epoch-1001.safetensors"});
+    state.epochs_done = 1001;
+    state.has_best = true;
+    checkpointer.save_epoch(*reps[0], state, train::EpochRecord{}, true);
+    CHECK(checkpointer.files_past(5).back() == "best.safetensors");
+    CHECK(checkpointer.files_past(1001).empty());
 }
 
 TEST_CASE("a resume whose checkpoint.monitor differs starts best over; the same monitor keeps its best") {
