@@ -44,6 +44,9 @@ std::unique_ptr<dist::World> join_workers(const config::RunConfig& cfg) {
     }
     if (!dist::launched_by_mpi()) return nullptr;
     auto world = dist::join_mpi_world(static_cast<double>(cfg.strategy.timeout_seconds));
+    // Workers of one job train one config; a different batch size or epoch
+    // count would otherwise fail deep inside MPI or wait out the timeout.
+    dist::require_same_config(*world, cfg.digest + " " + std::to_string(cfg.training.epochs));
     if (world->rank() != 0) {
         spdlog::default_logger()->set_pattern("[rank " + std::to_string(world->rank()) + "] %v");
         if (spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);

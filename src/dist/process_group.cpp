@@ -1,5 +1,7 @@
 #include "dist/process_group.hpp"
 
+#include <cstdint>
+#include <cstring>
 #include <string>
 
 #include "core/error.hpp"
@@ -17,6 +19,25 @@ void require_same_replica_count(ProcessGroup& processes, int local_replicas) {
                           std::to_string(local_replicas) + " replicas but the workers average " + std::to_string(mean) +
                           "; every worker must run the same number (same strategy.replicas, same GPU count per "
                           "worker)");
+}
+
+void require_same_config(ProcessGroup& processes, const std::string& fingerprint) {
+    char mine[128] = {};
+    fingerprint.copy(mine, sizeof mine - 1);
+    char first[128];
+    std::memcpy(first, mine, sizeof first);
+    processes.broadcast(first, sizeof first, 0);
+    const bool differs = std::memcmp(first, mine, sizeof mine) != 0;
+    double differing = differs ? 1.0 : 0.0;
+    processes.allreduce_sum(&differing, 1);
+    if (differing == 0) return;
+    if (differs)
+        throw ConfigError("strategy: worker " + std::to_string(processes.rank()) + " trains another config than worker "
+                          "0 (config digest and epochs " + std::string(mine) + " against " + std::string(first) +
+                          "); start every worker with the same config and --set options");
+    throw ConfigError("strategy: " + std::to_string(static_cast<int64_t>(differing)) + " of " +
+                      std::to_string(processes.size()) + " workers train another config than worker 0; start every "
+                      "worker with the same config and --set options");
 }
 
 }  // namespace gputrain::dist

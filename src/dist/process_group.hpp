@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace gputrain::dist {
 
@@ -30,5 +31,12 @@ public:
 // process must run the same number of replicas. A collective: throws
 // ConfigError in the processes whose count differs from the others'.
 void require_same_replica_count(ProcessGroup& processes, int local_replicas);
+
+// Every worker must train the same config (the digest, and the epochs it
+// leaves out): `fingerprint` of each is compared with worker 0's. A
+// collective: when any differs, every worker throws ConfigError (the ones
+// that differ name themselves), so none waits for the others in a collective
+// that would never match.
+void require_same_config(ProcessGroup& processes, const std::string& fingerprint);
 
 }  // namespace gputrain::dist

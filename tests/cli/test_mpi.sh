@@ -46,6 +46,17 @@ step "without a launcher, multi_worker_mirrored is mirrored"
 run_expect 0 fit "$cfg" "${multi[@]}" --replicas 2 --run-dir "$TMP/alone" --quiet
 safetensors identical "$TMP/alone/last.safetensors" "$TMP/two-threads/last.safetensors"
 
+step "workers started with different configs (epochs, batch size): every worker stops at once, exit 2, naming the one that differs"
+for differing in "training.epochs=3" "training.batch_size=16"; do
+    code=0
+    # (strategy.timeout_seconds bounds it: a worker left waiting gives up after 60 s)
+    mpi_run -np 1 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/mixed" --set strategy.timeout_seconds=60 : \
+        -np 1 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/mixed" --set strategy.timeout_seconds=60 \
+        --set "$differing" >"$TMP/out" 2>&1 || code=$?
+    [ "$code" -ne 0 ] || { cat "$TMP/out" >&2; fail "exit $code with --set $differing on one worker"; }
+    expect_in "$TMP/out" "strategy: worker 1 trains another config than worker 0 (config digest and epochs "
+done
+
 step "mpirun with a single-process strategy warns"
 # Both processes train alone into the same run dir: the run dir's lock lets
 # one train and stops the other (or, started later, it finds the first's
