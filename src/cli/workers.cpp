@@ -1,12 +1,14 @@
 #include "cli/workers.hpp"
 
 #include <spdlog/spdlog.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <string>
 
+#include "config/resolved_yaml.hpp"
 #include "core/error.hpp"
 #include "dist/launch_env.hpp"
 #include "train/interrupt.hpp"
@@ -31,6 +33,24 @@ void wait_for_all(dist::World& world) {
     world.allreduce_sum(&one, 1);
 }
 
+// What every worker must agree on: the resolved config without what may
+// differ per host (where the data and checkpoints are, which GPUs, logging),
+// epochs included, hashed. Before the job's first collective on the data.
+std::string training_fingerprint(const config::RunConfig& cfg) {
+    YAML::Node root = YAML::Load(cfg.resolved_yaml);
+    root.remove("run_dir");
+    root.remove("checkpoint");
+    root.remove("logging");
+    if (root["data"]) {
+        root["data"].remove("path");
+        root["data"].remove("dataset");
+    }
+    if (root["strategy"]) root["strategy"].remove("devices");
+    YAML::Emitter out;
+    out << root;
+    return config::fnv1a64_hex(out.c_str());
+}
+
 }  // namespace
 
 std::unique_ptr<dist::World> join_workers(const config::RunConfig& cfg) {
@@ -46,7 +66,7 @@ std::unique_ptr<dist::World> join_workers(const config::RunConfig& cfg) {
     auto world = dist::join_mpi_world(static_cast<double>(cfg.strategy.timeout_seconds));
     // Workers of one job train one config; a different batch size or epoch
     // count would otherwise fail deep inside MPI or wait out the timeout.
-    dist::require_same_config(*world, cfg.digest + " " + std::to_string(cfg.training.epochs));
+    dist::require_same_config(*world, training_fingerprint(cfg));
     if (world->rank() != 0) {
         spdlog::default_logger()->set_pattern("[rank " + std::to_string(world->rank()) + "] %v");
         if (spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);

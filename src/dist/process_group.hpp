@@ -32,8 +32,8 @@ public:
 // ConfigError in the processes whose count differs from the others'.
 void require_same_replica_count(ProcessGroup& processes, int local_replicas);
 
-// Every worker must train the same config (the digest, and the epochs it
-// leaves out): `fingerprint` of each is compared with worker 0's. A
+// Every worker must train the same config: `fingerprint` of each (a hash of
+// what must agree, cli/workers.cpp) is compared with worker 0's. A
 // collective: when any differs, every worker throws ConfigError (the ones
 // that differ name themselves), so none waits for the others in a collective
 // that would never match.

@@ -54,8 +54,12 @@ for differing in "training.epochs=3" "training.batch_size=16"; do
         -np 1 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/mixed" --set strategy.timeout_seconds=60 \
         --set "$differing" >"$TMP/out" 2>&1 || code=$?
     [ "$code" -ne 0 ] || { cat "$TMP/out" >&2; fail "exit $code with --set $differing on one worker"; }
-    expect_in "$TMP/out" "strategy: worker 1 trains another config than worker 0 (config digest and epochs "
+    expect_in "$TMP/out" "strategy: worker 1 trains another config than worker 0 (fingerprint "
 done
+step "... while keys that may differ per host (logging, checkpoint policy) do not stop the job"
+mpi_run -np 1 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/mixed-ok" --quiet : \
+    -np 1 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/mixed-ok" --quiet \
+    --set logging.progress=none --set checkpoint.keep_last=1 >"$TMP/out" 2>&1 || { cat "$TMP/out" >&2; fail "the job failed"; }
 
 step "mpirun with a single-process strategy warns"
 # Both processes train alone into the same run dir: the run dir's lock lets
