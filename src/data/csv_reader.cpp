@@ -49,14 +49,17 @@ void refuse_cr_only(const std::string& path, std::string_view line) {
     if (trim(line).find('\r') != std::string_view::npos) throw DataError(path + ":1: " + kCrOnly);
 }
 
-// What is wrong with a field that is not a number, and a hint where one helps.
-std::string not_a_number(std::string_view field) {
+const char* const kOutOfRange = "is out of range (features are float32: at most 3.4e38 in size)";
+
+// Why a feature field is not a float32, with a hint where one helps; "" when
+// it is one (then `value` holds it). 1e39 is a finite double but Inf as a float.
+std::string feature_problem(std::string_view field, double& value) {
+    if (parse_number(field, value)) return std::isfinite(static_cast<float>(value)) ? "" : kOutOfRange;
     const std::string text(trim(field));
     if (text.find('\r') != std::string::npos) return std::string("is not a number (") + kCrOnly + ")";
-    double value = 0;
-    const auto [end, ec] = std::from_chars(text.data() + (!text.empty() && text[0] == '+'), text.data() + text.size(), value);
-    if (ec == std::errc::result_out_of_range && end == text.data() + text.size())
-        return "is out of range (features are float32: at most 3.4e38 in size)";
+    const char* begin = text.data() + (!text.empty() && text[0] == '+');
+    const auto [end, ec] = std::from_chars(begin, text.data() + text.size(), value);
+    if (ec == std::errc::result_out_of_range && end == text.data() + text.size()) return kOutOfRange;  // 1e999
     return "is not a number";
 }
 
@@ -147,13 +150,10 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const Row
         }
         ++table.rows;
         for (size_t i = labeled ? 1 : 0; i < fields.size(); ++i) {
-            // Finite in float32 too: 1e39 would become Inf.
-            if (!parse_number(fields[i], value) || !std::isfinite(static_cast<float>(value))) {
+            const std::string problem = feature_problem(fields[i], value);
+            if (!problem.empty())
                 throw DataError(where + "field " + std::to_string(i + 1) + " '" + std::string(trim(fields[i])) + "' " +
-                                (parse_number(fields[i], value)
-                                     ? "is out of range (features are float32: at most 3.4e38 in size)"
-                                     : not_a_number(fields[i])));
-            }
+                                problem);
             table.features.push_back(static_cast<float>(value));
         }
     }
