@@ -64,4 +64,28 @@ std::string as_utf8(std::string_view text) {
     return out;
 }
 
+std::string to_latin1_code_points(std::string_view bytes) {
+    std::string out;
+    out.reserve(bytes.size() * 2);
+    for (const char c : bytes) append_utf8(out, static_cast<unsigned char>(c));
+    return out;
+}
+
+bool from_latin1_code_points(std::string_view text, std::string& bytes) {
+    bytes.clear();
+    for (size_t pos = 0; pos < text.size();) {
+        const auto lead = static_cast<unsigned char>(text[pos]);
+        const size_t length = utf8_sequence_length(text, pos);
+        if (length == 1) {
+            bytes += static_cast<char>(lead);
+        } else if (length == 2 && lead <= 0xC3) {  // U+0080..U+00FF
+            bytes += static_cast<char>(((lead & 0x1F) << 6) | (static_cast<unsigned char>(text[pos + 1]) & 0x3F));
+        } else {
+            return false;
+        }
+        pos += length;
+    }
+    return true;
+}
+
 }  // namespace gputrain

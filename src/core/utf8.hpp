@@ -19,4 +19,11 @@ void append_utf8(std::string& out, uint32_t code_point);
 // written into JSON, which must be Unicode.
 std::string as_utf8(std::string_view text);
 
+// Every byte of `bytes` as the code point of its value (all of them read as
+// Latin-1), and back: text that is not UTF-8 kept whole in a format that must
+// be. from_latin1_code_points is false when `text` holds another code point
+// or is not UTF-8.
+std::string to_latin1_code_points(std::string_view bytes);
+bool from_latin1_code_points(std::string_view text, std::string& bytes);
+
 }  // namespace gputrain

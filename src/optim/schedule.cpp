@@ -1,16 +1,70 @@
 #include "optim/schedule.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 namespace gputrain::optim {
 
-Schedule::Schedule(const config::OptimizerConfig& cfg, int64_t steps_per_epoch, int64_t total_epochs)
+double steps_before_epoch(const EpochStepsHistory& history, int64_t epoch) {
+    double steps = 0;
+    for (size_t i = 0; i < history.size() && history[i].from_epoch < epoch; ++i) {
+        const int64_t until = i + 1 < history.size() ? std::min(epoch, history[i + 1].from_epoch) : epoch;
+        steps += static_cast<double>(until - history[i].from_epoch) * static_cast<double>(history[i].steps);
+    }
+    return steps;
+}
+
+EpochStepsHistory continued_at(EpochStepsHistory history, int64_t epoch, int64_t steps) {
+    std::erase_if(history, [&](const EpochSteps& e) { return e.from_epoch >= epoch; });
+    if (history.empty() || history.back().steps != steps) history.push_back({epoch, steps});
+    return history;
+}
+
+std::string format_epoch_steps(const EpochStepsHistory& history) {
+    std::string text;
+    for (const EpochSteps& e : history) {
+        if (!text.empty()) text += ',';
+        text += std::to_string(e.from_epoch);
+        text += ':';
+        text += std::to_string(e.steps);
+    }
+    return text;
+}
+
+std::string parse_epoch_steps(const std::string& text, EpochStepsHistory& out) {
+    out.clear();
+    const auto whole = [](std::string_view part, int64_t& value) {
+        const auto [end, error] = std::from_chars(part.data(), part.data() + part.size(), value);
+        return !part.empty() && error == std::errc() && end == part.data() + part.size();
+    };
+    size_t begin = 0;
+    while (begin <= text.size()) {
+        size_t comma = text.find(',', begin);
+        if (comma == std::string::npos) comma = text.size();
+        const std::string_view entry(text.data() + begin, comma - begin);
+        const size_t colon = entry.find(':');
+        EpochSteps e{};
+        if (colon == std::string_view::npos || !whole(entry.substr(0, colon), e.from_epoch) ||
+            !whole(entry.substr(colon + 1), e.steps))
+            return "entry '" + std::string(entry) + "' is not EPOCH:STEPS";
+        if (e.steps < 1) return "entry '" + std::string(entry) + "' has fewer than 1 step";
+        if (out.empty() ? e.from_epoch != 0 : e.from_epoch <= out.back().from_epoch)
+            return "entry '" + std::string(entry) + "' is out of order (epochs rise from 0)";
+        out.push_back(e);
+        begin = comma + 1;
+    }
+    return "";
+}
+
+Schedule::Schedule(const config::OptimizerConfig& cfg, int64_t steps_per_epoch, int64_t total_epochs,
+                   const EpochStepsHistory& history)
     : cfg_(cfg.schedule),
       base_(cfg.learning_rate),
       steps_per_epoch_(std::max<int64_t>(1, steps_per_epoch)),
       total_steps_(static_cast<double>(steps_per_epoch_) * static_cast<double>(std::max<int64_t>(1, total_epochs))),
-      warmup_steps_(static_cast<double>(cfg.schedule.warmup_epochs) * static_cast<double>(steps_per_epoch_)) {}
+      warmup_steps_(static_cast<double>(cfg.schedule.warmup_epochs) * static_cast<double>(steps_per_epoch_)),
+      decay_start_(history.empty() ? warmup_steps_ : steps_before_epoch(history, cfg.schedule.warmup_epochs)) {}
 
 double Schedule::learning_rate(int64_t global_step, int64_t epoch, int64_t step_in_epoch) const {
     // Where the step is, in steps of this run's epochs.
@@ -22,9 +76,8 @@ double Schedule::learning_rate(int64_t global_step, int64_t epoch, int64_t step_
         return base_ * std::pow(cfg_.decay_rate, static_cast<double>(decays));
     }
     if (cfg_.type == "exponential_decay") {
-        // Optimizer steps since warmup: the run's own count (a resume with
-        // another batch size may have made warmup's steps fewer than now).
-        double p = std::max(0.0, static_cast<double>(global_step) - warmup_steps_) /
+        // Optimizer steps since warmup ended, whatever batch each epoch had.
+        double p = std::max(0.0, static_cast<double>(global_step) - decay_start_) /
                    static_cast<double>(std::max<int64_t>(1, cfg_.decay_steps));
         if (cfg_.staircase) p = std::floor(p);
         return base_ * std::pow(cfg_.decay_rate, p);

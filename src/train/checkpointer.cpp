@@ -20,6 +20,7 @@
 #include "config/config_diff.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/utf8.hpp"
 #include "nn/resolve_layers.hpp"
 
 namespace fs = std::filesystem;
@@ -86,6 +87,18 @@ int64_t meta_int(const checkpoint::Contents& c, const std::string& path, const s
         throw DataError(path + ": metadata '" + key + "' is not a whole number >= 0: '" + text +
                         "'; the file is damaged or not a gputrain checkpoint");
     return value;
+}
+
+// The resolved config a checkpoint stores: metadata "config", or
+// "config_bytes" for one that is not UTF-8; "" when it stores neither (or the
+// bytes are damaged: the digest still tells a change).
+std::string stored_config(const checkpoint::Contents& c) {
+    if (const auto it = c.metadata.find("config"); it != c.metadata.end()) return it->second;
+    std::string bytes;
+    if (const auto it = c.metadata.find("config_bytes");
+        it != c.metadata.end() && from_latin1_code_points(it->second, bytes))
+        return bytes;
+    return "";
 }
 
 // An optional real-valued metadata entry (`fallback` when absent).
@@ -174,12 +187,16 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
     // The whole resolved config: a checkpoint says how it was trained, and
     // evaluate/predict/--resume name what a later config changed. Metadata is
     // UTF-8 (safetensors' JSON): a config with other bytes (a Latin-1 path)
-    // keeps its digest alone rather than fail the checkpoint.
-    if (checkpoint::json::is_valid_utf8(cfg_.resolved_yaml)) meta["config"] = cfg_.resolved_yaml;
+    // goes to "config_bytes", one code point a byte.
+    if (checkpoint::json::is_valid_utf8(cfg_.resolved_yaml))
+        meta["config"] = cfg_.resolved_yaml;
+    else  // a Latin-1 path in it: each byte as a code point
+        meta["config_bytes"] = to_latin1_code_points(cfg_.resolved_yaml);
     if (record.has_validation) {
         meta["val_loss"] = number(record.val_loss);
         meta["val_accuracy"] = number(record.val_accuracy);
     }
+    if (!state.epoch_steps.empty()) meta["steps_per_epoch"] = optim::format_epoch_steps(state.epoch_steps);
     if (state.has_best) meta["best_value"] = number(state.best_value);
     if (state.has_best && !state.best_of.empty()) meta["best_of"] = state.best_of;
     if (state.step_in_epoch > 0) {
@@ -333,9 +350,9 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     // What the config the checkpoint stores says was different: the model and
     // optimizer keys that decide its tensors ("" when it stores none or they agree).
     const auto trained_with = [&]() -> std::string {
-        const auto it = contents.metadata.find("config");
-        if (it == contents.metadata.end()) return "";
-        config::ConfigChanges diff = config::changed_keys(it->second, cfg.resolved_yaml, nn::resolved_again);
+        const std::string stored = stored_config(contents);
+        if (stored.empty()) return "";
+        config::ConfigChanges diff = config::changed_keys(stored, cfg.resolved_yaml, nn::resolved_again);
         std::erase_if(diff.changes, [](const std::string& c) {
             return c.rfind("model.", 0) != 0 && c.rfind("optimizer.", 0) != 0;
         });
@@ -407,11 +424,17 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
         st.best_value = meta_real(contents, path, "best_value", 0.0, /*finite=*/false);
         if (const auto it = contents.metadata.find("best_of"); it != contents.metadata.end()) st.best_of = it->second;
     }
+    if (const auto it = contents.metadata.find("steps_per_epoch"); it != contents.metadata.end()) {
+        const std::string problem = optim::parse_epoch_steps(it->second, st.epoch_steps);
+        if (!problem.empty())
+            throw DataError(path + ": metadata 'steps_per_epoch' (" + problem +
+                            "); the file is damaged or not a gputrain checkpoint");
+    }
     if (contents.metadata.count("loss_scale")) {
         st.loss_scale = meta_real(contents, path, "loss_scale", 0.0);
         st.loss_scale_good_steps = meta_int(contents, path, "loss_scale_good_steps");
     }
-    if (const auto it = contents.metadata.find("config"); it != contents.metadata.end()) st.config_yaml = it->second;
+    st.config_yaml = stored_config(contents);
     if (warning) {
         auto it = contents.metadata.find("config_digest");
         // A checkpoint of an earlier gputrain (which left layer defaults out of the digest) may match the other one.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "config/run_config.hpp"
+#include "optim/schedule.hpp"
 #include "train/metrics_file.hpp"
 #include "train/replica.hpp"
 
@@ -31,6 +32,9 @@ struct TrainingState {
     // averages as an uninterrupted one). All 0 at an epoch boundary.
     int64_t step_in_epoch = 0;
     double partial_loss_sum = 0, partial_correct = 0, partial_samples = 0;
+    // Steps per epoch of every epoch so far ("0:1875,3:938": metadata
+    // "steps_per_epoch"); empty in checkpoints written before it was stored.
+    optim::EpochStepsHistory epoch_steps;
     // training.precision: fp16's dynamic loss scale (0 = not scaling).
     double loss_scale = 0;
     int64_t loss_scale_good_steps = 0;

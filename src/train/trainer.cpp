@@ -309,7 +309,16 @@ FitResult Trainer::fit() {
                                       ? (std::filesystem::path(options_.run_dir) / "tensorboard").string()
                                       : std::string(),
                                   state_.epochs_done, state_.global_step);
-    const optim::Schedule schedule(cfg_.optimizer, steps_per_epoch_, cfg_.training.epochs);
+    // The steps per epoch so far, this run's from its first epoch on. A
+    // checkpoint of an earlier gputrain stored none: its epochs had the same
+    // count if it divides the steps done, else take this run's.
+    if (state_.epoch_steps.empty()) {
+        const int64_t done = state_.global_step - state_.step_in_epoch;
+        const int64_t epochs = state_.epochs_done;
+        state_.epoch_steps = {{0, epochs > 0 && done > 0 && done % epochs == 0 ? done / epochs : steps_per_epoch_}};
+    }
+    state_.epoch_steps = optim::continued_at(state_.epoch_steps, state_.epochs_done, steps_per_epoch_);
+    const optim::Schedule schedule(cfg_.optimizer, steps_per_epoch_, cfg_.training.epochs, state_.epoch_steps);
     // data.resident: before any collective runs (it allocates device memory).
     // A worker's part (data.shard_files) is gathered by the loader in its own
     // order, which the resident index does not follow: copy its batches instead.

@@ -82,6 +82,46 @@ code=0
 wait "$first" || code=$?
 [ "$code" -eq 143 ] || { cat "$TMP/first.out" >&2; fail "the first run exited $code after SIGTERM, expected 143"; }
 
+step "exponential_decay after warmup, resumed with another batch size, decays from where warmup really ended"
+decay=(--set optimizer.schedule.type=exponential_decay --set optimizer.schedule.warmup_epochs=1
+       --set optimizer.schedule.decay_rate=0.5 --set optimizer.schedule.decay_steps=10)
+run_expect 0 fit "$cfg" "${decay[@]}" --set training.epochs=2 --run-dir "$TMP/decay" --quiet
+run_expect 0 fit "$cfg" "${decay[@]}" --set training.epochs=4 --set training.batch_size=64 --run-dir "$TMP/decay" \
+    --resume --quiet
+python3 - "$TMP/decay" <<'PY' || fail "the decay did not start where warmup ended: $(cat "$TMP/decay/metrics.csv")"
+import csv, json, struct, sys
+def meta(path):
+    with open(path, "rb") as f:
+        return json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))["__metadata__"]
+two, four = meta(sys.argv[1] + "/epoch-002.safetensors"), meta(sys.argv[1] + "/epoch-004.safetensors")
+warmup_end = int(two["global_step"]) // 2           # one epoch at batch 32
+later = (int(four["global_step"]) - int(two["global_step"])) // 2  # steps of an epoch at batch 64
+assert two["steps_per_epoch"] == f"0:{warmup_end}", two["steps_per_epoch"]
+assert four["steps_per_epoch"] == f"0:{warmup_end},2:{later}", four["steps_per_epoch"]
+assert later < warmup_end, (later, warmup_end)
+rows = list(csv.DictReader(open(sys.argv[1] + "/metrics.csv")))
+for epoch, first_step in ((2, warmup_end), (3, 2 * warmup_end), (4, 2 * warmup_end + later)):
+    want = 0.01 * 0.5 ** ((first_step - warmup_end) / 10)
+    got = float(rows[epoch - 1]["learning_rate"])
+    assert abs(got - want) <= 1e-6 * want, (epoch, got, want)
+print("epochs 3 and 4 start at", rows[2]["learning_rate"], rows[3]["learning_rate"])
+PY
+
+step "a config that is not UTF-8 (a Latin-1 run dir) is kept whole in its checkpoints; evaluate names what changed"
+latin1_run=$TMP/caf$'\xe9'
+run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$latin1_run" --quiet
+python3 - "$latin1_run/last.safetensors" "$latin1_run/config.yaml" <<'PY' || fail "config_bytes is not the config's bytes"
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    meta = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))["__metadata__"]
+assert "config" not in meta, meta
+stored = meta["config_bytes"].encode("latin-1")
+written = b"".join(l for l in open(sys.argv[2], "rb").readlines() if not l.startswith(b"#"))
+assert stored.rstrip(b"\n") == written.rstrip(b"\n") and b"caf\xe9" in stored, (stored, written)
+PY
+run_expect 0 evaluate "$cfg" --run-dir "$latin1_run" --set "model.layers[1].activation=tanh"
+expect_in "$TMP/err" "(model.layers[1].activation: relu -> tanh)"
+
 step "a closed stdout pipe does not stop training"
 "$GPUTRAIN" fit "$cfg" --run-dir "$TMP/piped" --set training.epochs=3 --set logging.progress=lines \
     --set logging.every_steps=1 2>"$TMP/err" | head -1 >/dev/null

@@ -24,3 +24,21 @@ TEST_CASE("as_utf8 keeps well-formed UTF-8 and reads other bytes as Latin-1") {
     REQUIRE(as_utf8("\xE2\x82") == "\xC3\xA2\xC2\x82");            // cut short
     REQUIRE(as_utf8("") == "");
 }
+
+TEST_CASE("bytes kept as Latin-1 code points come back whole") {
+    std::string all;
+    for (int b = 0; b < 256; ++b) all += static_cast<char>(b);
+    const std::string text = gputrain::to_latin1_code_points(all);
+    REQUIRE(text.size() == 128 + 2 * 128);
+    REQUIRE(text.substr(0x41, 1) == "A");
+    REQUIRE(text.substr(128 + 2 * (0xE9 - 0x80), 2) == "\xC3\xA9");
+    std::string back;
+    REQUIRE(gputrain::from_latin1_code_points(text, back));
+    REQUIRE(back == all);
+    REQUIRE(gputrain::from_latin1_code_points("", back));
+    REQUIRE(back.empty());
+    // Another code point, or text that is not UTF-8, is not such text.
+    REQUIRE_FALSE(gputrain::from_latin1_code_points("\xC4\x80", back));          // U+0100
+    REQUIRE_FALSE(gputrain::from_latin1_code_points("\xE2\x82\xAC", back));      // the euro sign
+    REQUIRE_FALSE(gputrain::from_latin1_code_points("caf\xE9", back));           // a raw Latin-1 byte
+}

@@ -6,7 +6,12 @@
 #include "optim/schedule.hpp"
 
 using gputrain::config::OptimizerConfig;
+using gputrain::optim::continued_at;
+using gputrain::optim::EpochStepsHistory;
+using gputrain::optim::format_epoch_steps;
+using gputrain::optim::parse_epoch_steps;
 using gputrain::optim::Schedule;
+using gputrain::optim::steps_before_epoch;
 
 namespace {
 
@@ -135,6 +140,77 @@ TEST_CASE("epoch-based schedules follow the epoch, not the step count, when step
         CHECK(s.learning_rate(40, 0, 4) == Approx(0.05));  // warmup whatever the global count
         CHECK(s.learning_rate(3, 3, 0) == Approx(0.05));   // halfway through the cosine part
     }
+}
+
+TEST_CASE("exponential_decay after warmup counts from the step where warmup ended, whatever batch each epoch "
+          "had") {
+    auto cfg = with_schedule("exponential_decay", 0.1);
+    cfg.schedule.warmup_epochs = 2;
+    cfg.schedule.decay_rate = 0.5;
+    cfg.schedule.decay_steps = 10;
+    SECTION("warmup at 13 steps an epoch, the rest at 4 (resumed after epoch 2 with 4x the batch)") {
+        const EpochStepsHistory history{{0, 13}, {2, 4}};
+        const Schedule resumed(cfg, 4, 6, history);
+        // Warmup ended at global step 26: step 26 has the base rate, 36 half of it.
+        CHECK(resumed.learning_rate(26, 2, 0) == Approx(0.1));
+        CHECK(resumed.learning_rate(36, 4, 2) == Approx(0.05));
+        CHECK(resumed.learning_rate(31, 3, 1) == Approx(0.1 / std::sqrt(2.0)));
+        // Without the history it took warmup as 2 x 4 steps: 18 steps into the decay.
+        const Schedule guessed(cfg, 4, 6);
+        CHECK(guessed.learning_rate(26, 2, 0) == Approx(0.1 * std::pow(0.5, 1.8)));
+    }
+    SECTION("resumed inside warmup (after epoch 1 of 13 steps): warmup's rest at this run's steps") {
+        const EpochStepsHistory history{{0, 13}, {1, 4}};
+        const Schedule resumed(cfg, 4, 6, history);
+        CHECK(resumed.learning_rate(17, 2, 0) == Approx(0.1));        // 13 + 4: where warmup ends now
+        CHECK(resumed.learning_rate(27, 4, 2) == Approx(0.05));       // one decay period past it
+        CHECK(resumed.learning_rate(15, 1, 2) == Approx(0.1 * 7 / 8));  // warmup: step 1*4+2 of 2*4, from 1
+    }
+    SECTION("a history of one entry is the uniform run") {
+        const Schedule plain(cfg, 5, 10), with_history(cfg, 5, 10, EpochStepsHistory{{0, 5}});
+        for (int64_t step : {0, 9, 10, 11, 20, 35, 49})
+            CHECK(with_history.learning_rate(step) == plain.learning_rate(step));
+    }
+}
+
+TEST_CASE("the steps before an epoch add up each stretch of the history") {
+    const EpochStepsHistory history{{0, 13}, {2, 4}, {5, 100}};
+    CHECK(steps_before_epoch(history, 0) == 0);
+    CHECK(steps_before_epoch(history, 1) == 13);
+    CHECK(steps_before_epoch(history, 2) == 26);
+    CHECK(steps_before_epoch(history, 4) == 34);
+    CHECK(steps_before_epoch(history, 5) == 38);
+    CHECK(steps_before_epoch(history, 7) == 238);
+    CHECK(steps_before_epoch({}, 3) == 0);
+}
+
+TEST_CASE("a history continues at an epoch: later entries dropped, an unchanged count not repeated") {
+    const EpochStepsHistory history{{0, 13}, {2, 4}, {5, 100}};
+    const auto steps_of = [](const EpochStepsHistory& h) { return format_epoch_steps(h); };
+    CHECK(steps_of(continued_at(history, 6, 100)) == "0:13,2:4,5:100");
+    CHECK(steps_of(continued_at(history, 6, 7)) == "0:13,2:4,5:100,6:7");
+    CHECK(steps_of(continued_at(history, 3, 4)) == "0:13,2:4");  // resumed from an older epoch
+    CHECK(steps_of(continued_at(history, 2, 9)) == "0:13,2:9");
+    CHECK(steps_of(continued_at(history, 0, 9)) == "0:9");
+    CHECK(steps_of(continued_at({}, 0, 9)) == "0:9");
+}
+
+TEST_CASE("steps_per_epoch metadata reads back what was written and names what is wrong") {
+    EpochStepsHistory read;
+    CHECK(parse_epoch_steps("0:1875,3:938", read) == "");
+    CHECK(format_epoch_steps(read) == "0:1875,3:938");
+    CHECK(read.size() == 2);
+    CHECK(read[1].from_epoch == 3);
+    CHECK(read[1].steps == 938);
+    CHECK(parse_epoch_steps("", read) == "entry '' is not EPOCH:STEPS");
+    CHECK(parse_epoch_steps("0:5,", read) == "entry '' is not EPOCH:STEPS");
+    CHECK(parse_epoch_steps("0:5;3:2", read) == "entry '0:5;3:2' is not EPOCH:STEPS");
+    CHECK(parse_epoch_steps("0:x", read) == "entry '0:x' is not EPOCH:STEPS");
+    CHECK(parse_epoch_steps("0:-5", read) == "entry '0:-5' has fewer than 1 step");
+    CHECK(parse_epoch_steps("0:0", read) == "entry '0:0' has fewer than 1 step");
+    CHECK(parse_epoch_steps("1:5", read) == "entry '1:5' is out of order (epochs rise from 0)");
+    CHECK(parse_epoch_steps("0:5,3:2,3:4", read) == "entry '3:4' is out of order (epochs rise from 0)");
+    CHECK(parse_epoch_steps("0:5,99999999999999999999:1", read) == "entry '99999999999999999999:1' is not EPOCH:STEPS");
 }
 
 TEST_CASE("schedules of absurd lengths do not overflow") {
