@@ -9,6 +9,7 @@
 #include <iterator>
 
 #include "cli/commands.hpp"
+#include "config/config_source.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/run_dir_lock.hpp"
 #include "cli/run_setup.hpp"
@@ -161,8 +162,10 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     spdlog::info("{}", strategy.describe(cfg.training.batch_size));
     const nn::Model& model = replicas[0]->model();
     if (model.param_count() == 0)
-        throw ConfigError("model.layers: the model has no trainable parameters, so training would change nothing; "
-                          "add a dense or conv2d layer");
+        throw ConfigError(config::config_message(cfg.model.layers_place.empty() ? cfg.source_file : cfg.model.layers_place, "model.layers",
+                                                 "the model has no trainable parameters, so training would change "
+                                                 "nothing",
+                                                 "add a dense or conv2d layer"));
     if (model.softmax_under_logits_loss())
         spdlog::warn("warning: loss.from_logits is true, but the last layer '{}' ends in softmax: the loss will take "
                      "its probabilities for logits; set loss.from_logits: false, or that layer's activation to linear",

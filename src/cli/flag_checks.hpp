@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <vector>
 
 #include "config/run_config.hpp"
 
@@ -40,6 +41,17 @@ inline CLI::Validator step_count(long long least) { return whole_number("a numbe
 inline CLI::Validator non_empty_path() {
     return CLI::Validator([](std::string& text) -> std::string { return text.empty() ? "is empty; give a path" : ""; },
                           "PATH");
+}
+
+// Whether `args` give `flag` an empty value ("--resume ''", "--resume="). For
+// a flag whose value is optional, CLI11 reads that as no value at all, so an
+// unset variable ("--resume $CKPT") would quietly take the default.
+inline bool empty_value_given(const std::vector<std::string>& args, const std::string& flag) {
+    for (size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == flag + "=") return true;
+        if (args[i] == flag && i + 1 < args.size() && args[i + 1].empty()) return true;
+    }
+    return false;
 }
 
 }  // namespace gputrain::cli

@@ -12,6 +12,7 @@
 #include "build_config.hpp"
 #include "cli/commands.hpp"
 #include "cli/console_sink.hpp"
+#include "cli/flag_checks.hpp"
 #include "cli/usage_errors.hpp"
 #include "core/error.hpp"
 #include "core/utf8.hpp"
@@ -103,6 +104,12 @@ int main_entry(int argc, char** argv) {
         return 2;
     }
 
+    if (app.got_subcommand("fit") &&
+        empty_value_given(std::vector<std::string>(argv + std::min(argc, 1), argv + argc), "--resume")) {
+        std::fprintf(stderr, "gputrain: error: --resume: is empty; give a checkpoint path, or --resume alone for the "
+                             "run dir's latest checkpoint\n");
+        return 2;
+    }
     try {
         if (app.got_subcommand("fit")) return fit();
         if (app.got_subcommand("evaluate")) return evaluate();

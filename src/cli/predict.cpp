@@ -70,7 +70,22 @@ void write_output(const std::string& path, const std::vector<float>& probabiliti
         throw Error("--output: cannot write '" + path + "': " + std::strerror(errno));
 }
 
+// --output naming a file predict reads (its config, checkpoint or input) would
+// replace it with the probabilities.
+void require_output_apart(const PredictArgs& args) {
+    if (args.output.empty()) return;
+    const std::pair<const char*, const std::string*> read[] = {
+        {"the config", &args.common.config_path}, {"--checkpoint", &args.checkpoint}, {"--input", &args.input}};
+    for (const auto& [what, path] : read) {
+        std::error_code ec;
+        if (fs::equivalent(args.output, *path, ec))
+            throw ConfigError("--output '" + args.output + "' is " + what + " ('" + *path +
+                              "'): writing the probabilities would replace it; give another file");
+    }
+}
+
 int run_predict(PredictArgs& args) {
+    require_output_apart(args);
     config::RunConfig cfg = load_config(args.common);
     // Probabilities may go to stdout, which the log shares: info lines would corrupt them.
     apply_log_level(cfg, /*quiet=*/true);

@@ -2,6 +2,7 @@
 // places; nn/ checks them against the layer kind.
 #include "config/read_sections.hpp"
 
+#include "core/shape.hpp"
 #include "core/suggest.hpp"
 
 namespace gputrain::config {
@@ -21,6 +22,12 @@ Shape read_input_shape(const Section& model) {
     if (v.node.size() == 0) v.fail("is empty", "give the shape of one sample, " + example);
     Shape shape;
     for (size_t i = 0; i < v.node.size(); ++i) shape.push_back(read_positive_int(list_item(v, i)));
+    // Every later size (the layers' outputs, their buffers) is counted from this.
+    int64_t elements = 0;
+    if (!elements_within(shape, kMaxSampleElements, elements))
+        v.fail(shape_to_string(shape, false) + " has more than " + std::to_string(kMaxSampleElements) +
+                   " elements per sample",
+               "give a smaller shape");
     return shape;
 }
 
@@ -76,6 +83,7 @@ ModelConfig read_model(const Section& top) {
     if (!model.has("layers")) layers.fail("missing", "list the layers, " + kLayersExample);
     if (!layers.node.IsSequence()) layers.fail("expected a list of layers, got " + describe(layers.node), kLayersExample);
     if (layers.node.size() == 0) layers.fail("is empty", "list at least one layer, " + kLayersExample);
+    out.layers_place = layers.place;
     for (size_t i = 0; i < layers.node.size(); ++i) out.layers.push_back(read_layer(list_item(layers, i)));
     return out;
 }

@@ -26,10 +26,19 @@ OptimizerConfig read_optimizer(const Section& top) {
     OptimizerConfig out;
     out.type = s.choice("type", out.type, kOptimizerTypes);
     out.learning_rate = s.number("learning_rate", out.type == "sgd" ? 0.01 : 0.001, NumberRange::positive);
-    out.momentum = s.number("momentum", out.momentum, NumberRange::fraction);
+    // The updates run in fp32, where a fraction this close to 1 is 1: no
+    // gradient would ever reach Adam's moments, and momentum would never decay.
+    const auto fraction_below_1 = [&](const char* key, double fallback) {
+        const double value = s.number(key, fallback, NumberRange::fraction);
+        if (static_cast<float>(value) >= 1.0f)
+            s.value(key).fail("is 1 in float32, in which the optimizer runs (it must be below 1)",
+                              "give at most 0.9999999");
+        return value;
+    };
+    out.momentum = fraction_below_1("momentum", out.momentum);
     out.nesterov = s.boolean("nesterov", out.nesterov);
-    out.beta1 = s.number("beta1", out.beta1, NumberRange::fraction);
-    out.beta2 = s.number("beta2", out.beta2, NumberRange::fraction);
+    out.beta1 = fraction_below_1("beta1", out.beta1);
+    out.beta2 = fraction_below_1("beta2", out.beta2);
     out.epsilon = s.number("epsilon", out.epsilon, NumberRange::positive);
     if (static_cast<float>(out.epsilon) == 0.0f)  // Adam's update runs in fp32
         s.value("epsilon").fail("is 0 in float32 (below 1.4e-45)", "give at least 1e-38, e.g. epsilon: 1.0e-7");

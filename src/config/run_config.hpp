@@ -33,6 +33,7 @@ struct LayerSpec {
 struct ModelConfig {
     Shape input_shape;               // model.input_shape, e.g. [28, 28]
     std::vector<LayerSpec> layers;   // model.layers
+    std::string layers_place;        // where model.layers is ("cfg.yaml:5:3", "--set ..."); "" when built in code
 };
 
 struct LossConfig {

@@ -26,8 +26,7 @@ bool parse_number(std::string_view field, double& value) {
 }
 
 // Whether the text is written as a number at all, finite or not ("nan",
-// "inf", "1e999"): a first line whose first field is neither empty nor this is
-// a header. A data row with an empty or "nan" label is an error, not a header.
+// "inf", "1e999").
 bool written_as_number(std::string_view field) {
     field = trim(field);
     if (!field.empty() && (field.front() == '+' || field.front() == '-')) field.remove_prefix(1);
@@ -37,8 +36,29 @@ bool written_as_number(std::string_view field) {
     return end == field.data() + field.size() && (ec == std::errc() || ec == std::errc::result_out_of_range);
 }
 
-bool is_header(std::string_view first_field) {
-    return !trim(first_field).empty() && !written_as_number(first_field);
+std::vector<std::string_view> split_fields(std::string_view line) {
+    std::vector<std::string_view> fields;
+    size_t start = 0;
+    while (true) {
+        const size_t comma = line.find(',', start);
+        fields.push_back(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+        if (comma == std::string_view::npos) break;
+        start = comma + 1;
+    }
+    return fields;
+}
+
+// A first line is a header when its first field is a word (neither empty nor
+// a number) and, with more than one field, another field is not a number
+// either: a data row with an empty or "nan" label, or a word where its first
+// number should be ("TRUE,1,2", "\"1\",2,3"), is an error, not a header.
+bool is_header(const std::vector<std::string_view>& fields) {
+    const auto word = [](std::string_view f) { return !trim(f).empty() && !written_as_number(f); };
+    if (!word(fields[0])) return false;
+    if (fields.size() == 1) return true;
+    for (size_t i = 1; i < fields.size(); ++i)
+        if (!written_as_number(fields[i])) return true;
+    return false;
 }
 
 const char* const kCrOnly = "the file ends its lines with CR alone, as classic Mac OS did; convert them to LF";
@@ -63,18 +83,6 @@ std::string feature_problem(std::string_view field, double& value) {
     return "is not a number";
 }
 
-std::vector<std::string_view> split_fields(std::string_view line) {
-    std::vector<std::string_view> fields;
-    size_t start = 0;
-    while (true) {
-        const size_t comma = line.find(',', start);
-        fields.push_back(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
-        if (comma == std::string_view::npos) break;
-        start = comma + 1;
-    }
-    return fields;
-}
-
 // Drops a UTF-8 byte-order mark (spreadsheets write one) from the first line,
 // which would otherwise make a number unreadable and the row a "header".
 void strip_bom(std::string& line) {
@@ -92,7 +100,7 @@ int64_t count_data_rows(const std::string& path) {
         if (first_line) strip_bom(line);
         if (trim(line).empty()) continue;
         if (first_line) refuse_cr_only(path, line);
-        if (first_line && is_header(std::string_view(line).substr(0, line.find(',')))) {
+        if (first_line && is_header(split_fields(line))) {
             first_line = false;
             continue;  // a header line
         }
@@ -125,6 +133,10 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const Row
         const std::vector<std::string_view> fields = split_fields(line);
         const std::string where = path + ":" + std::to_string(line_no) + ": ";
         double value = 0;
+        // A word that starts the first line, taken for data: it may have been meant as a header.
+        const char* header_hint = "";
+        if (first_line && !trim(fields[0]).empty() && !written_as_number(fields[0]))
+            header_hint = "; a header line needs a name, not a number, in another column too";
         if (first_line) {
             refuse_cr_only(path, line);
             first_line = false;
@@ -133,7 +145,7 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const Row
             if (labeled && columns < 2)
                 throw DataError(where + "expected a label and at least one feature, found 1 field");
             table.feature_columns = labeled ? columns - 1 : columns;
-            if (is_header(fields[0])) continue;  // a header line
+            if (is_header(fields)) continue;  // a header line
         }
         const int64_t data_row = table.file_rows++;
         if (data_row < keep.begin || data_row >= keep.end) continue;  // another worker's row
@@ -144,7 +156,7 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const Row
         if (labeled) {
             if (!parse_number(fields[0], value) || value < 0 || value != std::floor(value) || value > 2147483647.0) {
                 throw DataError(where + "label '" + std::string(trim(fields[0])) +
-                                "' is not a class index (a non-negative integer)");
+                                "' is not a class index (a non-negative integer)" + header_hint);
             }
             table.labels.push_back(static_cast<int32_t>(value));
         }
@@ -153,7 +165,7 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const Row
             const std::string problem = feature_problem(fields[i], value);
             if (!problem.empty())
                 throw DataError(where + "field " + std::to_string(i + 1) + " '" + std::string(trim(fields[i])) + "' " +
-                                problem);
+                                problem + (i == 0 ? header_hint : ""));
             table.features.push_back(static_cast<float>(value));
         }
     }

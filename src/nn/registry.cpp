@@ -68,6 +68,9 @@ void register_image_layers(LayerRegistry& registry) {
     registry.add("batch_norm", [](LayerArgs& args) -> std::unique_ptr<Layer> {
         BatchNormSettings s;
         s.momentum = args.number("momentum", s.momentum, 0.0, 1.0);
+        if (static_cast<float>(s.momentum) >= 1.0f)  // the moving statistics are updated in fp32
+            args.fail("momentum", "is 1 in float32, so the moving statistics would never change; give at most "
+                                  "0.9999999");
         s.epsilon = args.number("epsilon", s.epsilon, 0.0, 1.0);
         if (s.epsilon <= 0.0) args.fail("epsilon", "must be positive (e.g. epsilon: 0.001)");
         if (static_cast<float>(s.epsilon) == 0.0f)  // computed in fp32

@@ -167,6 +167,20 @@ run_expect 0 predict "$config" --checkpoint "$ckpt" --input "$TMP/huge.npy" --de
 expect_in "$TMP/err" "warning: 1 of 3 predictions are NaN or Inf (the first is sample 1): the model overflowed on those inputs; check their values and data.scale (1)"
 [ "$(wc -l <"$TMP/out")" -eq 4 ] || fail "expected a header and 3 rows: $(cat "$TMP/out")"
 
+step "--output naming the config, the checkpoint or the input is refused, the file untouched"
+cp "$ckpt" "$TMP/model.safetensors"
+cp "$TMP/first50.csv" "$TMP/in.csv"
+cp "$config" "$TMP/config.yaml"
+for target in "$TMP/model.safetensors:--checkpoint" "$TMP/./in.csv:--input" "$TMP/../$(basename "$TMP")/config.yaml:the config"; do
+    path=${target%%:*}
+    what=${target#*:}
+    cp "$path" "$TMP/before"
+    run_expect 2 predict "$TMP/config.yaml" --checkpoint "$TMP/model.safetensors" --input "$TMP/in.csv" --output "$path" --device cpu
+    expect_in "$TMP/err" "gputrain: error: --output '$path' is $what ("
+    expect_in "$TMP/err" "): writing the probabilities would replace it; give another file"
+    cmp "$path" "$TMP/before" || fail "predict --output $path changed it"
+done
+
 step "the format by extension, whatever its case (X.CSV, X.NPY)"
 cp "$TMP/first50.csv" "$TMP/FIRST50.CSV"
 run_expect 0 predict "$config" --checkpoint "$ckpt" --input "$TMP/FIRST50.CSV" --output "$TMP/OUT.NPY" --device cpu

@@ -84,16 +84,35 @@ TEST_CASE("read_csv: features beyond float32, a first line that only looks like 
     REQUIRE(error_of(path) == path + ":1: label '' is not a class index (a non-negative integer)");
     write_text(path, "nan,2,3\n0,4,5\n");
     REQUIRE(error_of(path) == path + ":1: label 'nan' is not a class index (a non-negative integer)");
-    write_text(path, "label,2,3\n0,4,5\n");  // a word is a header, whatever follows it
+    // A header has a name beyond its first field; a word before numbers is a bad data row, never skipped.
+    write_text(path, "label,x,3\n0,4,5\n");
     REQUIRE(read_csv(path).rows == 1);
-    // Without a label column (predict's inputs), the same rule.
-    write_text(path, "nan,2\n1,2\n");
-    try {
-        read_csv(path, 2);
-        FAIL("no error");
-    } catch (const DataError& e) {
-        REQUIRE(std::string(e.what()) == path + ":1: field 1 'nan' is not a number");
+    const std::string hint = "; a header line needs a name, not a number, in another column too";
+    for (const std::string first : {"label", "TRUE", "\"1\"", "0x10", "1_0"}) {
+        write_text(path, first + ",2,3\n0,4,5\n");
+        REQUIRE(error_of(path) == path + ":1: label '" + first + "' is not a class index (a non-negative integer)" + hint);
+        // Counted for a worker's share the same way: the row is data.
+        write_text(path, first + ",2,3\n0,4,5\n");
+        REQUIRE_THROWS_AS(read_csv(path, 0, [](int64_t rows) {
+                              REQUIRE(rows == 2);
+                              return RowRange{0, rows};
+                          }),
+                          DataError);
     }
+    // Without a label column (predict's inputs), the same rules.
+    const auto unlabeled_error = [&](const std::string& text) -> std::string {
+        write_text(path, text);
+        try {
+            read_csv(path, 2);
+        } catch (const DataError& e) {
+            return e.what();
+        }
+        return "no error";
+    };
+    REQUIRE(unlabeled_error("nan,2\n1,2\n") == path + ":1: field 1 'nan' is not a number");
+    REQUIRE(unlabeled_error("TRUE,2\n1,2\n") == path + ":1: field 1 'TRUE' is not a number" + hint);
+    write_text(path, "a,b\n1,2\n");
+    REQUIRE(read_csv(path, 2).rows == 1);
     // Classic Mac OS line ends: one long line, and a hint.
     for (const std::string text : {"1,2,3\r0,4,5\r", "label,a,b\r0,4,5\r1,2,3\r"})  // with a header too
         for (const bool counting : {false, true}) {
