@@ -203,8 +203,9 @@ Contents load(const std::string& path, const std::function<bool(const std::strin
     uint64_t header_bytes = 0;
     for (int i = 7; i >= 0; --i) header_bytes = (header_bytes << 8) | length_bytes[i];
     if (header_bytes > file.size() - kLengthBytes)
-        fail(path, "header length " + std::to_string(header_bytes) + " exceeds file size " +
-                       std::to_string(file.size()) + "; " + kNotSafetensors);
+        fail(path, "header length " + std::to_string(header_bytes) + " does not fit in the file (" +
+                       std::to_string(file.size()) + " bytes, " + std::to_string(file.size() - kLengthBytes) +
+                       " after the 8-byte length); " + kNotSafetensors);
     if (header_bytes > kMaxHeaderBytes)
         fail(path, "header length " + std::to_string(header_bytes) + " is over the limit of " +
                        std::to_string(kMaxHeaderBytes) + " bytes; the file is damaged or not a safetensors file");

@@ -95,10 +95,18 @@ int run_evaluate(EvaluateArgs& args) {
     warn_if_trained_differently(path, trained.config_yaml, cfg);
 
     const train::EvalResult result = train::evaluate(replicas, data.test, cfg.training.batch_size, args.confusion);
+    // Finite weights can still overflow on the test inputs: the outputs of
+    // those samples are NaN, and their argmax (so accuracy and the confusion
+    // matrix) says class 0.
+    if (!std::isfinite(result.loss))
+        spdlog::warn("warning: the loss is {}: the model's outputs overflowed on some test samples (weights or "
+                     "inputs far out of range; check data.scale ({:g})); accuracy counts their predictions as class 0",
+                     std::isnan(result.loss) ? "NaN" : "infinite", cfg.data.scale);
     if (args.json) {
         print_json(result, path, args.confusion);
     } else {
-        std::printf("%s: loss %.4f - accuracy %.4f (%lld test samples)\n", path.c_str(), result.loss, result.accuracy,
+        std::printf("%s: loss %s - accuracy %.4f (%lld test samples)\n", path.c_str(),
+                    std::isnan(result.loss) ? "nan" : fmt::format("{:.4f}", result.loss).c_str(), result.accuracy,
                     (long long)result.samples);
         if (args.confusion) print_confusion(result);
     }

@@ -27,16 +27,31 @@ bool ends_with(const std::string& s, const std::string& suffix) {
     return true;
 }
 
-// (N, d1, d2, ...) must hold N samples of the model's element count.
+// The axes longer than 1: [28, 28, 1] and [28, 28] lay out the same values.
+std::vector<int64_t> without_ones(std::vector<int64_t> dims) {
+    std::erase(dims, int64_t{1});
+    return dims;
+}
+
+// (N, d1, d2, ...) must hold N samples of the model's input: model.input_shape
+// (up to axes of 1), or one flat axis on either side. Two other layouts of the
+// same count ((N, 2, 7, 7), channels first, for [7, 7, 2]) would be read in
+// the wrong order.
 void check_sample_shape(const std::string& path, const std::vector<int64_t>& dims, const Shape& model_shape,
                         const std::string& what) {
+    const std::vector<int64_t> sample(dims.begin() + std::min<size_t>(1, dims.size()), dims.end());
     int64_t elements = 1;
-    for (size_t i = 1; i < dims.size(); ++i) elements *= dims[i];
-    if (dims.size() < 2 || elements != shape_elements(model_shape)) {
+    for (const int64_t d : sample) elements *= d;
+    const int64_t wanted = shape_elements(model_shape);
+    const std::string expected = "expected [N, " + std::to_string(wanted) + "] or [N] + model.input_shape";
+    if (dims.size() < 2 || elements != wanted)
         throw DataError(path + ": " + what + " shape " + shape_text(dims) + " does not hold samples of " +
-                        "model.input_shape " + shape_text(model_shape) + "; expected [N, " +
-                        std::to_string(shape_elements(model_shape)) + "] or [N] + model.input_shape");
-    }
+                        "model.input_shape " + shape_text(model_shape) + "; " + expected);
+    const std::vector<int64_t> a = without_ones(sample), b = without_ones(model_shape);
+    if (a != b && a.size() > 1 && b.size() > 1)
+        throw DataError(path + ": " + what + " shape " + shape_text(dims) + " holds " + std::to_string(wanted) +
+                        " values a sample, but not laid out as model.input_shape " + shape_text(model_shape) +
+                        " (channels last, as training reads them); reshape or transpose it: " + expected);
 }
 
 }  // namespace

@@ -418,6 +418,19 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
         st.partial_loss_sum = meta_real(contents, path, "partial_loss_sum", 0.0);
         st.partial_correct = meta_real(contents, path, "partial_correct", 0.0);
         st.partial_samples = meta_real(contents, path, "partial_samples", 0.0);
+        // Sums over the epoch's first steps, each a whole global batch: a
+        // count of samples that the steps divide, correct ones among them, a
+        // loss that is not negative.
+        const double steps = static_cast<double>(st.step_in_epoch), samples = st.partial_samples;
+        const auto whole = [](double v) { return v >= 0 && v == std::floor(v); };
+        if (st.step_in_epoch > 0 &&
+            !(whole(samples) && samples >= steps && std::fmod(samples, steps) == 0 && whole(st.partial_correct) &&
+              st.partial_correct <= samples && st.partial_loss_sum >= 0))
+            throw DataError(path + ": the interrupted epoch's metadata disagree (step_in_epoch " +
+                            std::to_string(st.step_in_epoch) + ", partial_samples " + number(samples) +
+                            ", partial_correct " + number(st.partial_correct) + ", partial_loss_sum " +
+                            number(st.partial_loss_sum) +
+                            "); the file is damaged: resume from an epoch-NNN.safetensors checkpoint instead");
     }
     if (contents.metadata.count("best_value")) {
         st.has_best = true;

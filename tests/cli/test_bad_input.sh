@@ -26,7 +26,7 @@ head -c 300 "$TMP/ck/last.safetensors" >"$TMP/truncated.safetensors"
 : >"$TMP/empty.safetensors"
 echo "not a folder" >"$TMP/file"
 # A checkpoint whose metadata says epoch -5 (the tensors intact).
-python3 - "$TMP/ck/last.safetensors" "$TMP/negative-epoch.safetensors" <<'PY'
+python3 - "$TMP/ck/last.safetensors" "$TMP/negative-epoch.safetensors" "$TMP/bad-partial.safetensors" <<'PY'
 import json, struct, sys
 raw = open(sys.argv[1], "rb").read()
 n = struct.unpack("<Q", raw[:8])[0]
@@ -35,6 +35,12 @@ header["__metadata__"]["epoch"] = "-5"
 text = json.dumps(header).encode()
 text += b" " * (-len(text) % 8)
 open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+# And one stopped mid-epoch whose sums cannot be: more correct samples than samples.
+header["__metadata__"].update(epoch="0", step_in_epoch="2", partial_samples="32", partial_correct="999",
+                              partial_loss_sum="1")
+text = json.dumps(header).encode()
+text += b" " * (-len(text) % 8)
+open(sys.argv[3], "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])
 PY
 cp "$TMP/ck/config.yaml" "$TMP/ck-config-before.yaml"
 # A model of one flatten layer: nothing to train. (Its output is 64 wide, the
@@ -56,7 +62,7 @@ cases=(
 "2|err|--resume: no checkpoint in '@TMP@/never' (looked for last.safetensors and epoch-NNN.safetensors); train without --resume first|-|fit @CFG@ --run-dir @TMP@/never --resume"
 "1|err|@TMP@/truncated.safetensors: header length|-|fit @CFG@ $run --resume @TMP@/truncated.safetensors"
 "1|err|@TMP@/empty.safetensors: file is 0 bytes, shorter than the 8-byte header length; the file is truncated or not a safetensors file|-|fit @CFG@ $run --resume @TMP@/empty.safetensors"
-"1|err|exceeds file size|-|fit @CFG@ $run --resume @CFG@"
+"1|err|does not fit in the file|-|fit @CFG@ $run --resume @CFG@"
 "2|err|--resume: '@TMP@' is a folder; give a checkpoint file in it, e.g. @TMP@/last.safetensors|-|fit @CFG@ $run --resume @TMP@"
 "2|err|--checkpoint: '@TMP@/ck' is a folder; give a checkpoint file in it, e.g. @TMP@/ck/last.safetensors|-|evaluate @CFG@ --checkpoint @TMP@/ck"
 "1|err|@TMP@/ck/last.safetensors: tensor 'dense/kernel' has shape [64, 16] but the model expects [64, 32]|-|fit @CFG@ --run-dir @TMP@/ck --quiet --set training.epochs=2 --set model.layers[1].units=32 --resume"
@@ -156,6 +162,7 @@ cases+=(
 "2|err|--set optimizer.momentum=0.99999999: optimizer.momentum: is 1 in float32|-|fit @CFG@ $run --set optimizer.type=sgd --set optimizer.momentum=0.99999999"
 "2|err|optimizer.epsilon: is 0 in float32 (below 1.4e-45); give at least 1e-38, e.g. epsilon: 1.0e-7|-|fit @CFG@ $run --set optimizer.epsilon=1e-50"
 "1|err|cannot write metrics file '/dev/full': No space left on device|-|fit @CFG@ $run --set logging.metrics_file=/dev/full"
+"1|err|@TMP@/bad-partial.safetensors: the interrupted epoch's metadata disagree (step_in_epoch 2, partial_samples 32, partial_correct 999, partial_loss_sum 1); the file is damaged: resume from an epoch-NNN.safetensors checkpoint instead|-|fit @CFG@ --run-dir @TMP@/run --quiet --resume @TMP@/bad-partial.safetensors"
 "1|err|@TMP@/negative-epoch.safetensors: metadata 'epoch' is not a whole number >= 0: '-5'; the file is damaged or not a gputrain checkpoint|-|fit @CFG@ $run --resume @TMP@/negative-epoch.safetensors"
 )
 

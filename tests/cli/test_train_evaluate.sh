@@ -56,6 +56,21 @@ r = json.loads(open(sys.argv[1], "rb").read().decode("utf-8"))
 assert r["checkpoint"].endswith("/caf\u00e9/last.safetensors"), r
 PY
 
+step "weights that overflow on the test inputs: the loss is said to be NaN, with a warning, and --json writes null"
+python3 - "$run/last.safetensors" "$TMP/huge.safetensors" <<'PY'
+import json, struct, sys
+raw = bytearray(open(sys.argv[1], "rb").read())
+n = struct.unpack("<Q", raw[:8])[0]
+begin, end = json.loads(raw[8:8 + n])["dense/kernel"]["data_offsets"]
+raw[8 + n + begin:8 + n + end] = struct.pack("<f", 3e38) * ((end - begin) // 4)  # finite, so the file loads
+open(sys.argv[2], "wb").write(raw)
+PY
+run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --checkpoint "$TMP/huge.safetensors" --set data.test_limit=100
+expect_in "$TMP/out" "$TMP/huge.safetensors: loss nan - accuracy "
+expect_in "$TMP/err" "warning: the loss is NaN: the model's outputs overflowed on some test samples (weights or inputs far out of range; check data.scale (0.00392157)); accuracy counts their predictions as class 0"
+run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --checkpoint "$TMP/huge.safetensors" --set data.test_limit=100 --json
+expect_in "$TMP/out" '"loss": null'
+
 step "evaluate --checkpoint FILE --json --confusion"
 run_expect 0 evaluate configs/fashion_mnist_mlp.yaml --checkpoint "$run/epoch-001.safetensors" \
     --set data.test_limit=1000 --json --confusion

@@ -81,7 +81,8 @@ TEST_CASE("load rejects a file truncated at any point") {
                                      "the file is truncated or not a safetensors file");
     write_bytes(cut, bytes.substr(0, 8 + 10));
     REQUIRE(load_error(cut) == cut + ": header length " + std::to_string(header_bytes) +
-                                   " exceeds file size 18; the file is truncated or not a safetensors file");
+                                   " does not fit in the file (18 bytes, 10 after the 8-byte length); the file is "
+                                   "truncated or not a safetensors file");
     write_bytes(cut, bytes.substr(0, 8 + header_bytes + 10));
     REQUIRE(load_error(cut) == cut + ": tensor 'b' data_offsets [8, 12] end past the 10 bytes of data after "
                                      "the header; the file is truncated");
@@ -101,8 +102,18 @@ TEST_CASE("load rejects a damaged header length field") {
     flipped[7] = '\x80';   // the top bit of the u64
     write_bytes(path, flipped);
     REQUIRE(load_error(path) == path + ": header length " + std::to_string((uint64_t{0x80} << 56) + static_cast<unsigned char>(good[0])) +
-                                    " exceeds file size " + std::to_string(good.size()) +
-                                    "; the file is truncated or not a safetensors file");
+                                    " does not fit in the file (" + std::to_string(good.size()) + " bytes, " +
+                                    std::to_string(good.size() - 8) +
+                                    " after the 8-byte length); the file is truncated or not a safetensors file");
+
+    // Past the end by less than the length field itself: the message must not say it fits.
+    std::string over = good;
+    const uint64_t past = good.size() - 3;
+    for (int i = 0; i < 8; ++i) over[i] = static_cast<char>((past >> (8 * i)) & 0xFF);
+    write_bytes(path, over);
+    REQUIRE(load_error(path) == path + ": header length " + std::to_string(past) + " does not fit in the file (" +
+                                    std::to_string(good.size()) + " bytes, " + std::to_string(good.size() - 8) +
+                                    " after the 8-byte length); the file is truncated or not a safetensors file");
 
     std::string shorter = good;
     shorter[0] = static_cast<char>(good[0] - 8);   // the JSON is cut short, its tail read as data

@@ -72,3 +72,31 @@ TEST_CASE("read_predict_inputs rejects samples that do not fit the model") {
             dir / "wide.csv" + ": 3 feature columns after the label, but model.input_shape [2] needs 2");
     REQUIRE(error_of(dir / "nothing.csv", {2}) == dir / "nothing.csv" + ": no such file");
 }
+
+TEST_CASE("read_predict_inputs takes samples laid out as model.input_shape or flat, not another layout") {
+    TempDir dir;
+    std::vector<float> values(2 * 98);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+    // Channels first for a channels-last model: the same count, the wrong order.
+    write_npy_float32(dir / "nchw.npy", {2, 2, 7, 7}, values);
+    REQUIRE(error_of(dir / "nchw.npy", {7, 7, 2}) ==
+            dir / "nchw.npy" + ": the array's shape [2, 2, 7, 7] holds 98 values a sample, but not laid out as "
+                               "model.input_shape [7, 7, 2] (channels last, as training reads them); reshape or "
+                               "transpose it: expected [N, 98] or [N] + model.input_shape");
+    write_npy_float32(dir / "wide.npy", {2, 14, 7}, values);
+    REQUIRE(error_of(dir / "wide.npy", {7, 14}) ==
+            dir / "wide.npy" + ": the array's shape [2, 14, 7] holds 98 values a sample, but not laid out as "
+                               "model.input_shape [7, 14] (channels last, as training reads them); reshape or "
+                               "transpose it: expected [N, 98] or [N] + model.input_shape");
+    // As the model, up to axes of 1 (IDX images for a [28, 28, 1] CNN), or flat on either side.
+    for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{
+             {2, 7, 7, 2}, {2, 98}, {2, 7, 1, 7, 2}, {2, 1, 98}}) {
+        write_npy_float32(dir / "ok.npy", dims, values);
+        const PredictInputs in = read_predict_inputs(dir / "ok.npy", {7, 7, 2}, 1.0);
+        REQUIRE(in.rows == 2);
+        REQUIRE(in.values == values);
+    }
+    write_npy_float32(dir / "images.npy", {2, 7, 14}, values);
+    REQUIRE(read_predict_inputs(dir / "images.npy", {7, 14, 1}, 1.0).rows == 2);
+    REQUIRE(read_predict_inputs(dir / "images.npy", {98}, 1.0).rows == 2);
+}
