@@ -104,7 +104,7 @@ IdxArray read_idx(const std::string& path, const RowChooser& choose) {
     }
     if (magic[0] != 0 || magic[1] != 0 || magic[3] == 0) {
         throw DataError(path + ": not an IDX file (magic bytes " + hex_bytes(magic, 4) +
-                        ", expected 00 00 08 NN)");
+                        ", expected 00 00 08 NN, NN the number of dimensions, 01 or more)");
     }
     if (magic[2] != kUnsignedByte) {
         throw DataError(path + ": IDX type " + hex_bytes(magic + 2, 1) + " (" + type_name(magic[2]) +

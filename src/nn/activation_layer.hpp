@@ -7,9 +7,10 @@ namespace gputrain::nn {
 
 class ActivationLayer : public Layer {
 public:
-    explicit ActivationLayer(Activation activation) : activation_(activation) {}
+    explicit ActivationLayer(Activation activation) : configured_(activation), activation_(activation) {}
 
-    std::string type() const override { return activation_name(activation_); }
+    // As configured: a softmax fused into the loss still shows as one.
+    std::string type() const override { return activation_name(configured_); }
     Shape build(const Shape& input_shape) override;
     bool strip_final_softmax() override;
     bool ends_in_softmax() const override { return activation_ == Activation::softmax; }
@@ -18,7 +19,8 @@ public:
                   int rows) override;
 
 private:
-    Activation activation_;
+    Activation configured_;
+    Activation activation_;  // linear once its softmax moved into the loss
     int64_t elements_ = 0;  // per sample
     int64_t last_axis_ = 0;
 };

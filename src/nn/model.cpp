@@ -342,7 +342,12 @@ std::string Model::summary() const {
         std::string label = layers_[i]->name() + " (" + layers_[i]->type() + ")";
         const std::string detail = layers_[i]->detail();
         if (!detail.empty()) label += " " + detail;
-        if (fused_softmax_ && i + 1 == layers_.size()) label += " softmax*";
+        if (fused_softmax_ && i + 1 == layers_.size()) label += layers_[i]->type() == "softmax" ? "*" : " softmax*";
+        // A label wider than its column gets a line of its own, the columns stay in line.
+        if (label.size() > 32) {
+            out += label + "\n";
+            label.clear();
+        }
         std::snprintf(line, sizeof line, "%-32s %-24s %12zu\n", label.c_str(), shape_to_string(shapes_[i]).c_str(),
                       count);
         out += line;

@@ -122,6 +122,11 @@ std::string Strategy::describe(int64_t global_batch) const {
     const int64_t first = offsets[1] - offsets[0], last = offsets[n] - offsets[n - 1];
     if (first == last) return line + " = " + std::to_string(first) + " per replica";
     line += " = ";
+    if (n > 8) {  // the first shards take one sample more
+        const int64_t larger = global_batch - static_cast<int64_t>(n) * last;
+        return line + std::to_string(larger) + " x " + std::to_string(first) + " + " + std::to_string(n - larger) +
+               " x " + std::to_string(last) + " per replica";
+    }
     for (int r = 0; r < n; ++r) line += (r ? "+" : "") + std::to_string(offsets[r + 1] - offsets[r]);
     return line + " per replica";
 }

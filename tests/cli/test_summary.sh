@@ -79,6 +79,29 @@ run_expect 1 fit "$TMP/huge.yaml" --device cpu --replicas 2 --run-dir "$TMP/huge
 expect_in "$TMP/err" "2 replicas need "
 expect_in "$TMP/err" "or use fewer replicas (--replicas)"
 
+step "table layout: a softmax layer fused into the loss keeps its type, a long label gets a line of its own"
+cat >"$TMP/layout.yaml" <<'YAML'
+model:
+  input_shape: [8, 8, 1]
+  layers:
+    - {type: conv2d, name: a_rather_long_convolution_name, filters: 2, kernel_size: 3, strides: 2, padding: same}
+    - {type: flatten}
+    - {type: dense, units: 3}
+    - {type: softmax}
+data: {dataset: synthetic, synthetic: {classes: 3}}
+YAML
+run_expect 0 summary "$TMP/layout.yaml" --device cpu
+cat "$TMP/out"
+grep -qx "a_rather_long_convolution_name (conv2d) 3x3 same stride 2x2" "$TMP/out" || fail "the long label is not on a line of its own"
+grep -qE "^ {33}\(None, 4, 4, 2\) +20$" "$TMP/out" || fail "the long label's columns are not in line"
+grep -qE "^softmax \(softmax\)\* +\(None, 3\) +0$" "$TMP/out" || fail "the fused softmax layer is not shown as one"
+
+step "many replicas: the batch split in two terms, not one per replica"
+run_expect 0 summary "$config" --device cpu --replicas 1000 --set training.batch_size=1001
+expect_in "$TMP/out" "global batch 1001 = 1 x 2 + 999 x 1 per replica"
+run_expect 0 summary "$config" --device cpu --replicas 3 --set training.batch_size=100
+expect_in "$TMP/out" "global batch 100 = 34+33+33 per replica"
+
 step "a config error is reported like fit's"
 run_expect 2 summary "$config" --set training.batch_size=0
 expect_in "$TMP/err" "training.batch_size"

@@ -44,7 +44,10 @@ TEST_CASE("read_idx round-trips values and dims, plain and gzip") {
 TEST_CASE("read_idx reports a bad magic and an unsupported type") {
     TempDir dir;
     write_bytes(dir / "magic", {0x12, 0x34, 0x08, 0x01, 0, 0, 0, 1, 7});
-    REQUIRE(error_of(dir / "magic") == dir / "magic" + ": not an IDX file (magic bytes 12 34 08 01, expected 00 00 08 NN)");
+    const std::string expected = ", expected 00 00 08 NN, NN the number of dimensions, 01 or more)";
+    REQUIRE(error_of(dir / "magic") == dir / "magic" + ": not an IDX file (magic bytes 12 34 08 01" + expected);
+    write_bytes(dir / "no-dims", {0, 0, 0x08, 0, 7});
+    REQUIRE(error_of(dir / "no-dims") == dir / "no-dims" + ": not an IDX file (magic bytes 00 00 08 00" + expected);
     write_bytes(dir / "float", idx_bytes({1}, {0, 0, 0, 0}, 0x0D));
     REQUIRE(error_of(dir / "float") == dir / "float" + ": IDX type 0d (float) is not supported; only unsigned byte (08) is");
     write_bytes(dir / "empty", {});
