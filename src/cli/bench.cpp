@@ -251,7 +251,7 @@ int run_bench(BenchArgs& args) {
 
     const int64_t batch = cfg.training.batch_size;
     auto replicas = strategy.make_replicas(cfg, batch);
-    check_classes("training", data.train.num_classes, replicas[0]->model().classes());
+    check_classes(data.train, replicas[0]->model().classes(), cfg);
     const HostBatches batches = make_batches(data.train, batch, strategy.replicas(), args.warmup + args.steps);
 
     const nn::Model& model = replicas[0]->model();

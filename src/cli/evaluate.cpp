@@ -90,7 +90,7 @@ int run_evaluate(EvaluateArgs& args) {
     if (!strategy.fallback_note().empty()) spdlog::info("{}", strategy.fallback_note());
     const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::test);
     auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size, path, train::ReplicaUse::inference);
-    check_classes("test", data.test.num_classes, replicas[0]->model().classes());
+    check_classes(data.test, replicas[0]->model().classes(), cfg);
     const train::TrainingState trained = train::restore(path, replicas, cfg, /*with_optimizer=*/false);
     warn_if_trained_differently(path, trained.config_yaml, cfg);
 

@@ -158,7 +158,7 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
                  data.train.part.count > 1 ? "; " + data.train.description : "");
 
     auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size, resume_from);
-    check_classes("training", data.train.num_classes, replicas[0]->model().classes());
+    check_classes(data.train, replicas[0]->model().classes(), cfg);
     spdlog::info("{}", strategy.describe(cfg.training.batch_size));
     const nn::Model& model = replicas[0]->model();
     if (model.param_count() == 0)

@@ -60,7 +60,11 @@ void write_output(const std::string& path, const std::vector<float>& probabiliti
         return;
     }
     if (is_npy(path)) {
-        data::write_npy_float32(path, {rows, classes}, probabilities);
+        try {
+            data::write_npy_float32(path, {rows, classes}, probabilities);
+        } catch (const Error& e) {
+            throw Error(std::string("--output: ") + e.what());
+        }
         return;
     }
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "w"), &std::fclose);
@@ -82,6 +86,16 @@ void require_output_apart(const PredictArgs& args) {
             throw ConfigError("--output '" + args.output + "' is " + what + " ('" + *path +
                               "'): writing the probabilities would replace it; give another file");
     }
+    // Before the model is scored, not after.
+    const fs::path folder = fs::path(args.output).parent_path();
+    std::error_code ec;
+    if (!folder.empty() && !fs::is_directory(folder, ec))
+        throw ConfigError("--output '" + args.output + "': the folder '" + folder.string() +
+                          (fs::exists(folder, ec) ? "' is not a folder" : "' does not exist") +
+                          "; create it or give another path");
+    if (fs::is_directory(args.output, ec))
+        throw ConfigError("--output '" + args.output + "' is a folder; give a file name, e.g. " +
+                          (fs::path(args.output) / "probabilities.csv").string());
 }
 
 int run_predict(PredictArgs& args) {

@@ -96,11 +96,16 @@ void log_gemm_epilogues(const config::RunConfig& cfg, const Backend& backend) {
                  plans.taken, plans.asked);
 }
 
-void check_classes(const std::string& split, int64_t data_classes, int64_t model_classes) {
-    if (data_classes > model_classes)
-        throw ConfigError("the " + split + " data has labels 0.." + std::to_string(data_classes - 1) +
-                          " but the model's last layer has " + std::to_string(model_classes) +
-                          " outputs; set the last layer's units to at least " + std::to_string(data_classes));
+void check_classes(const data::Dataset& data, int64_t model_classes, const config::RunConfig& cfg) {
+    if (data.num_classes <= model_classes) return;
+    // Where the last layer is in the config; the labels are counted over every split read.
+    const size_t last = cfg.model.layers.size() - 1;
+    const auto& where = cfg.model.layers[last].where;
+    const auto place = where.count("units") ? where.at("units") : where.count("") ? where.at("") : cfg.source_file;
+    throw ConfigError(place + ": model.layers[" + std::to_string(last) + "]: the model has " +
+                      std::to_string(model_classes) + " outputs, but the data's labels go up to " +
+                      std::to_string(data.num_classes - 1) + " (" + data.description +
+                      "); set the last layer's units to at least " + std::to_string(data.num_classes));
 }
 
 void require_checkpoint_file(const std::string& flag, const std::string& path) {

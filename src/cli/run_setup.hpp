@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "config/run_config.hpp"
+#include "data/dataset.hpp"
 #include "device/devices.hpp"
 #include "train/replica.hpp"
 #include "train/strategy.hpp"
@@ -29,7 +30,7 @@ config::RunConfig load_config(const CommonOptions& options);
 void apply_log_level(const config::RunConfig& cfg, bool quiet);
 
 // The label range of the data must fit the model's outputs.
-void check_classes(const std::string& split, int64_t data_classes, int64_t model_classes);
+void check_classes(const data::Dataset& data, int64_t model_classes, const config::RunConfig& cfg);
 
 // A checkpoint named by `flag` (--checkpoint, --resume) must be a file:
 // ConfigError "FLAG: 'PATH' does not exist", or, for a folder, that it is one

@@ -26,6 +26,9 @@ OptimizerConfig read_optimizer(const Section& top) {
     OptimizerConfig out;
     out.type = s.choice("type", out.type, kOptimizerTypes);
     out.learning_rate = s.number("learning_rate", out.type == "sgd" ? 0.01 : 0.001, NumberRange::positive);
+    if (static_cast<float>(out.learning_rate) == 0.0f)  // the updates run in fp32: nothing would train
+        s.value("learning_rate")
+            .fail("is 0 in float32 (below 1.4e-45), so no weight would ever change", "give at least 1e-38, e.g. 0.001");
     // The updates run in fp32, where a fraction this close to 1 is 1: no
     // gradient would ever reach Adam's moments, and momentum would never decay.
     const auto fraction_below_1 = [&](const char* key, double fallback) {

@@ -156,7 +156,7 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const Row
         if (labeled) {
             if (!parse_number(fields[0], value) || value < 0 || value != std::floor(value) || value > 2147483647.0) {
                 throw DataError(where + "label '" + std::string(trim(fields[0])) +
-                                "' is not a class index (a non-negative integer)" + header_hint);
+                                "' is not a class index (a whole number from 0 to 2147483647)" + header_hint);
             }
             table.labels.push_back(static_cast<int32_t>(value));
         }

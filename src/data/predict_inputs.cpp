@@ -33,22 +33,23 @@ std::vector<int64_t> without_ones(std::vector<int64_t> dims) {
     return dims;
 }
 
-// (N, d1, d2, ...) must hold N samples of the model's input: model.input_shape
-// (up to axes of 1), or one flat axis on either side. Two other layouts of the
-// same count ((N, 2, 7, 7), channels first, for [7, 7, 2]) would be read in
-// the wrong order.
+// (N, d1, d2, ...) must hold N samples of the model's element count ((N) for
+// a model of one input). With `same_layout` (NPY, which PyTorch pipelines
+// write channels first), also laid out as model.input_shape (up to axes of
+// 1), or flat on either side: (N, 2, 7, 7) for [7, 7, 2] would be read in
+// the wrong order. IDX files are taken as training takes them, by count.
 void check_sample_shape(const std::string& path, const std::vector<int64_t>& dims, const Shape& model_shape,
-                        const std::string& what) {
+                        const std::string& what, bool same_layout) {
     const std::vector<int64_t> sample(dims.begin() + std::min<size_t>(1, dims.size()), dims.end());
     int64_t elements = 1;
     for (const int64_t d : sample) elements *= d;
     const int64_t wanted = shape_elements(model_shape);
     const std::string expected = "expected [N, " + std::to_string(wanted) + "] or [N] + model.input_shape";
-    if (dims.size() < 2 || elements != wanted)
+    if (dims.empty() || (dims.size() < 2 && wanted != 1) || elements != wanted)
         throw DataError(path + ": " + what + " shape " + shape_text(dims) + " does not hold samples of " +
                         "model.input_shape " + shape_text(model_shape) + "; " + expected);
     const std::vector<int64_t> a = without_ones(sample), b = without_ones(model_shape);
-    if (a != b && a.size() > 1 && b.size() > 1)
+    if (same_layout && a != b && a.size() > 1 && b.size() > 1)
         throw DataError(path + ": " + what + " shape " + shape_text(dims) + " holds " + std::to_string(wanted) +
                         " values a sample, but not laid out as model.input_shape " + shape_text(model_shape) +
                         " (channels last, as training reads them); reshape or transpose it: " + expected);
@@ -69,16 +70,17 @@ PredictInputs read_predict_inputs(const std::string& path, const Shape& model_in
     PredictInputs out;
     if (ends_with(path, ".npy")) {
         NpyArray array = read_npy(path);
-        check_sample_shape(path, array.shape, model_input_shape, "the array's");
+        check_sample_shape(path, array.shape, model_input_shape, "the array's", /*same_layout=*/true);
         out.format = "npy";
         out.rows = array.shape[0];
         out.values = std::move(array.values);
     } else if (ends_with(path, ".csv")) {
         CsvTable table = read_csv(path, elements);
         if (table.feature_columns != elements) {
-            throw DataError(path + ": " + std::to_string(table.feature_columns) + " feature columns after the "
-                            "label, but model.input_shape " + shape_text(model_input_shape) + " needs " +
-                            std::to_string(elements));
+            // Neither the features alone nor a label and the features.
+            throw DataError(path + ": " + std::to_string(table.feature_columns + 1) + " columns, but model.input_shape " +
+                            shape_text(model_input_shape) + " needs " + std::to_string(elements) + " (the features) or " +
+                            std::to_string(elements + 1) + " (a label, then the features)");
         }
         out.format = "csv";
         out.rows = table.rows;
@@ -86,7 +88,7 @@ PredictInputs read_predict_inputs(const std::string& path, const Shape& model_in
         out.labels = std::move(table.labels);
     } else {
         IdxArray array = read_idx(path);
-        check_sample_shape(path, array.dims, model_input_shape, "the IDX file's");
+        check_sample_shape(path, array.dims, model_input_shape, "the IDX file's", /*same_layout=*/false);
         out.format = "idx";
         out.rows = array.dims[0];
         out.values.assign(array.bytes.begin(), array.bytes.end());

@@ -90,15 +90,15 @@ int64_t meta_int(const checkpoint::Contents& c, const std::string& path, const s
 }
 
 // The resolved config a checkpoint stores: metadata "config", or
-// "config_bytes" for one that is not UTF-8; "" when it stores neither (or the
-// bytes are damaged: the digest still tells a change).
-std::string stored_config(const checkpoint::Contents& c) {
+// "config_bytes" for one that is not UTF-8; "" when it stores neither.
+std::string stored_config(const checkpoint::Contents& c, const std::string& path) {
     if (const auto it = c.metadata.find("config"); it != c.metadata.end()) return it->second;
     std::string bytes;
-    if (const auto it = c.metadata.find("config_bytes");
-        it != c.metadata.end() && from_latin1_code_points(it->second, bytes))
-        return bytes;
-    return "";
+    if (const auto it = c.metadata.find("config_bytes"); it != c.metadata.end())
+        if (!from_latin1_code_points(it->second, bytes))
+            throw DataError(path + ": metadata 'config_bytes' holds a character past U+00FF, which no byte "
+                                   "gives; the file is damaged");
+    return bytes;
 }
 
 // An optional real-valued metadata entry (`fallback` when absent).
@@ -350,7 +350,7 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     // What the config the checkpoint stores says was different: the model and
     // optimizer keys that decide its tensors ("" when it stores none or they agree).
     const auto trained_with = [&]() -> std::string {
-        const std::string stored = stored_config(contents);
+        const std::string stored = stored_config(contents, path);
         if (stored.empty()) return "";
         config::ConfigChanges diff = config::changed_keys(stored, cfg.resolved_yaml, nn::resolved_again);
         std::erase_if(diff.changes, [](const std::string& c) {
@@ -435,6 +435,8 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     if (contents.metadata.count("best_value")) {
         st.has_best = true;
         st.best_value = meta_real(contents, path, "best_value", 0.0, /*finite=*/false);
+        // A NaN best (a diverged first epoch) is beaten by nothing: no best yet.
+        if (std::isnan(st.best_value)) st.has_best = false;
         if (const auto it = contents.metadata.find("best_of"); it != contents.metadata.end()) st.best_of = it->second;
     }
     if (const auto it = contents.metadata.find("steps_per_epoch"); it != contents.metadata.end()) {
@@ -442,12 +444,23 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
         if (!problem.empty())
             throw DataError(path + ": metadata 'steps_per_epoch' (" + problem +
                             "); the file is damaged or not a gputrain checkpoint");
+        // The steps of the epochs done, and of the interrupted one so far, are the global step.
+        const double counted = optim::steps_before_epoch(st.epoch_steps, st.epochs_done) +
+                               static_cast<double>(st.step_in_epoch);
+        const double current = optim::steps_before_epoch(st.epoch_steps, st.epochs_done + 1) -
+                                optim::steps_before_epoch(st.epoch_steps, st.epochs_done);
+        if (counted != static_cast<double>(st.global_step) ||
+            (st.step_in_epoch > 0 && static_cast<double>(st.step_in_epoch) >= current))
+            throw DataError(path + ": metadata 'steps_per_epoch' (" + it->second + ") disagrees with 'epoch' (" +
+                            std::to_string(st.epochs_done) + "), 'global_step' (" + std::to_string(st.global_step) +
+                            ") and 'step_in_epoch' (" + std::to_string(st.step_in_epoch) +
+                            "); the file is damaged: resume from another checkpoint");
     }
     if (contents.metadata.count("loss_scale")) {
         st.loss_scale = meta_real(contents, path, "loss_scale", 0.0);
         st.loss_scale_good_steps = meta_int(contents, path, "loss_scale_good_steps");
     }
-    st.config_yaml = stored_config(contents);
+    st.config_yaml = stored_config(contents, path);
     if (warning) {
         auto it = contents.metadata.find("config_digest");
         // A checkpoint of an earlier gputrain (which left layer defaults out of the digest) may match the other one.

@@ -26,7 +26,8 @@ head -c 300 "$TMP/ck/last.safetensors" >"$TMP/truncated.safetensors"
 : >"$TMP/empty.safetensors"
 echo "not a folder" >"$TMP/file"
 # A checkpoint whose metadata says epoch -5 (the tensors intact).
-python3 - "$TMP/ck/last.safetensors" "$TMP/negative-epoch.safetensors" "$TMP/bad-partial.safetensors" <<'PY'
+python3 - "$TMP/ck/last.safetensors" "$TMP/negative-epoch.safetensors" "$TMP/bad-partial.safetensors" \
+    "$TMP/bad-steps.safetensors" "$TMP/bad-config-bytes.safetensors" <<'PY'
 import json, struct, sys
 raw = open(sys.argv[1], "rb").read()
 n = struct.unpack("<Q", raw[:8])[0]
@@ -41,6 +42,17 @@ header["__metadata__"].update(epoch="0", step_in_epoch="2", partial_samples="32"
 text = json.dumps(header).encode()
 text += b" " * (-len(text) % 8)
 open(sys.argv[3], "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])
+
+def variant(path, **changes):
+    h = json.loads(raw[8:8 + n])
+    h["__metadata__"].update(changes)
+    h["__metadata__"] = {k: v for k, v in h["__metadata__"].items() if v is not None}
+    t = json.dumps(h).encode()
+    t += b" " * (-len(t) % 8)
+    open(path, "wb").write(struct.pack("<Q", len(t)) + t + raw[8 + n:])
+# Steps per epoch that do not add up to the global step; a config_bytes past Latin-1.
+variant(sys.argv[4], steps_per_epoch="0:3")
+variant(sys.argv[5], config=None, config_bytes="run_dir: \u0100")
 PY
 cp "$TMP/ck/config.yaml" "$TMP/ck-config-before.yaml"
 # A model of one flatten layer: nothing to train. (Its output is 64 wide, the
@@ -78,7 +90,7 @@ cases=(
 "1|err|@TMP@/truncated.safetensors: header length|-|evaluate @CFG@ --checkpoint @TMP@/truncated.safetensors"
 "1|err|@TMP@/nope.csv: no such file|-|predict @CFG@ --checkpoint @TMP@/ck/last.safetensors --input @TMP@/nope.csv"
 "1|err|@CFG@: not an IDX file (magic bytes|-|predict @CFG@ --checkpoint @TMP@/ck/last.safetensors --input @CFG@"
-"1|err|--output: cannot write '@TMP@/file/out.csv': Not a directory|-|predict @CFG@ --checkpoint @TMP@/ck/last.safetensors --input @DATA@/csv-good/train.csv --output @TMP@/file/out.csv"
+"2|err|--output '@TMP@/file/out.csv': the folder '@TMP@/file' is not a folder; create it or give another path|-|predict @CFG@ --checkpoint @TMP@/ck/last.safetensors --input @DATA@/csv-good/train.csv --output @TMP@/file/out.csv"
 "2|err|cannot read config '@TMP@': Is a directory|-|summary @TMP@"
 "2|err|/dev/null:1:1: the config is empty|-|fit /dev/null"
 # --- where the run writes: checkpoint folder, metrics file, TensorBoard folder
@@ -101,14 +113,14 @@ cases=(
 "1|err|@DATA@/gz-corrupt/train-images-idx3-ubyte.gz: damaged gzip data|-|fit @DCFG@ $run --set data.path=@DATA@/gz-corrupt"
 "1|err|@DATA@/gz-truncated/train-images-idx3-ubyte.gz: damaged gzip data (unexpected end of file)|-|fit @DCFG@ $run --set data.path=@DATA@/gz-truncated"
 "1|err|@DATA@/count-mismatch/train-labels-idx1-ubyte: 39 labels for 40 images in @DATA@/count-mismatch/train-images-idx3-ubyte|-|fit @DCFG@ $run --set data.path=@DATA@/count-mismatch"
-"2|err|the training data has labels 0..9 but the model's last layer has 4 outputs; set the last layer's units to at least 10|-|fit @DCFG@ $run --set data.path=@DATA@/labels-out-of-range"
+"2|err|@TMP@/data.yaml:7:21: model.layers[2]: the model has 4 outputs, but the data's labels go up to 9 (data.path train (@DATA@/labels-out-of-range)); set the last layer's units to at least 10|-|fit @DCFG@ $run --set data.path=@DATA@/labels-out-of-range"
 "1|err|@DATA@/not-idx/train-images-idx3-ubyte: not an IDX file (magic bytes 68 65 6c 6c, expected 00 00 08 NN, NN the number of dimensions, 01 or more)|-|fit @DCFG@ $run --set data.path=@DATA@/not-idx"
 "1|err|@DATA@/int-labels/train-labels-idx1-ubyte: IDX type 0c (int) is not supported; only unsigned byte (08) is|-|fit @DCFG@ $run --set data.path=@DATA@/int-labels"
 "2|err|model.input_shape [8, 8] does not match the data's sample shape [4, 4] (@DATA@/wrong-shape/train-images-idx3-ubyte)|-|fit @DCFG@ $run --set data.path=@DATA@/wrong-shape"
 "1|err|data.path: @DATA@/nope: no such directory|-|fit @DCFG@ $run --set data.path=@DATA@/nope"
 "1|err|@DATA@/csv-ragged/train.csv:6: expected 65 fields like the first line, found 66|-|fit @DCFG@ $run --set data.format=csv --set data.path=@DATA@/csv-ragged"
-"1|err|@DATA@/csv-bad-label/train.csv:3: label 'cat' is not a class index (a non-negative integer)|-|fit @DCFG@ $run --set data.format=csv --set data.path=@DATA@/csv-bad-label"
-"1|err|@DATA@/csv-negative-label/train.csv:3: label '-1' is not a class index (a non-negative integer)|-|fit @DCFG@ $run --set data.format=csv --set data.path=@DATA@/csv-negative-label"
+"1|err|@DATA@/csv-bad-label/train.csv:3: label 'cat' is not a class index (a whole number from 0 to 2147483647)|-|fit @DCFG@ $run --set data.format=csv --set data.path=@DATA@/csv-bad-label"
+"1|err|@DATA@/csv-negative-label/train.csv:3: label '-1' is not a class index (a whole number from 0 to 2147483647)|-|fit @DCFG@ $run --set data.format=csv --set data.path=@DATA@/csv-negative-label"
 "1|err|@DATA@/csv-bad-field/train.csv:8: field 2 'x' is not a number|-|fit @DCFG@ $run --set data.format=csv --set data.path=@DATA@/csv-bad-field"
 "1|err|@DATA@/csv-empty/train.csv: no data rows|-|fit @DCFG@ $run --set data.format=csv --set data.path=@DATA@/csv-empty"
 "0|out|Done: 1 epoch|-|fit @DCFG@ --run-dir @TMP@/run --set training.epochs=1 --set data.path=@DATA@/gz-good"
@@ -163,6 +175,9 @@ cases+=(
 "2|err|optimizer.epsilon: is 0 in float32 (below 1.4e-45); give at least 1e-38, e.g. epsilon: 1.0e-7|-|fit @CFG@ $run --set optimizer.epsilon=1e-50"
 "1|err|cannot write metrics file '/dev/full': No space left on device|-|fit @CFG@ $run --set logging.metrics_file=/dev/full"
 "1|err|@TMP@/bad-partial.safetensors: the interrupted epoch's metadata disagree (step_in_epoch 2, partial_samples 32, partial_correct 999, partial_loss_sum 1); the file is damaged: resume from an epoch-NNN.safetensors checkpoint instead|-|fit @CFG@ --run-dir @TMP@/run --quiet --resume @TMP@/bad-partial.safetensors"
+"1|err|@TMP@/bad-steps.safetensors: metadata 'steps_per_epoch' (0:3) disagrees with 'epoch' (1), 'global_step' (|-|fit @CFG@ --run-dir @TMP@/run --quiet --resume @TMP@/bad-steps.safetensors --set training.epochs=2"
+"1|err|@TMP@/bad-config-bytes.safetensors: metadata 'config_bytes' holds a character past U+00FF, which no byte gives; the file is damaged|-|evaluate @CFG@ --checkpoint @TMP@/bad-config-bytes.safetensors"
+"2|err|--set optimizer.learning_rate=1e-50: optimizer.learning_rate: is 0 in float32 (below 1.4e-45), so no weight would ever change; give at least 1e-38, e.g. 0.001|-|fit @CFG@ $run --set optimizer.learning_rate=1e-50"
 "1|err|@TMP@/negative-epoch.safetensors: metadata 'epoch' is not a whole number >= 0: '-5'; the file is damaged or not a gputrain checkpoint|-|fit @CFG@ $run --resume @TMP@/negative-epoch.safetensors"
 )
 

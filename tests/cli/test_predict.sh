@@ -181,6 +181,12 @@ for target in "$TMP/model.safetensors:--checkpoint" "$TMP/./in.csv:--input" "$TM
     cmp "$path" "$TMP/before" || fail "predict --output $path changed it"
 done
 
+step "--output in a folder that does not exist, or a folder: refused before anything is scored"
+run_expect 2 predict "$config" --checkpoint "$ckpt" --input "$TMP/first50.csv" --output "$TMP/nodir/p.npy" --device cpu
+expect_in "$TMP/err" "gputrain: error: --output '$TMP/nodir/p.npy': the folder '$TMP/nodir' does not exist; create it or give another path"
+run_expect 2 predict "$config" --checkpoint "$ckpt" --input "$TMP/first50.csv" --output "$TMP" --device cpu
+expect_in "$TMP/err" "gputrain: error: --output '$TMP' is a folder; give a file name, e.g. $TMP/probabilities.csv"
+
 step "the format by extension, whatever its case (X.CSV, X.NPY)"
 cp "$TMP/first50.csv" "$TMP/FIRST50.CSV"
 run_expect 0 predict "$config" --checkpoint "$ckpt" --input "$TMP/FIRST50.CSV" --output "$TMP/OUT.NPY" --device cpu

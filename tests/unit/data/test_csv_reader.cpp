@@ -59,9 +59,9 @@ TEST_CASE("read_csv names the file and line of a malformed row") {
     write_text(path, "1,2,3\n0,4,x5\n");
     REQUIRE(error_of(path) == path + ":2: field 3 'x5' is not a number");
     write_text(path, "1,2,3\n1.5,4,5\n");
-    REQUIRE(error_of(path) == path + ":2: label '1.5' is not a class index (a non-negative integer)");
+    REQUIRE(error_of(path) == path + ":2: label '1.5' is not a class index (a whole number from 0 to 2147483647)");
     write_text(path, "1,2,3\n-1,4,5\n");
-    REQUIRE(error_of(path) == path + ":2: label '-1' is not a class index (a non-negative integer)");
+    REQUIRE(error_of(path) == path + ":2: label '-1' is not a class index (a whole number from 0 to 2147483647)");
     write_text(path, "label\n1\n");
     REQUIRE(error_of(path) == path + ":1: expected a label and at least one feature, found 1 field");
     write_text(path, "label,a\n");
@@ -81,16 +81,16 @@ TEST_CASE("read_csv: features beyond float32, a first line that only looks like 
     REQUIRE(read_csv(path).features == std::vector<float>{3.4e38f, 3.0f});
     // A first row whose label is empty or "nan" is a bad row, not a header to skip.
     write_text(path, ",2,3\n0,4,5\n");
-    REQUIRE(error_of(path) == path + ":1: label '' is not a class index (a non-negative integer)");
+    REQUIRE(error_of(path) == path + ":1: label '' is not a class index (a whole number from 0 to 2147483647)");
     write_text(path, "nan,2,3\n0,4,5\n");
-    REQUIRE(error_of(path) == path + ":1: label 'nan' is not a class index (a non-negative integer)");
+    REQUIRE(error_of(path) == path + ":1: label 'nan' is not a class index (a whole number from 0 to 2147483647)");
     // A header has a name beyond its first field; a word before numbers is a bad data row, never skipped.
     write_text(path, "label,x,3\n0,4,5\n");
     REQUIRE(read_csv(path).rows == 1);
     const std::string hint = "; a header line needs a name, not a number, in another column too";
     for (const std::string first : {"label", "TRUE", "\"1\"", "0x10", "1_0"}) {
         write_text(path, first + ",2,3\n0,4,5\n");
-        REQUIRE(error_of(path) == path + ":1: label '" + first + "' is not a class index (a non-negative integer)" + hint);
+        REQUIRE(error_of(path) == path + ":1: label '" + first + "' is not a class index (a whole number from 0 to 2147483647)" + hint);
         // Counted for a worker's share the same way: the row is data.
         write_text(path, first + ",2,3\n0,4,5\n");
         REQUIRE_THROWS_AS(read_csv(path, 0, [](int64_t rows) {

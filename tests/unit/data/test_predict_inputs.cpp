@@ -58,6 +58,7 @@ TEST_CASE("read_predict_inputs rejects samples that do not fit the model") {
             dir / "x.npy" + ": the array's shape [3, 5] does not hold samples of model.input_shape [2, 2]; "
                             "expected [N, 4] or [N] + model.input_shape");
     write_npy_float32(dir / "flat.npy", {4}, std::vector<float>(4, 1.0f));
+    REQUIRE(read_predict_inputs(dir / "flat.npy", {1}, 1.0).rows == 4);  // N samples of one value
     REQUIRE(error_of(dir / "flat.npy", {4}) ==
             dir / "flat.npy" + ": the array's shape [4] does not hold samples of model.input_shape [4]; "
                                "expected [N, 4] or [N] + model.input_shape");
@@ -69,7 +70,7 @@ TEST_CASE("read_predict_inputs rejects samples that do not fit the model") {
                                         "model.input_shape [8]; expected [N, 8] or [N] + model.input_shape");
     write_text(dir / "wide.csv", "1,2,3,4\n");
     REQUIRE(error_of(dir / "wide.csv", {2}) ==
-            dir / "wide.csv" + ": 3 feature columns after the label, but model.input_shape [2] needs 2");
+            dir / "wide.csv" + ": 4 columns, but model.input_shape [2] needs 2 (the features) or 3 (a label, then the features)");
     REQUIRE(error_of(dir / "nothing.csv", {2}) == dir / "nothing.csv" + ": no such file");
 }
 
@@ -99,4 +100,8 @@ TEST_CASE("read_predict_inputs takes samples laid out as model.input_shape or fl
     write_npy_float32(dir / "images.npy", {2, 7, 14}, values);
     REQUIRE(read_predict_inputs(dir / "images.npy", {7, 14, 1}, 1.0).rows == 2);
     REQUIRE(read_predict_inputs(dir / "images.npy", {98}, 1.0).rows == 2);
+    // IDX images as training reads them: by count, whatever the model's shape.
+    std::vector<uint8_t> bytes(2 * 98, 7);
+    write_idx(dir / "images-idx3-ubyte", {2, 14, 7}, bytes);
+    REQUIRE(read_predict_inputs(dir / "images-idx3-ubyte", {7, 14}, 1.0).rows == 2);
 }
