@@ -25,31 +25,23 @@ run_expect 0 fit "$cfg" --run-dir "$TMP/ck" --quiet --set training.epochs=1
 head -c 300 "$TMP/ck/last.safetensors" >"$TMP/truncated.safetensors"
 : >"$TMP/empty.safetensors"
 echo "not a folder" >"$TMP/file"
-# A checkpoint whose metadata says epoch -5 (the tensors intact).
+# Checkpoints with damaged metadata (the tensors intact).
 python3 - "$TMP/ck/last.safetensors" "$TMP/negative-epoch.safetensors" "$TMP/bad-partial.safetensors" \
     "$TMP/bad-steps.safetensors" "$TMP/bad-config-bytes.safetensors" <<'PY'
 import json, struct, sys
 raw = open(sys.argv[1], "rb").read()
 n = struct.unpack("<Q", raw[:8])[0]
-header = json.loads(raw[8:8 + n])
-header["__metadata__"]["epoch"] = "-5"
-text = json.dumps(header).encode()
-text += b" " * (-len(text) % 8)
-open(sys.argv[2], "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])
-# And one stopped mid-epoch whose sums cannot be: more correct samples than samples.
-header["__metadata__"].update(epoch="0", step_in_epoch="2", partial_samples="32", partial_correct="999",
-                              partial_loss_sum="1")
-text = json.dumps(header).encode()
-text += b" " * (-len(text) % 8)
-open(sys.argv[3], "wb").write(struct.pack("<Q", len(text)) + text + raw[8 + n:])
 
-def variant(path, **changes):
+def variant(path, **changes):  # a key set to None is removed
     h = json.loads(raw[8:8 + n])
     h["__metadata__"].update(changes)
     h["__metadata__"] = {k: v for k, v in h["__metadata__"].items() if v is not None}
     t = json.dumps(h).encode()
     t += b" " * (-len(t) % 8)
     open(path, "wb").write(struct.pack("<Q", len(t)) + t + raw[8 + n:])
+variant(sys.argv[2], epoch="-5")
+# Stopped mid-epoch with sums that cannot be: more correct samples than samples.
+variant(sys.argv[3], epoch="0", step_in_epoch="2", partial_samples="32", partial_correct="999", partial_loss_sum="1")
 # Steps per epoch that do not add up to the global step; a config_bytes past Latin-1.
 variant(sys.argv[4], steps_per_epoch="0:3")
 variant(sys.argv[5], config=None, config_bytes="run_dir: \u0100")
