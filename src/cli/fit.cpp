@@ -38,28 +38,64 @@ struct FitArgs {
     bool overwrite = false;
 };
 
+// What an earlier run left in the run dir: its checkpoints, and its
+// TensorBoard events (which TensorBoard would show as part of the new run)
+// and the configs a resume kept. Listed before this run writes its own.
+struct EarlierRun {
+    std::vector<std::string> checkpoints;
+    std::vector<std::string> logs;
+};
+
+EarlierRun find_earlier_run(const config::RunConfig& cfg) {
+    EarlierRun earlier;
+    earlier.checkpoints = train::run_checkpoints(cfg.checkpoint.dir);
+    if (earlier.checkpoints.empty()) return earlier;
+    const auto collect = [&earlier](const fs::path& dir, const std::string& prefix, const std::string& suffix) {
+        std::error_code ec;
+        for (const auto& entry : fs::directory_iterator(dir, ec)) {
+            const std::string name = entry.path().filename().string();
+            if (name.rfind(prefix, 0) == 0 && name.size() >= suffix.size() &&
+                name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 && entry.is_regular_file(ec))
+                earlier.logs.push_back(entry.path().string());
+        }
+    };
+    collect(fs::path(cfg.checkpoint.dir) / "tensorboard", "events.out.tfevents.", "");
+    collect(fs::path(cfg.checkpoint.dir) / "tensorboard" / "steps", "events.out.tfevents.", "");
+    collect(cfg.run_dir, "config.previous-", ".yaml");
+    return earlier;
+}
+
 // A fresh run into a folder that holds another run's checkpoints would
 // overwrite them (and keep_last would prune the two runs' epochs together):
-// refused unless --overwrite, with which this deletes them (called once the
-// new run's data and model have loaded).
-void clear_earlier_run(const FitArgs& args, const config::RunConfig& cfg) {
-    const std::vector<std::string> earlier = train::run_checkpoints(cfg.checkpoint.dir);
-    if (earlier.empty()) return;
+// refused unless --overwrite.
+void refuse_earlier_run(const EarlierRun& earlier, const config::RunConfig& cfg) {
+    if (earlier.checkpoints.empty()) return;
     std::string names;
-    for (size_t i = 0; i < earlier.size() && i < 3; ++i)
-        names += (i ? ", " : "") + fs::path(earlier[i]).filename().string();
-    if (earlier.size() > 3) names += " and " + std::to_string(earlier.size() - 3) + " more";
-    if (!args.overwrite)
-        throw ConfigError("'" + cfg.checkpoint.dir + "' holds the checkpoints of an earlier run (" + names +
-                          "); continue that run with --resume, start afresh there with --overwrite (deletes them), "
-                          "or give another --run-dir");
-    for (const auto& path : earlier) {
+    for (size_t i = 0; i < earlier.checkpoints.size() && i < 3; ++i)
+        names += (i ? ", " : "") + fs::path(earlier.checkpoints[i]).filename().string();
+    if (earlier.checkpoints.size() > 3) names += " and " + std::to_string(earlier.checkpoints.size() - 3) + " more";
+    throw ConfigError("'" + cfg.checkpoint.dir + "' holds the checkpoints of an earlier run (" + names +
+                      "); continue that run with --resume, start afresh there with --overwrite (deletes them), "
+                      "or give another --run-dir");
+}
+
+// --overwrite: deletes them (called once the new run's data, model and logs have opened).
+void clear_earlier_run(const EarlierRun& earlier, const config::RunConfig& cfg) {
+    if (earlier.checkpoints.empty()) return;
+    for (const auto& path : earlier.checkpoints) {
         std::error_code ec;
         fs::remove(path, ec);
         if (ec) throw Error("--overwrite: cannot delete '" + path + "': " + ec.message());
     }
-    spdlog::info("--overwrite: deleted the earlier run's {} checkpoint{} in {}", earlier.size(),
-                 earlier.size() == 1 ? "" : "s", cfg.checkpoint.dir);
+    for (const auto& path : earlier.logs) {
+        std::error_code ec;
+        fs::remove(path, ec);
+    }
+    const size_t n = earlier.checkpoints.size(), logs = earlier.logs.size();
+    spdlog::info("--overwrite: deleted the earlier run's {} checkpoint{}{} in {}", n, n == 1 ? "" : "s",
+                 logs == 0 ? std::string()
+                           : " and " + std::to_string(logs) + " TensorBoard or config file" + (logs == 1 ? "" : "s"),
+                 cfg.checkpoint.dir);
 }
 
 // A resumed run whose config differs from the run dir's config.yaml keeps
@@ -140,9 +176,9 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
             throw ConfigError("--resume: no checkpoint in '" + cfg.checkpoint.dir +
                               "' (looked for last.safetensors and epoch-NNN.safetensors); train without --resume first");
         require_checkpoint_file("--resume", resume_from);
-    } else if (lead && !args.overwrite) {
-        clear_earlier_run(args, cfg);  // refuses at once, before the data loads
     }
+    const EarlierRun earlier = lead && resume_from.empty() ? find_earlier_run(cfg) : EarlierRun{};
+    if (!args.overwrite) refuse_earlier_run(earlier, cfg);  // at once, before the data loads
 
     const device::Discovery found = device::discover();
     const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas, world});
@@ -192,11 +228,13 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
         if (!fs::exists(cfg.run_dir, ec)) new_run_dir.dir = cfg.run_dir;
         fs::create_directories(cfg.run_dir, ec);
         if (ec) throw Error("cannot create run dir '" + cfg.run_dir + "': " + ec.message());
-        locks.push_back(std::make_unique<RunDirLock>(cfg.run_dir));
-        if (fs::path(cfg.checkpoint.dir).lexically_normal() != fs::path(cfg.run_dir).lexically_normal()) {
-            fs::create_directories(cfg.checkpoint.dir, ec);
-            if (!ec) locks.push_back(std::make_unique<RunDirLock>(cfg.checkpoint.dir));
-        }
+        locks.push_back(std::make_unique<RunDirLock>(cfg.run_dir, "--run-dir"));
+        // The checkpoint folder too, when it is another folder (compared as
+        // folders: "rs/", "./rs" and a link to rs are the run dir itself, and a
+        // second lock on it would conflict with the first).
+        fs::create_directories(cfg.checkpoint.dir, ec);
+        if (!ec && !fs::equivalent(cfg.checkpoint.dir, cfg.run_dir, ec) && !ec)
+            locks.push_back(std::make_unique<RunDirLock>(cfg.checkpoint.dir, "checkpoint.dir"));
     }
 
     train::FitOptions options;
@@ -209,9 +247,9 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     // --overwrite deletes the earlier run's checkpoints only then, once the data
     // and the model are known to work.
     if (lead)
-        options.on_start = [&args, &cfg, &new_run_dir, resuming = !resume_from.empty()](const std::string& resume_warning) {
+        options.on_start = [&cfg, &new_run_dir, &earlier, resuming = !resume_from.empty()](const std::string& resume_warning) {
             new_run_dir.started = true;  // what follows writes into it
-            if (!resuming && args.overwrite) clear_earlier_run(args, cfg);  // without it: refused above
+            clear_earlier_run(earlier, cfg);  // --overwrite (without it: refused above)
             // The run dir's config.yaml and the checkpoint's usually say the same: one warning.
             if (!write_resolved_config(cfg, resuming) && !resume_warning.empty())
                 spdlog::warn("warning: {}", resume_warning);

@@ -1,6 +1,10 @@
 #include "cli/main_entry.hpp"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cstdio>
@@ -66,7 +70,23 @@ std::string one_line(const std::string& text) {
 
 }  // namespace
 
+namespace {
+
+// Standard streams the caller closed ("fit ... >&-") are opened on /dev/null:
+// otherwise the next file opened (the run dir's lock, a checkpoint) would get
+// descriptor 1 or 2, and the console output would be written into it.
+void open_closed_standard_streams() {
+    for (int fd = 0; fd <= 2; ++fd) {
+        if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        const int opened = ::open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (opened >= 0 && opened != fd) ::close(opened);  // a lower one was free: leave it
+    }
+}
+
+}  // namespace
+
 int main_entry(int argc, char** argv) {
+    open_closed_standard_streams();
     auto logger = std::make_shared<spdlog::logger>("gputrain", std::make_shared<ConsoleSink>());
     logger->set_pattern("%v");
     spdlog::set_default_logger(logger);

@@ -12,7 +12,7 @@
 
 namespace gputrain::cli {
 
-RunDirLock::RunDirLock(const std::string& dir) {
+RunDirLock::RunDirLock(const std::string& dir, const std::string& setting) {
     const std::string path = (std::filesystem::path(dir) / ".gputrain.lock").string();
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0) throw Error("cannot create '" + path + "': " + std::strerror(errno));
@@ -21,7 +21,7 @@ RunDirLock::RunDirLock(const std::string& dir) {
         ::close(fd_);
         if (error == EWOULDBLOCK)
             throw Error("'" + dir + "' is in use by another gputrain fit (it holds " + path +
-                        "); wait for that run to end or give another --run-dir");
+                        "); wait for that run to end or give another " + setting);
         throw Error("cannot lock '" + path + "': " + std::strerror(error));
     }
 }

@@ -10,8 +10,9 @@ namespace gputrain::cli {
 
 class RunDirLock {
 public:
-    // Throws Error naming the lock file when another process holds it.
-    explicit RunDirLock(const std::string& dir);
+    // Throws Error naming the lock file when another process holds it, with
+    // `setting` ("--run-dir", "checkpoint.dir") as what to change instead.
+    RunDirLock(const std::string& dir, const std::string& setting);
     ~RunDirLock();
     RunDirLock(const RunDirLock&) = delete;
     RunDirLock& operator=(const RunDirLock&) = delete;

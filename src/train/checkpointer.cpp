@@ -438,6 +438,10 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
         // A NaN best (a diverged first epoch) is beaten by nothing: no best yet.
         if (std::isnan(st.best_value)) st.has_best = false;
         if (const auto it = contents.metadata.find("best_of"); it != contents.metadata.end()) st.best_of = it->second;
+        const std::string monitored = st.best_of.substr(0, st.best_of.find(' '));
+        const auto own = contents.metadata.find(monitored);
+        st.holds_best = st.has_best && !monitored.empty() && own != contents.metadata.end() &&
+                        own->second == contents.metadata.at("best_value");
     }
     if (const auto it = contents.metadata.find("steps_per_epoch"); it != contents.metadata.end()) {
         const std::string problem = optim::parse_epoch_steps(it->second, st.epoch_steps);

@@ -27,6 +27,9 @@ struct TrainingState {
     // What best_value measures, as Checkpointer::best_of gives it ("val_loss
     // min"); "" in checkpoints written before it was stored.
     std::string best_of;
+    // Whether the checkpoint's own epoch is that best (its value of the
+    // monitor is best_value): it can stand in for a lost best.safetensors.
+    bool holds_best = false;
     // An interrupted epoch: steps of epoch `epochs_done` already done, and the
     // loss/correct/sample sums over them (so the resumed epoch reports the same
     // averages as an uninterrupted one). All 0 at an epoch boundary.

@@ -42,15 +42,41 @@ void MetricsFile::keep_epochs_through(int64_t epochs_done) {
     std::vector<std::string> kept;
     std::string line;
     bool dropped = false;
+    const std::string header(kHeader, std::strlen(kHeader) - 1);
+    // A file without this header (emptied, another program's, edited) is not
+    // one to append to: kept aside, and a new one started.
+    if (!std::getline(in, line) || line != header) {
+        const std::string aside = path_ + ".unreadable";
+        std::error_code ec;
+        std::filesystem::rename(path_, aside, ec);
+        if (ec) throw Error("metrics file '" + path_ + "' does not start with gputrain's header and cannot be moved "
+                            "aside: " + ec.message() + "; move or delete it");
+        warning_ = "metrics file '" + path_ + "' does not start with gputrain's header (" +
+                   (line.empty() ? std::string("it is empty") : "it starts '" + line.substr(0, 60) + "'") +
+                   "): kept as " + aside + ", and a new one started with this run's epochs";
+        std::FILE* f = std::fopen(path_.c_str(), "w");
+        if (!f) throw Error("cannot write metrics file '" + path_ + "': " + std::strerror(errno));
+        std::fputs(kHeader, f);
+        close_or_throw(f, "cannot write metrics file");
+        return;
+    }
+    kept.push_back(line);
+    int64_t torn_epoch = 0;
     while (std::getline(in, line)) {
-        const bool header = kept.empty();
-        // Rows start with the 1-based epoch; a torn last line (crash mid-write) has no newline and is dropped too.
-        if (!header && (in.eof() || std::strtoll(line.c_str(), nullptr, 10) > epochs_done)) {
+        const int64_t epoch = std::strtoll(line.c_str(), nullptr, 10);
+        // Rows start with the 1-based epoch; a torn last line (crash mid-write)
+        // has no newline and is dropped too.
+        if (in.eof() && epoch <= epochs_done) torn_epoch = epoch;
+        if (in.eof() || epoch > epochs_done) {
             dropped = true;
             continue;
         }
         kept.push_back(line);
     }
+    if (torn_epoch > 0)
+        warning_ = "metrics file '" + path_ + "': the row of epoch " + std::to_string(torn_epoch) +
+                   " was cut short (no line end; a write stopped by a crash or an edit), so it is dropped; that "
+                   "epoch's loss and accuracy are in its checkpoint's metadata";
     if (!dropped) return;
     const std::string temp = path_ + ".tmp";
     {

@@ -22,10 +22,14 @@ class MetricsFile {
 public:
     // Empty path = no file. A fresh run starts the file anew. A run that
     // resumes after `epochs_done` epochs appends, first dropping rows of later
-    // epochs (written before a crash that lost their checkpoint).
+    // epochs (written before a crash that lost their checkpoint) and a torn
+    // last row; a file without gputrain's header is moved to PATH.unreadable
+    // and started anew (warning() says so).
     MetricsFile(const std::string& path, bool append, int64_t epochs_done = 0);
     void write(const EpochRecord& record);
     const std::string& path() const { return path_; }
+    // What the resume found wrong with the file and did about it ("" when nothing).
+    const std::string& warning() const { return warning_; }
 
 private:
     void keep_epochs_through(int64_t epochs_done);
@@ -33,6 +37,7 @@ private:
     void close_or_throw(std::FILE* f, const char* what) const;
 
     std::string path_;
+    std::string warning_;
 };
 
 }  // namespace gputrain::train

@@ -232,6 +232,41 @@ void Trainer::stop_interrupted(int64_t epoch, const EpochTotals& totals, double 
                       signal);
 }
 
+// best.safetensors must hold the best epoch so far of the training being
+// resumed. After a resume from an older epoch (the folder's best is a later
+// run's), into another folder, or with save_best newly on, it is missing or
+// another's: the resumed checkpoint stands in when it is that best; else best
+// starts over with this run's epochs.
+void Trainer::restore_best_file(const Checkpointer& checkpointer, bool stale) {
+    namespace fs = std::filesystem;
+    if (!state_.has_best || !cfg_.checkpoint.save_best) return;
+    const fs::path best = fs::path(checkpointer.dir()) / "best.safetensors";
+    std::error_code ec;
+    if (!stale && fs::exists(best, ec)) return;
+    if (state_.holds_best && state_.step_in_epoch == 0) {
+        if (!fs::equivalent(options_.resume_from, best, ec)) {
+            const fs::path temp = best.string() + ".tmp-resume";
+            fs::copy_file(options_.resume_from, temp, fs::copy_options::overwrite_existing, ec);
+            if (!ec) fs::rename(temp, best, ec);
+            if (ec) {
+                fs::remove(temp, ec);
+                throw Error("cannot write '" + best.string() + "' (a copy of " + options_.resume_from +
+                            ", the best epoch so far): " + ec.message());
+            }
+        }
+        if (options_.info)
+            std::fprintf(options_.out, "best.safetensors: epoch %lld's (%s, the best so far)\n",
+                         (long long)state_.epochs_done, options_.resume_from.c_str());
+        return;
+    }
+    state_.has_best = false;
+    if (options_.info)
+        std::fprintf(options_.out, "best.safetensors starts over with this run's epochs (the best so far, by %s, "
+                                   "is not in %s)\n",
+                     state_.best_of.empty() ? "an earlier gputrain's monitor" : state_.best_of.c_str(),
+                     options_.resume_from.c_str());
+}
+
 FitResult Trainer::fit() {
     FitResult result;
     // Every worker gathers the same seeded global batches; its replicas take
@@ -262,17 +297,17 @@ FitResult Trainer::fit() {
                          (long long)state_.epochs_done, (long long)state_.global_step);
         last_good_checkpoint_ = options_.resume_from;
         // A resume from an older epoch: what a run past it left in the folder.
+        bool stale_best = false;
         if (writer) {
             const std::vector<std::string> later = checkpointer.files_past(state_.epochs_done);
             if (!later.empty()) {
                 std::string list;
                 for (size_t i = 0; i < later.size(); ++i) list += (i ? ", " : "") + later[i];
-                const bool stale_best = later.back() == "best.safetensors";
+                stale_best = later.back() == "best.safetensors";
                 warn("--resume from epoch " + std::to_string(state_.epochs_done) + ": " + checkpointer.dir() +
                      " holds checkpoints of a run that went past it (" + list + "); epoch files are left as they "
                      "are and not counted by keep_last" +
-                     (stale_best ? ", and best.safetensors starts over with this run's epochs" : ""));
-                if (stale_best) state_.has_best = false;
+                     (stale_best ? ", and best.safetensors is not this run's best (see below)" : ""));
             }
         }
         // A best of another metric (checkpoint.monitor or mode changed, or
@@ -283,6 +318,7 @@ FitResult Trainer::fit() {
                              state_.best_of.c_str(), checkpointer.best_of(monitor).c_str());
             state_.has_best = false;
         }
+        if (writer) restore_best_file(checkpointer, stale_best);
         // In the middle of an epoch, the steps done were whole global batches:
         // another batch size would start at another sample, skipping or
         // repeating some of the epoch's.
@@ -300,15 +336,25 @@ FitResult Trainer::fit() {
                               " of an epoch that now has " + std::to_string(steps_per_epoch_) +
                               " steps; resume with the training.batch_size and data it was written with");
     }
-    if (writer && options_.on_start) options_.on_start(resume_warning);
-    MetricsFile metrics(cfg_.logging.metrics_file.empty() || !writer
+    // A resume with no epoch left to train touches no file.
+    const bool nothing_to_do = state_.epochs_done >= cfg_.training.epochs;
+    const bool logs = writer && !nothing_to_do;
+    // The logs open first: a metrics file or TensorBoard folder that cannot be
+    // written stops the run before on_start deletes an earlier run's
+    // checkpoints (--overwrite) or rewrites config.yaml.
+    MetricsFile metrics(cfg_.logging.metrics_file.empty() || !logs
                             ? std::string()
                             : (std::filesystem::path(options_.run_dir) / cfg_.logging.metrics_file).string(),
                         /*append=*/!options_.resume_from.empty(), state_.epochs_done);
-    TensorBoardWriter tensorboard(cfg_.logging.tensorboard && writer
+    TensorBoardWriter tensorboard(cfg_.logging.tensorboard && logs
                                       ? (std::filesystem::path(options_.run_dir) / "tensorboard").string()
                                       : std::string(),
                                   state_.epochs_done, state_.global_step);
+    if (!metrics.warning().empty()) warn(metrics.warning());
+    if (logs && options_.on_start)
+        options_.on_start(resume_warning);
+    else if (writer && nothing_to_do && options_.on_start && !resume_warning.empty())
+        warn(resume_warning);
     // The steps per epoch so far, this run's from its first epoch on. A
     // checkpoint of an earlier gputrain stored none: its epochs had the same
     // count if it divides the steps done, else take this run's.

@@ -76,6 +76,9 @@ private:
     // Copies replica 0's loss scale into state_ (for checkpoints).
     void record_loss_scale();
     void warn(const std::string& text);
+    // After a resume: best.safetensors made this training's best again (the
+    // resumed checkpoint, when it is that best), or best started over.
+    void restore_best_file(const Checkpointer& checkpointer, bool stale);
     [[noreturn]] void stop_interrupted(int64_t epoch, const EpochTotals& totals, double learning_rate,
                                        Checkpointer& checkpointer);
 

@@ -29,4 +29,21 @@ PY
 step "a folder without metrics.csv is an error"
 if scripts/plot -o "$TMP/x.png" "$TMP/none" 2>"$TMP/err"; then fail "plot accepted a missing run"; fi
 expect_in "$TMP/err" "plot: $TMP/none/metrics.csv not found"
+
+step "a metrics file given itself; an output without an extension gets .png"
+cp "$TMP/a/metrics.csv" "$TMP/elsewhere.csv"
+scripts/plot -o "$TMP/by-file" "$TMP/elsewhere.csv" "$TMP/b" >"$TMP/out" || fail "plot of a metrics file failed"
+expect_in "$TMP/out" "plot: wrote $TMP/by-file.png"
+[ -s "$TMP/by-file.png" ] || fail "no $TMP/by-file.png"
+
+step "bad output names and files that are not metrics: one line each, no traceback"
+printf 'garbage\nmore\n' >"$TMP/junk.csv"
+for args in "-o $TMP/nodir/x.png $TMP/a" "-o $TMP/x.xyz $TMP/a" "-o $TMP/x.png $TMP/junk.csv"; do
+    # shellcheck disable=SC2086
+    if scripts/plot $args 2>"$TMP/err" >/dev/null; then fail "plot $args succeeded"; fi
+    cat "$TMP/err"
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "plot $args: more than one line: $(cat "$TMP/err")"
+    if grep -q Traceback "$TMP/err"; then fail "plot $args: a traceback"; fi
+done
+expect_in "$TMP/err" "plot: $TMP/junk.csv: not a metrics file of 'gputrain fit'"
 echo "ok"

@@ -56,7 +56,7 @@ expect_in "$TMP/err" "gputrain: error: '$TMP/resumed' holds the checkpoints of a
 [ "$(cd "$TMP/resumed" && sha256sum ./*.safetensors config.yaml metrics.csv)" = "$before" ] ||
     fail "the refused fit changed the run dir"
 run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/resumed" --overwrite
-expect_in "$TMP/out" "--overwrite: deleted the earlier run's 5 checkpoints in $TMP/resumed"
+expect_in "$TMP/out" "--overwrite: deleted the earlier run's 5 checkpoints and 1 TensorBoard or config file in $TMP/resumed"
 # Only this run's epoch is left, and it is a fresh run's: the same as epoch 1 of a run from scratch.
 [ "$(cd "$TMP/resumed" && ls ./*.safetensors | tr '\n' ' ')" = "./best.safetensors ./epoch-001.safetensors ./last.safetensors " ] ||
     fail "after --overwrite: $(ls "$TMP/resumed")"
@@ -128,6 +128,77 @@ printf nan >"$TMP/nan.txt"
 safetensors set-metadata "$TMP/nan-best/last.safetensors" "$TMP/nan-best.safetensors" best_value "$TMP/nan.txt"
 run_expect 0 fit "$cfg" --set training.epochs=2 --run-dir "$TMP/nan-best" --resume "$TMP/nan-best.safetensors" --quiet
 [ "$(safetensors metadata "$TMP/nan-best/best.safetensors" epoch)" = 2 ] || fail "best.safetensors is not epoch 2's"
+
+step "best.safetensors after resumes is the best row of metrics.csv (from an older epoch, save_best turned on, another folder)"
+osc=(--set optimizer.type=sgd --set optimizer.learning_rate=0.5 --set data.validation_split=0.25 --set checkpoint.keep_last=0
+     --set checkpoint.monitor=val_loss --set training.seed=5 --set data.synthetic.samples=400)
+# val_loss is best at epoch 6 of 6, and at epoch 3 of the first 5: a resume from epoch 3 finds a later best in the folder.
+# best_is_best DIR: best.safetensors' epoch has the lowest val_loss of DIR/metrics.csv.
+best_is_best() {
+    python3 - "$1" <<'PY' || fail "best.safetensors of $1 is not its best epoch: $(cat "$1/metrics.csv")"
+import csv, json, struct, sys
+rows = list(csv.DictReader(open(sys.argv[1] + "/metrics.csv")))
+with open(sys.argv[1] + "/best.safetensors", "rb") as f:
+    meta = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))["__metadata__"]
+best = min(rows, key=lambda r: float(r["val_loss"]))
+assert meta["epoch"] == best["epoch"], (meta["epoch"], best["epoch"])
+print("best.safetensors is epoch", meta["epoch"], "of", len(rows))
+PY
+}
+run_expect 0 fit "$cfg" "${osc[@]}" --set training.epochs=6 --run-dir "$TMP/older" --quiet
+best_is_best "$TMP/older"
+for from in 1 2 3; do
+    cp -r "$TMP/older" "$TMP/older-$from"
+    run_expect 0 fit "$cfg" "${osc[@]}" --set training.epochs=5 --run-dir "$TMP/older-$from" \
+        --resume "$TMP/older-$from/epoch-00$from.safetensors"
+    best_is_best "$TMP/older-$from"
+done
+run_expect 0 fit "$cfg" "${osc[@]}" --set training.epochs=2 --set checkpoint.save_best=false --run-dir "$TMP/nobest" --quiet
+[ ! -e "$TMP/nobest/best.safetensors" ] || fail "save_best: false wrote best.safetensors"
+run_expect 0 fit "$cfg" "${osc[@]}" --set training.epochs=4 --run-dir "$TMP/nobest" --resume --quiet
+best_is_best "$TMP/nobest"
+run_expect 0 fit "$cfg" "${osc[@]}" --set training.epochs=3 --run-dir "$TMP/elsewhere-best" \
+    --resume "$TMP/older/epoch-002.safetensors" --quiet
+[ -e "$TMP/elsewhere-best/best.safetensors" ] || fail "a resume into another folder wrote no best.safetensors"
+
+step "--overwrite whose metrics file cannot be written deletes nothing"
+run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/keep" --quiet
+run_expect 1 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/keep" --overwrite --set logging.metrics_file=no/such/m.csv
+expect_in "$TMP/err" "cannot write metrics file '$TMP/keep/no/such/m.csv'"
+for f in last.safetensors best.safetensors epoch-001.safetensors; do
+    [ -e "$TMP/keep/$f" ] || fail "the failed --overwrite deleted $f"
+done
+
+run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/keep" --set logging.tensorboard=true --overwrite --quiet
+run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/keep" --overwrite
+expect_in "$TMP/out" "--overwrite: deleted the earlier run's 3 checkpoints and 2 TensorBoard or config files in $TMP/keep"
+if compgen -G "$TMP/keep/tensorboard/events.out.tfevents.*" >/dev/null; then fail "--overwrite kept TensorBoard events"; fi
+
+step "checkpoint.dir naming the run dir another way is the run dir, not a second lock"
+run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/same" --set "checkpoint.dir=$TMP/same/" --quiet
+run_expect 0 fit "$cfg" --set training.epochs=2 --run-dir "$TMP/same/" --set "checkpoint.dir=$TMP/./same" --resume --quiet
+
+step "metrics.csv on resume: a torn last row is dropped with a warning; a file without the header is moved aside"
+run_expect 0 fit "$cfg" --set training.epochs=2 --run-dir "$TMP/torn" --quiet
+truncate -s -1 "$TMP/torn/metrics.csv"
+run_expect 0 fit "$cfg" --set training.epochs=3 --run-dir "$TMP/torn" --resume --quiet
+expect_in "$TMP/err" "warning: metrics file '$TMP/torn/metrics.csv': the row of epoch 2 was cut short"
+[ "$(cut -d, -f1 "$TMP/torn/metrics.csv" | tr '\n' ' ')" = "epoch 1 3 " ] || fail "rows: $(cat "$TMP/torn/metrics.csv")"
+: >"$TMP/torn/metrics.csv"
+run_expect 0 fit "$cfg" --set training.epochs=4 --run-dir "$TMP/torn" --resume --quiet
+expect_in "$TMP/err" "warning: metrics file '$TMP/torn/metrics.csv' does not start with gputrain's header (it is empty): kept as $TMP/torn/metrics.csv.unreadable, and a new one started with this run's epochs"
+[ "$(head -1 "$TMP/torn/metrics.csv")" = "epoch,loss,accuracy,val_loss,val_accuracy,learning_rate,seconds,samples_per_second" ] ||
+    fail "no header: $(cat "$TMP/torn/metrics.csv")"
+
+step "a resume with nothing left to train rewrites nothing"
+cp "$TMP/torn/config.yaml" "$TMP/config-before.yaml"
+run_expect 0 fit "$cfg" --set training.epochs=2 --run-dir "$TMP/torn" --resume
+expect_in "$TMP/out" "Nothing to do"
+cmp "$TMP/torn/config.yaml" "$TMP/config-before.yaml" || fail "a resume with nothing to do rewrote config.yaml"
+
+step "a closed stdout: the console output goes nowhere, not into the lock file"
+"$GPUTRAIN" fit "$cfg" --set training.epochs=1 --run-dir "$TMP/closed" >&- 2>"$TMP/err" || fail "fit with stdout closed failed: $(cat "$TMP/err")"
+[ ! -s "$TMP/closed/.gputrain.lock" ] || fail "the lock file holds: $(head -c 200 "$TMP/closed/.gputrain.lock")"
 
 step "a closed stdout pipe does not stop training"
 "$GPUTRAIN" fit "$cfg" --run-dir "$TMP/piped" --set training.epochs=3 --set logging.progress=lines \
