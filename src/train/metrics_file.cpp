@@ -23,6 +23,12 @@ MetricsFile::MetricsFile(const std::string& path, bool append, int64_t epochs_do
         keep_epochs_through(epochs_done);
         return;
     }
+    {
+        std::ifstream earlier(path_);
+        std::string line;
+        for (bool header = true; std::getline(earlier, line); header = false)
+            if (!header && !line.empty()) ++replaced_rows_;
+    }
     std::FILE* f = std::fopen(path_.c_str(), "w");
     if (!f) throw Error("cannot write metrics file '" + path_ + "': " + std::strerror(errno));
     std::fputs(kHeader, f);

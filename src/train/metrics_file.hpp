@@ -30,6 +30,8 @@ public:
     const std::string& path() const { return path_; }
     // What the resume found wrong with the file and did about it ("" when nothing).
     const std::string& warning() const { return warning_; }
+    // Rows a fresh run's file held before it was started anew.
+    int64_t replaced_rows() const { return replaced_rows_; }
 
 private:
     void keep_epochs_through(int64_t epochs_done);
@@ -38,6 +40,7 @@ private:
 
     std::string path_;
     std::string warning_;
+    int64_t replaced_rows_ = 0;
 };
 
 }  // namespace gputrain::train

@@ -351,6 +351,17 @@ FitResult Trainer::fit() {
                                       : std::string(),
                                   state_.epochs_done, state_.global_step);
     if (!metrics.warning().empty()) warn(metrics.warning());
+    // A fresh run starts its metrics file anew: one outside the checkpoint
+    // folder may be another run's (a shared logging.metrics_file).
+    if (metrics.replaced_rows() > 0) {
+        namespace fs = std::filesystem;
+        const fs::path inside = fs::absolute(metrics.path()).lexically_normal().lexically_relative(
+            fs::absolute(options_.run_dir).lexically_normal());
+        if (inside.empty() || *inside.begin() == "..")
+            warn("metrics file '" + metrics.path() + "' held " + std::to_string(metrics.replaced_rows()) +
+                 " rows of an earlier run: replaced by this run's (a fresh fit starts it anew; give each run its "
+                 "own logging.metrics_file)");
+    }
     if (logs && options_.on_start)
         options_.on_start(resume_warning);
     else if (writer && nothing_to_do && options_.on_start && !resume_warning.empty())

@@ -190,6 +190,11 @@ expect_in "$TMP/err" "warning: metrics file '$TMP/torn/metrics.csv' does not sta
 [ "$(head -1 "$TMP/torn/metrics.csv")" = "epoch,loss,accuracy,val_loss,val_accuracy,learning_rate,seconds,samples_per_second" ] ||
     fail "no header: $(cat "$TMP/torn/metrics.csv")"
 
+step "a fresh run replacing a metrics file outside its run dir (another run's) says so"
+run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/shared-a" --set "logging.metrics_file=$TMP/shared.csv" --quiet
+run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/shared-b" --set "logging.metrics_file=$TMP/shared.csv" --quiet
+expect_in "$TMP/err" "warning: metrics file '$TMP/shared.csv' held 1 rows of an earlier run: replaced by this run's (a fresh fit starts it anew; give each run its own logging.metrics_file)"
+
 step "a resume with nothing left to train rewrites nothing"
 cp "$TMP/torn/config.yaml" "$TMP/config-before.yaml"
 run_expect 0 fit "$cfg" --set training.epochs=2 --run-dir "$TMP/torn" --resume
