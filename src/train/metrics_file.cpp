@@ -19,11 +19,13 @@ constexpr const char* kHeader =
 
 MetricsFile::MetricsFile(const std::string& path, bool append, int64_t epochs_done) : path_(path) {
     if (path_.empty()) return;
-    if (append && std::filesystem::exists(path_)) {
-        keep_epochs_through(epochs_done);
+    std::error_code ec;
+    if (append && std::filesystem::exists(path_, ec)) {
+        // A device or pipe (/dev/stdout) is written as it is, never read or moved.
+        if (std::filesystem::is_regular_file(path_, ec)) keep_epochs_through(epochs_done);
         return;
     }
-    {
+    if (std::filesystem::is_regular_file(path_, ec)) {  // not a device such as /dev/full, which never ends
         std::ifstream earlier(path_);
         std::string line;
         for (bool header = true; std::getline(earlier, line); header = false)

@@ -195,6 +195,11 @@ run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/shared-a" --set 
 run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/shared-b" --set "logging.metrics_file=$TMP/shared.csv" --quiet
 expect_in "$TMP/err" "warning: metrics file '$TMP/shared.csv' held 1 rows of an earlier run: replaced by this run's (a fresh fit starts it anew; give each run its own logging.metrics_file)"
 
+step "a metrics file that is a device is written, never read or moved aside (/dev/zero never ends)"
+run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/device-log" --set logging.metrics_file=/dev/null --quiet
+run_expect 0 fit "$cfg" --set training.epochs=2 --run-dir "$TMP/device-log" --set logging.metrics_file=/dev/zero --resume --quiet
+[ -c /dev/zero ] || fail "/dev/zero is no longer a device"
+
 step "a resume with nothing left to train rewrites nothing"
 cp "$TMP/torn/config.yaml" "$TMP/config-before.yaml"
 run_expect 0 fit "$cfg" --set training.epochs=2 --run-dir "$TMP/torn" --resume
