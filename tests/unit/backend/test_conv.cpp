@@ -199,7 +199,13 @@ TEST_CASE("conv2d sizes its workspace for the batch and runs smaller batches in 
         two.batch = 2;
         std::vector<float> y_two(y_size(two));
         be.conv2d_forward(two, x.data(), w.data(), y_two.data(), ws.data(), ws.bytes());
-        for (size_t i = 0; i < y_two.size(); ++i) REQUIRE(y_two[i] == y_full[i]);
+        // Against the definition, not bit for bit against the batch of 3: the
+        // GEMM library may pick another kernel for another row count (OpenBLAS
+        // 0.3.21 on an AVX-512 core rounds these 70 and 105 rows differently).
+        std::vector<double> y_ref(y_size(two), 0.0);
+        for_each_tap(two, [&](size_t xi, size_t yi, size_t wi) { y_ref[yi] += static_cast<double>(x[xi]) * w[wi]; });
+        require_close(y_two, y_ref, "y of the batch of 2");
+        for (size_t i = 0; i < y_two.size(); ++i) REQUIRE(y_two[i] == Approx(y_full[i]).epsilon(1e-5).margin(1e-6));
     }
     SECTION("an empty batch needs no workspace and zeroes dw") {
         Conv2dGeometry empty = g;
