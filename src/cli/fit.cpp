@@ -259,16 +259,25 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     const train::FitResult result = trainer.fit();
 
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (result.history.empty())
+    if (result.history.empty() && !result.stopped_early.empty())
+        spdlog::info("Nothing to do: early stopping ended this run after epoch {}: {}; to train on, raise "
+                     "early_stopping.patience or pass --set early_stopping=false",
+                     result.epochs_done, result.stopped_early);
+    else if (result.history.empty())
         spdlog::info("Nothing to do: the checkpoint already has {} of {} epochs (raise training.epochs to continue)",
                      result.epochs_done, cfg.training.epochs);
-    else
+    else {
+        std::vector<std::string> notes;
+        if (result.history.size() != static_cast<size_t>(result.epochs_done))
+            notes.push_back(std::to_string(result.history.size()) + " in this run");
+        if (!result.stopped_early.empty()) notes.push_back("stopped early");
+        std::string note;
+        for (const auto& n : notes) note += (note.empty() ? " (" : ", ") + n;
+        if (!note.empty()) note += ")";
         spdlog::info("Done: {} epoch{}{} in {:.1f}s; checkpoints in {}", result.epochs_done,
-                     result.epochs_done == 1 ? "" : "s",
-                     result.history.size() == static_cast<size_t>(result.epochs_done)
-                         ? std::string()
-                         : " (" + std::to_string(result.history.size()) + " in this run)",
+                     result.epochs_done == 1 ? "" : "s", note,
                      seconds, cfg.checkpoint.dir);
+    }
     // What one graph launch runs: with the epoch time, the cost of each operation of a step.
     const train::StepGraphs& graphs = replicas[0]->graphs();
     if (graphs.replays() > 0)

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "config/yaml_guard.hpp"
@@ -149,6 +150,29 @@ bool flat(const std::string& yaml, bool need_model, Flat& out) {
     return true;
 }
 
+// The top-level section a nested key path is in ("early_stopping" of
+// "early_stopping.patience"); "" for a top-level scalar.
+std::string top_section(const std::string& path) {
+    const size_t end = path.find_first_of(".[");
+    return end == std::string::npos ? std::string() : path.substr(0, end);
+}
+
+std::set<std::string> top_sections(const Flat& flat) {
+    std::set<std::string> sections;
+    for (const auto& entry : flat) sections.insert(top_section(entry.first));
+    return sections;
+}
+
+// A section that only one side has reads as one change of the whole section,
+// "early_stopping: (none) -> {monitor: val_loss, patience: 3}", not one per key.
+void add_to_section(std::vector<std::pair<std::string, std::string>>& sections, const std::string& section,
+                    const std::string& path, const std::string& value) {
+    if (sections.empty() || sections.back().first != section) sections.push_back({section, "{"});
+    std::string& keys = sections.back().second;
+    const size_t key = section.size() + (path[section.size()] == '.' ? 1 : 0);  // "[0].x" stays as it is
+    keys += (keys.size() > 1 ? ", " : "") + path.substr(key) + ": " + value;
+}
+
 ConfigChanges compare(const std::string& before_yaml, const std::string& after_yaml, bool need_model,
                       const Resolve& resolve) {
     ConfigChanges result;
@@ -169,16 +193,30 @@ ConfigChanges compare(const std::string& before_yaml, const std::string& after_y
     }
     if (!result.readable) return result;
     std::map<std::string, std::string> old_values(before.begin(), before.end());
+    const std::set<std::string> sections_before = top_sections(before), sections_after = top_sections(after);
+    std::vector<std::pair<std::string, std::string>> added;  // a section only `after` has: its keys as one change
     for (const auto& [path, value] : after) {
         const auto it = old_values.find(path);
-        if (it == old_values.end())
+        const std::string section = top_section(path);
+        if (it == old_values.end() && !section.empty() && !sections_before.count(section))
+            add_to_section(added, section, path, value);
+        else if (it == old_values.end())
             result.changes.push_back(path + ": (none) -> " + printable(value));
         else if (text_key(path) ? it->second != value : canonical(it->second) != canonical(value))
             result.changes.push_back(path + ": " + printable(it->second) + " -> " + printable(value));
         if (it != old_values.end()) old_values.erase(it);
     }
-    for (const auto& [path, value] : before)
-        if (old_values.count(path)) result.changes.push_back(path + ": " + printable(value) + " -> (none)");
+    for (const auto& [section, keys] : added) result.changes.push_back(section + ": (none) -> " + printable(keys + "}"));
+    std::vector<std::pair<std::string, std::string>> removed;
+    for (const auto& [path, value] : before) {
+        if (!old_values.count(path)) continue;
+        const std::string section = top_section(path);
+        if (!section.empty() && !sections_after.count(section))
+            add_to_section(removed, section, path, value);
+        else
+            result.changes.push_back(path + ": " + printable(value) + " -> (none)");
+    }
+    for (const auto& [section, keys] : removed) result.changes.push_back(section + ": " + printable(keys + "}") + " -> (none)");
     return result;
 }
 

@@ -169,6 +169,7 @@ RunConfig load_from_string(const std::string& yaml, const std::string& source_na
     config.training = read_training(top);
     config.strategy = read_strategy(top);
     config.checkpoint = read_checkpoint(top);
+    config.early_stopping = read_early_stopping(top);
     config.logging = read_logging(top);
     validate(config, source);
 

@@ -54,6 +54,19 @@ public:
         key("monitor") << c.checkpoint.monitor;
         key("mode") << c.checkpoint.mode;
         out_ << YAML::EndMap;
+        // Like training.epochs, not in the digest: it decides how many epochs
+        // run, not what one computes. Only when on (a config without the
+        // section reads back the same).
+        if (full_ && c.early_stopping.enabled) {
+            const EarlyStoppingConfig& e = c.early_stopping;
+            key("early_stopping") << YAML::BeginMap;
+            key("monitor") << e.monitor;
+            key("patience") << e.patience;
+            number("min_delta", e.min_delta);
+            key("mode") << e.mode;
+            key("start_from_epoch") << e.start_from_epoch;
+            out_ << YAML::EndMap;
+        }
         key("logging") << YAML::BeginMap;
         key("level") << c.logging.level;
         key("progress") << c.logging.progress;

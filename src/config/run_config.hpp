@@ -127,6 +127,19 @@ struct CheckpointConfig {
     std::string mode = "auto";       // min | max | auto (max for accuracy, min for loss)
 };
 
+// early_stopping: Keras' EarlyStopping callback. On when the config has the
+// section; its rule (Keras'): an epoch improves when its monitored value beats
+// the best so far by more than min_delta; training stops after `patience`
+// epochs in a row that did not (patience 0: at the first).
+struct EarlyStoppingConfig {
+    bool enabled = false;
+    std::string monitor = "val_loss";  // loss | accuracy | val_loss | val_accuracy (val_* fall back like checkpoint.monitor)
+    int64_t patience = 0;              // epochs without improvement before training stops
+    double min_delta = 0.0;            // an improvement must exceed this
+    std::string mode = "auto";         // min | max | auto (max for accuracy, min for loss)
+    int64_t start_from_epoch = 0;      // epochs trained before the first one watched
+};
+
 struct LoggingConfig {
     std::string level = "info";      // trace | debug | info | warn | error
     std::string progress = "auto";   // auto (bar on a terminal) | bar | lines | none
@@ -148,6 +161,7 @@ struct RunConfig {
     TrainingConfig training;
     StrategyConfig strategy;
     CheckpointConfig checkpoint;
+    EarlyStoppingConfig early_stopping;
     LoggingConfig logging;
     std::string resolved_yaml;       // the full config with defaults filled in, as YAML (written to the run dir)
     std::string digest;              // hex FNV-1a 64 of resolved_yaml minus training.epochs (stored in checkpoints)

@@ -17,7 +17,7 @@ struct SectionKeys {
 inline const std::vector<SectionKeys>& section_keys() {
     static const std::vector<SectionKeys> sections{
         {"", {"run_dir", "model", "loss", "metrics", "optimizer", "data", "training", "strategy", "checkpoint",
-              "logging"}},
+              "early_stopping", "logging"}},
         {"model", {"input_shape", "layers"}},
         {"loss", {"name", "from_logits"}},
         {"optimizer",
@@ -33,6 +33,7 @@ inline const std::vector<SectionKeys>& section_keys() {
           "cast_gemm_inputs", "gemm_epilogues", "deterministic"}},
         {"strategy", {"type", "devices", "replicas", "communicator", "replicas_per_gpu", "timeout_seconds", "bucket_mb"}},
         {"checkpoint", {"dir", "every_epochs", "keep_last", "save_best", "monitor", "mode"}},
+        {"early_stopping", {"monitor", "patience", "min_delta", "mode", "start_from_epoch"}},
         {"logging", {"level", "progress", "metrics_file", "tensorboard", "every_steps"}},
     };
     return sections;

@@ -137,12 +137,14 @@ void validate(RunConfig& config, const ConfigSource& source) {
         source.fail_at("logging.metrics_file",
                        "'" + config.logging.metrics_file + "' is the folder logging.tensorboard writes its event files in",
                        "give another name, e.g. metrics_file: metrics.csv");
-    const std::string& monitor = config.checkpoint.monitor;
     const auto& metrics = config.metrics;
-    if ((monitor == "accuracy" || monitor == "val_accuracy") &&
-        std::find(metrics.begin(), metrics.end(), "accuracy") == metrics.end())
-        source.fail_at("checkpoint.monitor", "'" + monitor + "' needs the accuracy metric",
-                       "add accuracy to metrics or monitor val_loss");
+    const bool has_accuracy = std::find(metrics.begin(), metrics.end(), "accuracy") != metrics.end();
+    const auto check_monitor = [&](const std::string& monitor, const char* key) {
+        if ((monitor == "accuracy" || monitor == "val_accuracy") && !has_accuracy)
+            source.fail_at(key, "'" + monitor + "' needs the accuracy metric", "add accuracy to metrics or monitor val_loss");
+    };
+    check_monitor(config.checkpoint.monitor, "checkpoint.monitor");
+    if (config.early_stopping.enabled) check_monitor(config.early_stopping.monitor, "early_stopping.monitor");
 }
 
 }  // namespace gputrain::config

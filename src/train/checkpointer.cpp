@@ -124,29 +124,8 @@ double meta_real(const checkpoint::Contents& c, const std::string& path, const s
 
 Checkpointer::Checkpointer(const config::RunConfig& cfg, const std::string& dir) : cfg_(cfg), dir_(dir) {}
 
-std::string Checkpointer::monitor(bool has_validation) const {
-    std::string m = cfg_.checkpoint.monitor;
-    if (!has_validation && m.rfind("val_", 0) == 0) m = m.substr(4);
-    return m;
-}
-
-namespace {
-
-bool maximizes(const std::string& monitor, const std::string& mode) {
-    if (mode == "min") return false;
-    if (mode == "max") return true;
-    return monitor.find("accuracy") != std::string::npos;
-}
-
-}  // namespace
-
-std::string Checkpointer::best_of(const std::string& monitor) const {
-    return monitor + (maximizes(monitor, cfg_.checkpoint.mode) ? " max" : " min");
-}
-
-bool Checkpointer::improves(const TrainingState& state, double value, const std::string& monitor) const {
-    if (!state.has_best) return true;
-    return maximizes(monitor, cfg_.checkpoint.mode) ? value > state.best_value : value < state.best_value;
+MonitoredMetric Checkpointer::best_metric(bool has_validation) const {
+    return MonitoredMetric::resolve(cfg_.checkpoint.monitor, cfg_.checkpoint.mode, has_validation);
 }
 
 std::string Checkpointer::path_for_epoch(int64_t epoch) const {
@@ -199,6 +178,14 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
     if (!state.epoch_steps.empty()) meta["steps_per_epoch"] = optim::format_epoch_steps(state.epoch_steps);
     if (state.has_best) meta["best_value"] = number(state.best_value);
     if (state.has_best && !state.best_of.empty()) meta["best_of"] = state.best_of;
+    if (const EarlyStoppingState& e = state.early_stopping; !e.of.empty()) {
+        meta["early_stopping_of"] = e.of;
+        meta["early_stopping_wait"] = std::to_string(e.wait);
+        if (e.has_best) {
+            meta["early_stopping_best"] = number(e.best);
+            meta["early_stopping_best_epoch"] = std::to_string(e.best_epoch);
+        }
+    }
     if (state.step_in_epoch > 0) {
         meta["step_in_epoch"] = std::to_string(state.step_in_epoch);
         meta["partial_loss_sum"] = number(state.partial_loss_sum);
@@ -214,13 +201,13 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
 }
 
 std::vector<std::string> Checkpointer::save_epoch(Replica& replica0, const TrainingState& state,
-                                                  const EpochRecord& record, bool is_best) {
+                                                  const EpochRecord& record, bool is_best, bool final_epoch) {
     std::error_code ec;
     fs::create_directories(dir_, ec);
     if (ec) throw Error("cannot create checkpoint folder '" + dir_ + "': " + ec.message());
     std::vector<std::string> written;
     const int64_t every = cfg_.checkpoint.every_epochs;
-    const bool last_epoch = state.epochs_done == cfg_.training.epochs;
+    const bool last_epoch = final_epoch || state.epochs_done == cfg_.training.epochs;
     if (every > 0 && (state.epochs_done % every == 0 || last_epoch)) {
         written.push_back(path_for_epoch(state.epochs_done));
         write(written.back(), replica0, state, record);
@@ -459,6 +446,21 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
                             std::to_string(st.epochs_done) + "), 'global_step' (" + std::to_string(st.global_step) +
                             ") and 'step_in_epoch' (" + std::to_string(st.step_in_epoch) +
                             "); the file is damaged: resume from another checkpoint");
+    }
+    if (const auto it = contents.metadata.find("early_stopping_of"); it != contents.metadata.end()) {
+        EarlyStoppingState& e = st.early_stopping;
+        e.of = it->second;
+        e.wait = meta_int(contents, path, "early_stopping_wait");
+        if (contents.metadata.count("early_stopping_best")) {
+            e.best = meta_real(contents, path, "early_stopping_best", 0.0, /*finite=*/false);
+            e.best_epoch = meta_int(contents, path, "early_stopping_best_epoch");
+            e.has_best = !std::isnan(e.best);
+        }
+        // The best epoch and the epochs since it are among the epochs done.
+        if ((e.has_best && (e.best_epoch < 1 || e.best_epoch > st.epochs_done)) || e.wait > st.epochs_done)
+            throw DataError(path + ": metadata 'early_stopping_best_epoch' (" + std::to_string(e.best_epoch) +
+                            ") and 'early_stopping_wait' (" + std::to_string(e.wait) + ") disagree with 'epoch' (" +
+                            std::to_string(st.epochs_done) + "); the file is damaged: resume from another checkpoint");
     }
     if (contents.metadata.count("loss_scale")) {
         st.loss_scale = meta_real(contents, path, "loss_scale", 0.0);

@@ -14,7 +14,9 @@
 
 #include "config/run_config.hpp"
 #include "optim/schedule.hpp"
+#include "train/early_stopping.hpp"
 #include "train/metrics_file.hpp"
+#include "train/monitored_metric.hpp"
 #include "train/replica.hpp"
 
 namespace gputrain::train {
@@ -41,6 +43,9 @@ struct TrainingState {
     // training.precision: fp16's dynamic loss scale (0 = not scaling).
     double loss_scale = 0;
     int64_t loss_scale_good_steps = 0;
+    // early_stopping's best and count (metadata "early_stopping_*"); empty
+    // when the run that wrote it watched nothing.
+    EarlyStoppingState early_stopping;
     // The resolved config the checkpoint was trained with (metadata "config");
     // "" for checkpoints written before it was stored.
     std::string config_yaml;
@@ -51,16 +56,15 @@ public:
     Checkpointer(const config::RunConfig& cfg, const std::string& dir);
 
     const std::string& dir() const { return dir_; }
-    // The metric that decides "best", resolved against whether validation exists.
-    std::string monitor(bool has_validation) const;
-    // The monitor resolved and its direction: "loss min", "val_accuracy max".
-    std::string best_of(const std::string& monitor) const;
-    // Whether `value` beats the state's best (and so becomes it).
-    bool improves(const TrainingState& state, double value, const std::string& monitor) const;
+    // The metric that decides "best" (checkpoint.monitor and mode), resolved
+    // against whether validation exists.
+    MonitoredMetric best_metric(bool has_validation) const;
 
     // Writes the files due after an epoch; returns the paths written.
+    // `final_epoch`: training ends after it (early stopping), so epoch-NNN is
+    // written as after training.epochs' last.
     std::vector<std::string> save_epoch(Replica& replica0, const TrainingState& state, const EpochRecord& record,
-                                        bool is_best);
+                                        bool is_best, bool final_epoch = false);
 
     // last.safetensors in the middle of an epoch (state.step_in_epoch > 0); `signal` names why.
     std::string save_interrupted(Replica& replica0, const TrainingState& state, const EpochRecord& partial,

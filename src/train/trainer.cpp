@@ -205,6 +205,21 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
     }
 }
 
+bool Trainer::early_stop_agreed(bool mine) {
+    // Workers decide from the same all-reduced metrics; should a rounding of
+    // the reduction ever differ between processes, one that stopped alone
+    // would leave the others waiting in the next epoch's first collective.
+    const int local_replicas = static_cast<int>(replicas_.size());
+    if (!cfg_.early_stopping.enabled || replicas_[0]->comm().size() == local_replicas) return mine;
+    double votes = 0;
+    run_on_replicas(replicas_, [&](Replica& r) {
+        double vote = mine && &r == replicas_[0].get() ? 1.0 : 0.0;
+        r.comm().allreduce_sum_host(&vote, 1);
+        if (&r == replicas_[0].get()) votes = vote;
+    });
+    return votes > 0;
+}
+
 std::string Trainer::resume_command() const {
     return options_.resume_command.empty() ? "gputrain fit " + cfg_.source_file + " --resume" : options_.resume_command;
 }
@@ -285,7 +300,8 @@ FitResult Trainer::fit() {
     Checkpointer checkpointer(cfg_, options_.run_dir);
     if (writer) checkpointer.prepare(checkpoint_bytes(*replicas_[0]));
     const bool has_validation = data_.validation.size() > 0;
-    const std::string monitor = checkpointer.monitor(has_validation);
+    const MonitoredMetric best_metric = checkpointer.best_metric(has_validation);
+    const EarlyStopping early(cfg_.early_stopping, has_validation);
     std::string resume_warning;
     if (!options_.resume_from.empty()) {
         state_ = restore(options_.resume_from, replicas_, cfg_, /*with_optimizer=*/true, &resume_warning);
@@ -312,13 +328,18 @@ FitResult Trainer::fit() {
         }
         // A best of another metric (checkpoint.monitor or mode changed, or
         // validation added) cannot be compared with this run's values.
-        if (state_.has_best && !state_.best_of.empty() && state_.best_of != checkpointer.best_of(monitor)) {
+        if (state_.has_best && !state_.best_of.empty() && state_.best_of != best_metric.describe()) {
             if (writer && options_.info)
                 std::fprintf(options_.out, "The best so far was by %s; now by %s: best.safetensors starts over\n",
-                             state_.best_of.c_str(), checkpointer.best_of(monitor).c_str());
+                             state_.best_of.c_str(), best_metric.describe().c_str());
             state_.has_best = false;
         }
         if (writer) restore_best_file(checkpointer, stale_best);
+        // Early stopping goes on counting where the resumed run was; off, its
+        // count would be stale by the next resume that turns it on.
+        const std::string restarted = early.enabled() ? early.adopt(state_.early_stopping) : std::string();
+        if (!early.enabled()) state_.early_stopping = EarlyStoppingState{};
+        if (writer && options_.info && !restarted.empty()) std::fprintf(options_.out, "%s\n", restarted.c_str());
         // In the middle of an epoch, the steps done were whole global batches:
         // another batch size would start at another sample, skipping or
         // repeating some of the epoch's.
@@ -336,8 +357,11 @@ FitResult Trainer::fit() {
                               " of an epoch that now has " + std::to_string(steps_per_epoch_) +
                               " steps; resume with the training.batch_size and data it was written with");
     }
-    // A resume with no epoch left to train touches no file.
-    const bool nothing_to_do = state_.epochs_done >= cfg_.training.epochs;
+    // A resume with no epoch left to train touches no file: all epochs done,
+    // or a run that early stopping ended (with the patience it has now).
+    const bool stopped_before = early.stops(state_.early_stopping, state_.epochs_done);
+    if (stopped_before) result.stopped_early = early.reason(state_.early_stopping);
+    const bool nothing_to_do = state_.epochs_done >= cfg_.training.epochs || stopped_before;
     const bool logs = writer && !nothing_to_do;
     // The logs open first: a metrics file or TensorBoard folder that cannot be
     // written stops the run before on_start deletes an earlier run's
@@ -386,7 +410,7 @@ FitResult Trainer::fit() {
     loader.set_index_only(all_resident);
     for (auto& r : replicas_) r->graphs().set_enabled(step_graphs_unusable(cfg_, *r).empty());
 
-    for (int64_t epoch = state_.epochs_done; epoch < cfg_.training.epochs; ++epoch) {
+    for (int64_t epoch = state_.epochs_done; epoch < cfg_.training.epochs && !stopped_before; ++epoch) {
         const auto start = std::chrono::steady_clock::now();
         // The epoch's rate: at its first step, also when it resumes in the middle.
         const double lr = schedule.learning_rate(state_.global_step - state_.step_in_epoch, epoch, 0);
@@ -460,24 +484,36 @@ FitResult Trainer::fit() {
         rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         progress_.end_epoch(shown, rec.seconds);
 
-        const double value = monitor == "accuracy" ? rec.accuracy
-                             : monitor == "val_accuracy" ? rec.val_accuracy
-                             : monitor == "val_loss" ? rec.val_loss
-                                                     : rec.loss;
-        const bool is_best = checkpointer.improves(state_, value, monitor);
+        // A NaN best (a first epoch whose loss was NaN) is no best, as on restore.
+        const double value = best_metric.value_of(rec);
+        const bool is_best = !state_.has_best || std::isnan(state_.best_value) || best_metric.beats(value, state_.best_value);
         if (is_best) {
             state_.has_best = true;
             state_.best_value = value;
-            state_.best_of = checkpointer.best_of(monitor);
+            state_.best_of = best_metric.describe();
         }
+        const bool stop_early = early_stop_agreed(early.after_epoch(state_.early_stopping, rec));
         metrics.write(rec);
         tensorboard.write(rec);
         if (writer) {
-            auto written = checkpointer.save_epoch(*replicas_[0], state_, rec, is_best);
+            auto written = checkpointer.save_epoch(*replicas_[0], state_, rec, is_best, stop_early);
             result.checkpoints.insert(result.checkpoints.end(), written.begin(), written.end());
         }
         result.history.push_back(rec);
         last_good_checkpoint_ = checkpointer.last_path();
+        if (stop_early) {
+            result.stopped_early = early.reason(state_.early_stopping);
+            // Where the weights of the epoch it names are, when best.safetensors watches the same.
+            const std::string best_file = cfg_.checkpoint.save_best && state_.early_stopping.has_best &&
+                                                  early.metric().describe() == best_metric.describe()
+                                              ? "; best.safetensors holds epoch " +
+                                                    std::to_string(state_.early_stopping.best_epoch) + "'s weights"
+                                              : std::string();
+            if (writer && options_.info)
+                std::fprintf(options_.out, "Epoch %lld: early stopping: %s%s\n", (long long)epoch + 1,
+                             result.stopped_early.c_str(), best_file.c_str());
+            break;
+        }
         // A signal seen at the epoch's last step: the epoch is saved, stop here.
         // (One that arrives during validation or the checkpoint write is seen
         // at the next epoch's first progress update.)

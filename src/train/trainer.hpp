@@ -51,6 +51,8 @@ struct FitResult {
     int64_t epochs_done = 0;
     std::vector<EpochRecord> history;   // the epochs this call ran
     std::vector<std::string> checkpoints;
+    // Why early stopping ended training (this run, or the run resumed); "" when it did not.
+    std::string stopped_early;
 };
 
 class Trainer {
@@ -72,6 +74,9 @@ private:
     void run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loader& loader,
                    const optim::Schedule& schedule, EpochTotals& totals, TensorBoardWriter& tensorboard);
     std::string resume_command() const;
+    // Whether every worker stops after this epoch, given this one's verdict:
+    // any that does stops all (one host all-reduce, in a multi-worker run only).
+    bool early_stop_agreed(bool mine);
     LossScaler& scaler_of(const Replica& r);
     // Copies replica 0's loss scale into state_ (for checkpoints).
     void record_loss_scale();

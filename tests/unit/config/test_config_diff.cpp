@@ -37,6 +37,12 @@ TEST_CASE("changed_keys: layers compare key by key, other lists whole; one-sided
     CHECK(changed_keys("model: {input_shape: [28, 28]}\n", "model: {input_shape: [28, 28, 1]}\n").changes ==
           Changes{"model.input_shape: [28, 28] -> [28, 28, 1]"});
     CHECK(changed_keys("a: 1\nb: 2\n", "a: 1\nc: 3\n").changes == Changes{"c: (none) -> 3", "b: 2 -> (none)"});
+    // A section only one side has is one change, its keys in one mapping.
+    CHECK(changed_keys("a: 1\n", "a: 1\ns: {p: 3, m: val_loss}\nt: {x: 1}\n").changes ==
+          Changes{"s: (none) -> {p: 3, m: val_loss}", "t: (none) -> {x: 1}"});
+    CHECK(changed_keys("a: 1\ns: {p: 3, q: {r: 1}}\n", "a: 2\n").changes ==
+          Changes{"a: 1 -> 2", "s: {p: 3, q.r: 1} -> (none)"});
+    CHECK(changed_keys("s: {p: 3}\n", "s: {q: 4}\n").changes == Changes{"s.q: (none) -> 4", "s.p: 3 -> (none)"});
 }
 
 TEST_CASE("changed_keys: the same number or boolean written another way is no change") {

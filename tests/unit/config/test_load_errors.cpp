@@ -51,7 +51,8 @@ TEST_CASE("A syntax error after a tab in the indentation says so") {
 
 TEST_CASE("the top level must be one mapping") {
     const std::string sections =
-        "a mapping of sections (run_dir, model, loss, metrics, optimizer, data, training, strategy, checkpoint, logging)";
+        "a mapping of sections (run_dir, model, loss, metrics, optimizer, data, training, strategy, checkpoint, "
+        "early_stopping, logging)";
     REQUIRE(error_of("") == "cfg.yaml:1:1: the config is empty; expected " + sections);
     REQUIRE(error_of("# only a comment\n") == "cfg.yaml:1:1: the config is empty; expected " + sections);
     REQUIRE(error_of("- model\n- data\n") == "cfg.yaml:1:1: expected " + sections + " at the top level, got a list");
@@ -67,7 +68,7 @@ TEST_CASE("unknown keys at every level, with did-you-mean or the known keys") {
             "cfg.yaml:3:1: trainig: unknown key (did you mean 'training'?)");
     REQUIRE(error_of(kMinimal + "colour: red\n") ==
             "cfg.yaml:3:1: colour: unknown key; known keys: run_dir, model, loss, metrics, optimizer, data, "
-            "training, strategy, checkpoint, logging");
+            "training, strategy, checkpoint, early_stopping, logging");
     REQUIRE(error_of(kMinimal + "optimizer: {schedule: {type: cosine, min_lrr: 0}}\n") ==
             "cfg.yaml:3:38: optimizer.schedule.min_lrr: unknown key (did you mean 'min_lr'?)");
     REQUIRE(error_of(kMinimal + "loss: {name: mean_squared_error, from_logit: false}\n") ==
@@ -186,6 +187,18 @@ TEST_CASE("unknown names list the known ones, with did-you-mean") {
     REQUIRE(error_of(kMinimal + "checkpoint: {monitor: val_acc}\n") ==
             "cfg.yaml:3:23: checkpoint.monitor: unknown monitored metric 'val_acc'; "
             "known monitored metrics: loss, accuracy, val_loss, val_accuracy");
+    REQUIRE(error_of(kMinimal + "early_stopping:\n") ==
+            "cfg.yaml:3:1: early_stopping: is empty; give its keys, e.g. early_stopping: {patience: 3}, or true for "
+            "Keras' defaults (patience 0); remove it to train every epoch");
+    REQUIRE(error_of(kMinimal + "early_stopping: 3\n") ==
+            "cfg.yaml:3:17: early_stopping: expected its keys or true/false, got '3'; e.g. early_stopping: {patience: 3}");
+    REQUIRE(error_of(kMinimal + "early_stopping: {patience: 2.5}\n") ==
+            "cfg.yaml:3:28: early_stopping.patience: expected an integer >= 0, got '2.5'");
+    REQUIRE(error_of(kMinimal + "early_stopping: {restore_best_weights: true}\n") ==
+            "cfg.yaml:3:18: early_stopping.restore_best_weights: unknown key; known keys: monitor, patience, min_delta, "
+            "mode, start_from_epoch");
+    REQUIRE(error_of(kMinimal + "training: {patience: 2}\n") ==
+            "cfg.yaml:3:12: training.patience: unknown key (did you mean 'early_stopping.patience'?)");
     REQUIRE(error_of(kMinimal + "optimizer: {type: [sgd]}\n") ==
             "cfg.yaml:3:19: optimizer.type: expected one of sgd, adam, adamw, got a list");
 }

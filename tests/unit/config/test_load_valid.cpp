@@ -136,6 +136,7 @@ TEST_CASE("left-out keys get the documented defaults") {
     CHECK(c.checkpoint.save_best);
     CHECK(c.checkpoint.monitor == "val_loss");
     CHECK(c.checkpoint.mode == "auto");
+    CHECK(!c.early_stopping.enabled);
     CHECK(c.logging.level == "info");
     CHECK(c.logging.progress == "auto");
     CHECK(c.logging.metrics_file == "metrics.csv");
@@ -199,4 +200,20 @@ TEST_CASE("load reads a file and names it in places") {
     CHECK(load(path).source_file == path);
     CHECK(load(path, {"training.epochs=3"}).training.epochs == 3);
     std::remove(path.c_str());
+}
+
+TEST_CASE("early_stopping: on with the section, Keras' defaults, true/false as a switch") {
+    const RunConfig given = load_text(kMinimal + "early_stopping: {patience: 3, min_delta: 0.01, start_from_epoch: 2}\n");
+    CHECK(given.early_stopping.enabled);
+    CHECK(given.early_stopping.monitor == "val_loss");
+    CHECK(given.early_stopping.patience == 3);
+    CHECK(given.early_stopping.min_delta == 0.01);
+    CHECK(given.early_stopping.mode == "auto");
+    CHECK(given.early_stopping.start_from_epoch == 2);
+    const RunConfig keras = load_text(kMinimal + "early_stopping: {}\n");
+    CHECK(keras.early_stopping.enabled);
+    CHECK(keras.early_stopping.patience == 0);
+    CHECK(load_text(kMinimal + "early_stopping: on\n").early_stopping.enabled);
+    CHECK(!load_text(kMinimal + "early_stopping: {patience: 3}\n", {"early_stopping=false"}).early_stopping.enabled);
+    CHECK(load_text(kMinimal, {"early_stopping.patience=2"}).early_stopping.patience == 2);
 }

@@ -40,6 +40,9 @@ void require_same(const RunConfig& a, const RunConfig& b) {
     const CheckpointConfig &c = a.checkpoint, &k = b.checkpoint;
     CHECK(std::tie(c.dir, c.every_epochs, c.keep_last, c.save_best, c.monitor, c.mode) ==
           std::tie(k.dir, k.every_epochs, k.keep_last, k.save_best, k.monitor, k.mode));
+    const EarlyStoppingConfig &e1 = a.early_stopping, &e2 = b.early_stopping;
+    CHECK(std::tie(e1.enabled, e1.monitor, e1.patience, e1.min_delta, e1.mode, e1.start_from_epoch) ==
+          std::tie(e2.enabled, e2.monitor, e2.patience, e2.min_delta, e2.mode, e2.start_from_epoch));
     CHECK(std::tie(a.logging.level, a.logging.progress, a.logging.metrics_file, a.logging.tensorboard,
                    a.logging.every_steps) ==
           std::tie(b.logging.level, b.logging.progress, b.logging.metrics_file, b.logging.tensorboard,
@@ -81,7 +84,10 @@ TEST_CASE("resolved_yaml round trip with every section set") {
         "training: {epochs: 9, batch_size: 100, shuffle: off, seed: 18446744073709551615}\n"
         "strategy: {type: mirrored, devices: [3, 1]}\n"
         "checkpoint: {dir: 'null', every_epochs: 0, keep_last: 1, save_best: false, monitor: accuracy, mode: max}\n"
+        "early_stopping: {monitor: val_accuracy, patience: 4, min_delta: 0.001, mode: max, start_from_epoch: 2}\n"
         "logging: {level: trace, progress: none, metrics_file: '', tensorboard: true, every_steps: 7}\n"));
+    require_round_trip(load_text(kMinimal + "early_stopping: true\n"));
+    require_round_trip(load_text(kMinimal + "early_stopping: false\n"));
     require_round_trip(load_text(kModel + "data: {dataset: synthetic, synthetic: {samples: 64, classes: 4, seed: 3}}\n"
                                           "strategy: {type: one_device, devices: 2}\n"
                                           "optimizer: {type: sgd, momentum: 0.5, nesterov: true,\n"
@@ -112,6 +118,12 @@ TEST_CASE("the digest ignores training.epochs (and the speed-only keys) but not 
     CHECK(load_text(kMinimal, {"training.batch_size=64"}).digest != base.digest);
     CHECK(load_text(kMinimal, {"model.layers[1].units=11"}).digest != base.digest);
     CHECK(load_text(kMinimal, {"strategy.bucket_mb=0"}).digest == base.digest);
+    // early_stopping decides how many epochs run, as training.epochs does.
+    const RunConfig stopping = load_text(kMinimal + "early_stopping: {patience: 3}\n");
+    CHECK(stopping.digest == base.digest);
+    CHECK(stopping.resolved_yaml.find("early_stopping:\n  monitor: val_loss\n  patience: 3\n  min_delta: 0\n  mode: "
+                                      "auto\n  start_from_epoch: 0\n") != std::string::npos);
+    CHECK(base.resolved_yaml.find("early_stopping") == std::string::npos);
 }
 
 TEST_CASE("fnv1a64_hex is FNV-1a 64 in 16 hex digits") {

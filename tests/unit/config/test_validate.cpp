@@ -98,6 +98,11 @@ TEST_CASE("checkpoint.monitor on accuracy needs the accuracy metric") {
             "cfg.yaml:4:23: checkpoint.monitor: 'val_accuracy' needs the accuracy metric; add accuracy to metrics "
             "or monitor val_loss");
     CHECK(load_text(kMinimal + "checkpoint: {monitor: accuracy}\n").checkpoint.monitor == "accuracy");
+    REQUIRE(error_of(kMinimal + "metrics: [loss]\nearly_stopping: {monitor: accuracy}\n") ==
+            "cfg.yaml:4:27: early_stopping.monitor: 'accuracy' needs the accuracy metric; add accuracy to metrics "
+            "or monitor val_loss");
+    // Off, its monitor is not checked (nor read: a false section has no keys).
+    CHECK(!load_text(kMinimal + "metrics: [loss]\nearly_stopping: false\n").early_stopping.enabled);
 }
 
 TEST_CASE("from_logits only for the crossentropy losses") {

@@ -1,0 +1,50 @@
+// EarlyStopping: Keras' EarlyStopping callback (config section early_stopping).
+// After each epoch it compares the monitored metric with the best so far: an
+// epoch improves when it beats that best by more than min_delta; `patience`
+// epochs in a row that do not end training (patience 0: the first). Epochs up
+// to start_from_epoch are not watched. Its state travels in checkpoints, so a
+// --resume goes on counting where the run stopped, and a resume of a run that
+// stopped early trains nothing (unless patience was raised).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "config/run_config.hpp"
+#include "train/metrics_file.hpp"
+#include "train/monitored_metric.hpp"
+
+namespace gputrain::train {
+
+struct EarlyStoppingState {
+    std::string of;         // what `best` measures ("val_loss min"); "" = nothing watched yet
+    bool has_best = false;  // a NaN is never a best
+    double best = 0;
+    int64_t best_epoch = 0;  // 1-based
+    int64_t wait = 0;        // epochs in a row, since the best, that did not improve on it
+};
+
+class EarlyStopping {
+public:
+    EarlyStopping(const config::EarlyStoppingConfig& cfg, bool has_validation);
+    bool enabled() const { return cfg_.enabled; }
+    const MonitoredMetric& metric() const { return metric_; }
+
+    // A state restored from a checkpoint that watched another metric (monitor
+    // or mode changed, validation added or removed) cannot be compared with
+    // this run's values: starts it over and returns why ("" when kept).
+    std::string adopt(EarlyStoppingState& state) const;
+    // Epoch `record.epoch` has ended: updates the state; whether training stops after it.
+    bool after_epoch(EarlyStoppingState& state, const EpochRecord& record) const;
+    // Whether a restored state after `epochs_done` epochs already stops the
+    // run (it stopped early, or patience was lowered since).
+    bool stops(const EarlyStoppingState& state, int64_t epochs_done) const;
+    // "val_loss did not improve on 0.3127 (epoch 4) by more than 0 for 3 epochs (early_stopping.patience: 3)"
+    std::string reason(const EarlyStoppingState& state) const;
+
+private:
+    config::EarlyStoppingConfig cfg_;
+    MonitoredMetric metric_;
+};
+
+}  // namespace gputrain::train
