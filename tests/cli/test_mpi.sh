@@ -34,6 +34,18 @@ mpi_run -np 2 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 2 --run-dir "$TMP/
 safetensors close "$TMP/mpi4/last.safetensors" "$TMP/four-threads/last.safetensors" 1e-5
 safetensors close "$TMP/mpi4/last.safetensors" "$TMP/one/last.safetensors" 1e-5
 
+step "early stopping under mpirun -np 2: both workers stop after the epoch one process with 2 replicas stops at"
+stop=(--set training.epochs=40 --set optimizer.learning_rate=0.05 --set data.synthetic.samples=120
+      --set data.validation_split=0.5 --set 'early_stopping={patience: 0}')
+run_expect 0 fit "$cfg" --run-dir "$TMP/stop-threads" --replicas 2 --device cpu --quiet "${stop[@]}"
+mpi_run -np 2 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/stop-mpi" "${stop[@]}" \
+    --set strategy.timeout_seconds=60 >"$TMP/out" 2>&1 || { cat "$TMP/out" >&2; fail "mpirun -np 2 with early stopping failed"; }
+stopped=$(($(wc -l <"$TMP/stop-threads/metrics.csv") - 1))
+[ "$stopped" -lt 40 ] || fail "no early stop in the reference run"
+[ "$(grep -c "^Epoch $stopped: early stopping: " "$TMP/out")" -eq 1 ] || { cat "$TMP/out"; fail "expected one early-stopping line at epoch $stopped"; }
+[ "$(wc -l <"$TMP/stop-mpi/metrics.csv")" -eq $((stopped + 1)) ] || fail "the workers did not stop after epoch $stopped"
+safetensors close "$TMP/stop-mpi/last.safetensors" "$TMP/stop-threads/last.safetensors" 1e-5
+
 step "a checkpoint of one process resumes under mpirun -np 2"
 run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/resumed" --quiet
 mpi_run -np 2 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/resumed" --resume >"$TMP/out" 2>&1 ||
