@@ -227,10 +227,8 @@ TEST_CASE("early stopping metadata that disagrees with the epoch is a damaged ch
     auto contents = checkpoint::load(path);
     REQUIRE(contents.metadata.at("epoch") == "2");
     contents.metadata["early_stopping_best_epoch"] = "3";
-    std::vector<checkpoint::TensorRef> refs;
-    for (const auto& t : contents.tensors) refs.push_back({t.name, t.shape, t.data.data()});
     const std::string damaged = (dir.path / "damaged.safetensors").string();
-    checkpoint::save(damaged, refs, contents.metadata);
+    fixture::save_contents(contents, damaged);
     auto again = fixture::replicas(job.cfg, 1);
     CHECK_THROWS_WITH(train::restore(damaged, again, job.cfg, true),
                       damaged + ": metadata 'early_stopping_best_epoch' (3) and 'early_stopping_wait' (" +
@@ -238,7 +236,7 @@ TEST_CASE("early stopping metadata that disagrees with the epoch is a damaged ch
                           ") disagree with 'epoch' (2); the file is damaged: resume from another checkpoint");
     contents.metadata["early_stopping_best_epoch"] = "1";
     contents.metadata["early_stopping_wait"] = "-1";
-    checkpoint::save(damaged, refs, contents.metadata);
+    fixture::save_contents(contents, damaged);
     CHECK_THROWS_WITH(train::restore(damaged, again, job.cfg, true),
                       damaged + ": metadata 'early_stopping_wait' is not a whole number >= 0: '-1'; the file is "
                                 "damaged or not a gputrain checkpoint");

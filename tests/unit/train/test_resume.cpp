@@ -116,13 +116,10 @@ TEST_CASE("A checkpoint holding NaN or Inf is refused on load, naming the tensor
     for (const char* name : {"optimizer/bias", "optimizer/adam_v/dense/kernel"}) {
         INFO(name);
         auto contents = checkpoint::load(path);
-        std::vector<checkpoint::TensorRef> refs;
-        for (auto& t : contents.tensors) {
+        for (auto& t : contents.tensors)
             if (t.name == name) t.data[2] = std::string(name) == "optimizer/bias" ? NAN : INFINITY;
-            refs.push_back({t.name, t.shape, t.data.data()});
-        }
         const std::string bad = (dir.path / "bad.safetensors").string();
-        checkpoint::save(bad, refs, contents.metadata);
+        fixture::save_contents(contents, bad);
         auto again = fixture::replicas(cfg, 1);
         const auto before = fixture::params_of(*again[0]);
         REQUIRE_THROWS_WITH(train::restore(bad, again, cfg, true),
@@ -170,9 +167,7 @@ TEST_CASE("A checkpoint keeps its resolved config; restore names the keys a late
     auto contents = checkpoint::load(path);
     contents.metadata.erase("config");
     const std::string old_path = (dir.path / "old.safetensors").string();
-    std::vector<checkpoint::TensorRef> refs;
-    for (const auto& t : contents.tensors) refs.push_back({t.name, t.shape, t.data.data()});
-    checkpoint::save(old_path, refs, contents.metadata);
+    fixture::save_contents(contents, old_path);
     warning.clear();
     REQUIRE(train::restore(old_path, again, later, true, &warning).config_yaml.empty());
     REQUIRE(warning == old_path + " was written with a different config (digest test-digest, now other-digest); "

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "../nn/model_specs.hpp"
+#include "checkpoint/safetensors.hpp"
 #include "core/rng.hpp"
 #include "data/dataset.hpp"
 #include "train/strategy.hpp"
@@ -123,6 +124,13 @@ inline train::FitResult fit(const config::RunConfig& cfg, std::vector<std::uniqu
     options.progress = train::ProgressMode::none;
     train::Trainer trainer(cfg, reps, data, options);
     return trainer.fit();
+}
+
+// Writes `contents` (a checkpoint loaded and changed: its metadata, its tensors' values) to `path`.
+inline void save_contents(const checkpoint::Contents& contents, const std::string& path) {
+    std::vector<checkpoint::TensorRef> refs;
+    for (const auto& t : contents.tensors) refs.push_back({t.name, t.shape, t.data.data()});
+    checkpoint::save(path, refs, contents.metadata);
 }
 
 // max |a - b| / max |a|
