@@ -108,8 +108,12 @@ bool keep_previous_config(const fs::path& path, const config::RunConfig& cfg) {
     in.close();
     config::ConfigChanges diff = config::changed_keys(before, cfg.resolved_yaml, nn::resolved_again);
     config::drop_same_run_dir(diff, before, cfg.run_dir);
-    // More epochs is what a resume is for, as the digest also says.
-    std::erase_if(diff.changes, [](const std::string& c) { return c.rfind("training.epochs:", 0) == 0; });
+    // More epochs (or another early stopping: more patience) is what a resume
+    // is for, as the digest also says.
+    std::erase_if(diff.changes, [](const std::string& c) {
+        return c.rfind("training.epochs:", 0) == 0 || c.rfind("early_stopping.", 0) == 0 ||
+               c.rfind("early_stopping:", 0) == 0;
+    });
     if (diff.readable && diff.changes.empty()) return false;
     fs::path kept;
     for (int n = 1; kept.empty() || fs::exists(kept); ++n)
@@ -260,7 +264,7 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
 
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (result.history.empty() && !result.stopped_early.empty())
-        spdlog::info("Nothing to do: early stopping ended this run after epoch {}: {}; to train on, raise "
+        spdlog::info("Nothing to do: early stopping ends this run after epoch {}: {}; to train on, raise "
                      "early_stopping.patience or pass --set early_stopping=false",
                      result.epochs_done, result.stopped_early);
     else if (result.history.empty())

@@ -163,6 +163,18 @@ EarlyStoppingConfig read_early_stopping(const Section& top) {
     if (v.node.IsNull())
         v.fail("is empty", "give its keys, e.g. early_stopping: {patience: 3}, or true for Keras' defaults (patience 0); "
                            "remove it to train every epoch");
+    // Keras' keys that have no counterpart here: say what to do instead of "unknown key".
+    for (const auto& pair : v.node) {
+        if (!pair.first.IsScalar()) continue;  // Section names the problem
+        const std::string key = pair.first.Scalar(), path = "early_stopping." + key;
+        const std::string place = v.source->place(pair.first.Mark(), path);
+        if (key == "restore_best_weights")
+            v.source->fail(place, path, "is not a key here: best.safetensors keeps the best epoch's weights by "
+                                        "checkpoint.monitor, and evaluate scores it",
+                           "remove it, and set checkpoint.monitor to early_stopping.monitor's metric");
+        if (key == "baseline")
+            v.source->fail(place, path, "is not supported yet", "remove it; min_delta and patience apply from the first epoch watched");
+    }
     const Section s = top.child("early_stopping");
     e.enabled = true;
     e.monitor = s.choice("monitor", e.monitor, kMonitorNames);

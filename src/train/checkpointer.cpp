@@ -101,10 +101,47 @@ std::string stored_config(const checkpoint::Contents& c, const std::string& path
     return bytes;
 }
 
+double meta_real(const checkpoint::Contents& c, const std::string& path, const std::string& key, double fallback,
+                 bool finite = true);
+
+// early_stopping's state ("early_stopping_*"), checked against the epochs done.
+EarlyStoppingState restore_early_stopping(const checkpoint::Contents& c, const std::string& path, int64_t epochs_done) {
+    const auto damaged = [&](const std::string& problem) {
+        return DataError(path + ": metadata " + problem + "; the file is damaged: resume from another checkpoint");
+    };
+    EarlyStoppingState e;
+    e.of = c.metadata.at("early_stopping_of");
+    if (!EarlyStopping::valid_of(e.of))
+        throw damaged("'early_stopping_of' is not a monitored metric and direction such as 'val_loss min'");
+    for (const char* key : {"early_stopping_min_delta", "early_stopping_start_from_epoch"})
+        if (!c.metadata.count(key)) throw damaged(std::string("'early_stopping_of' comes without '") + key + "'");
+    e.min_delta = meta_real(c, path, "early_stopping_min_delta", 0.0);
+    e.start_from_epoch = meta_int(c, path, "early_stopping_start_from_epoch");
+    e.wait = meta_int(c, path, "early_stopping_wait");
+    const bool best = c.metadata.count("early_stopping_best") > 0;
+    if (best != (c.metadata.count("early_stopping_best_epoch") > 0))
+        throw damaged("'early_stopping_best' and 'early_stopping_best_epoch' come only together, not one alone");
+    if (best) {
+        e.best = meta_real(c, path, "early_stopping_best", 0.0, /*finite=*/false);
+        e.best_epoch = meta_int(c, path, "early_stopping_best_epoch");
+        e.has_best = !std::isnan(e.best);
+    }
+    // The best is one of the epochs done, and every epoch since it counts.
+    const std::string epochs = " (epoch " + std::to_string(epochs_done) + ")";
+    if (best && (e.best_epoch < 1 || e.best_epoch > epochs_done))
+        throw damaged("'early_stopping_best_epoch' (" + std::to_string(e.best_epoch) + ") is not an epoch done" + epochs);
+    const int64_t since = best ? epochs_done - e.best_epoch : epochs_done;
+    if (e.wait > since)
+        throw damaged("'early_stopping_wait' (" + std::to_string(e.wait) + ") counts more epochs than " +
+                      (best ? "followed the best one (" + std::to_string(e.best_epoch) + ")" : std::string("were done")) +
+                      epochs);
+    return e;
+}
+
 // An optional real-valued metadata entry (`fallback` when absent).
 // `finite`: NaN and infinities are damage (sums); else they are values (a best loss may be NaN).
 double meta_real(const checkpoint::Contents& c, const std::string& path, const std::string& key, double fallback,
-                 bool finite = true) {
+                 bool finite) {
     auto it = c.metadata.find(key);
     if (it == c.metadata.end()) return fallback;
     size_t used = 0;
@@ -180,6 +217,8 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
     if (state.has_best && !state.best_of.empty()) meta["best_of"] = state.best_of;
     if (const EarlyStoppingState& e = state.early_stopping; !e.of.empty()) {
         meta["early_stopping_of"] = e.of;
+        meta["early_stopping_min_delta"] = number(e.min_delta);
+        meta["early_stopping_start_from_epoch"] = std::to_string(e.start_from_epoch);
         meta["early_stopping_wait"] = std::to_string(e.wait);
         if (e.has_best) {
             meta["early_stopping_best"] = number(e.best);
@@ -220,6 +259,18 @@ std::vector<std::string> Checkpointer::save_epoch(Replica& replica0, const Train
         write(written.back(), replica0, state, record);
     }
     return written;
+}
+
+int64_t Checkpointer::best_file_epoch() const {
+    const fs::path best = fs::path(dir_) / "best.safetensors";
+    std::error_code ec;
+    if (!fs::exists(best, ec)) return 0;
+    try {
+        const auto contents = checkpoint::load(best.string(), [](const std::string&) { return false; });
+        return meta_int(contents, best.string(), "epoch");
+    } catch (const std::exception&) {
+        return 0;  // an unreadable best file is reported when someone loads it, not here
+    }
 }
 
 std::string Checkpointer::last_path() const { return (fs::path(dir_) / "last.safetensors").string(); }
@@ -447,21 +498,8 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
                             ") and 'step_in_epoch' (" + std::to_string(st.step_in_epoch) +
                             "); the file is damaged: resume from another checkpoint");
     }
-    if (const auto it = contents.metadata.find("early_stopping_of"); it != contents.metadata.end()) {
-        EarlyStoppingState& e = st.early_stopping;
-        e.of = it->second;
-        e.wait = meta_int(contents, path, "early_stopping_wait");
-        if (contents.metadata.count("early_stopping_best")) {
-            e.best = meta_real(contents, path, "early_stopping_best", 0.0, /*finite=*/false);
-            e.best_epoch = meta_int(contents, path, "early_stopping_best_epoch");
-            e.has_best = !std::isnan(e.best);
-        }
-        // The best epoch and the epochs since it are among the epochs done.
-        if ((e.has_best && (e.best_epoch < 1 || e.best_epoch > st.epochs_done)) || e.wait > st.epochs_done)
-            throw DataError(path + ": metadata 'early_stopping_best_epoch' (" + std::to_string(e.best_epoch) +
-                            ") and 'early_stopping_wait' (" + std::to_string(e.wait) + ") disagree with 'epoch' (" +
-                            std::to_string(st.epochs_done) + "); the file is damaged: resume from another checkpoint");
-    }
+    if (const auto it = contents.metadata.find("early_stopping_of"); it != contents.metadata.end())
+        st.early_stopping = restore_early_stopping(contents, path, st.epochs_done);
     if (contents.metadata.count("loss_scale")) {
         st.loss_scale = meta_real(contents, path, "loss_scale", 0.0);
         st.loss_scale_good_steps = meta_int(contents, path, "loss_scale_good_steps");

@@ -77,6 +77,9 @@ public:
     // when its epoch is), oldest first.
     std::vector<std::string> files_past(int64_t epoch) const;
     std::string last_path() const;
+    // The epoch best.safetensors in the folder holds; 0 when there is none
+    // (or it cannot be read).
+    int64_t best_file_epoch() const;
 
     // Before training: the folder exists and takes a file, leftovers of a
     // killed write (*.tmp-PID) are removed, and there is room for a checkpoint

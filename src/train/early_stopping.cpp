@@ -5,20 +5,45 @@
 
 namespace gputrain::train {
 
+namespace {
+
+std::string shown(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.6g", value);
+    return text;
+}
+
+}  // namespace
+
 EarlyStopping::EarlyStopping(const config::EarlyStoppingConfig& cfg, bool has_validation)
     : cfg_(cfg), metric_(MonitoredMetric::resolve(cfg.monitor, cfg.mode, has_validation)) {}
 
 std::string EarlyStopping::adopt(EarlyStoppingState& state) const {
-    if (state.of.empty() || state.of == metric_.describe()) return "";
-    const std::string why = "early stopping watched " + state.of + ", now " + metric_.describe() +
-                            ": its count of epochs without improvement starts over";
+    if (state.of.empty()) return "";
+    std::string changed;
+    if (state.of != metric_.describe()) changed = "watched " + state.of + ", now " + metric_.describe();
+    else if (state.min_delta != cfg_.min_delta)
+        changed = "counted with min_delta " + shown(state.min_delta) + ", now " + shown(cfg_.min_delta);
+    else if (state.start_from_epoch != cfg_.start_from_epoch)
+        changed = "counted from epoch " + std::to_string(state.start_from_epoch + 1) + ", now from epoch " +
+                  std::to_string(cfg_.start_from_epoch + 1) + " (start_from_epoch)";
+    if (changed.empty()) return "";
     state = EarlyStoppingState{};
-    return why;
+    return "early stopping " + changed + ": its count of epochs without improvement starts over";
+}
+
+bool EarlyStopping::valid_of(const std::string& of) {
+    for (const char* name : {"loss", "accuracy", "val_loss", "val_accuracy"})
+        for (const char* direction : {" min", " max"})
+            if (of == std::string(name) + direction) return true;
+    return false;
 }
 
 bool EarlyStopping::after_epoch(EarlyStoppingState& state, const EpochRecord& record) const {
     if (!cfg_.enabled || record.epoch <= cfg_.start_from_epoch) return false;
     state.of = metric_.describe();
+    state.min_delta = cfg_.min_delta;
+    state.start_from_epoch = cfg_.start_from_epoch;
     const double value = metric_.value_of(record);
     if (!std::isnan(value) && (!state.has_best || metric_.beats(value, state.best, cfg_.min_delta))) {
         state.has_best = true;
@@ -35,16 +60,6 @@ bool EarlyStopping::stops(const EarlyStoppingState& state, int64_t epochs_done) 
     // As Keras: never after the first epoch.
     return cfg_.enabled && epochs_done > 1 && state.wait > 0 && state.wait >= cfg_.patience;
 }
-
-namespace {
-
-std::string shown(double value) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.6g", value);
-    return text;
-}
-
-}  // namespace
 
 std::string EarlyStopping::reason(const EarlyStoppingState& state) const {
     const std::string epochs = std::to_string(state.wait) + (state.wait == 1 ? " epoch" : " epochs");

@@ -18,6 +18,10 @@ namespace gputrain::train {
 
 struct EarlyStoppingState {
     std::string of;         // what `best` measures ("val_loss min"); "" = nothing watched yet
+    // The rule's other settings the count was made with: another value
+    // (on a resume) starts it over.
+    double min_delta = 0;
+    int64_t start_from_epoch = 0;
     bool has_best = false;  // a NaN is never a best
     double best = 0;
     int64_t best_epoch = 0;  // 1-based
@@ -31,8 +35,9 @@ public:
     const MonitoredMetric& metric() const { return metric_; }
 
     // A state restored from a checkpoint that watched another metric (monitor
-    // or mode changed, validation added or removed) cannot be compared with
-    // this run's values: starts it over and returns why ("" when kept).
+    // or mode changed, validation added or removed) or counted with another
+    // min_delta or start_from_epoch does not hold for this run's rule: starts
+    // it over and returns why ("" when kept).
     std::string adopt(EarlyStoppingState& state) const;
     // Epoch `record.epoch` has ended: updates the state; whether training stops after it.
     bool after_epoch(EarlyStoppingState& state, const EpochRecord& record) const;
@@ -41,6 +46,9 @@ public:
     bool stops(const EarlyStoppingState& state, int64_t epochs_done) const;
     // "val_loss did not improve on 0.3127 (epoch 4) by more than 0 for 3 epochs (early_stopping.patience: 3)"
     std::string reason(const EarlyStoppingState& state) const;
+    // Whether `of` is a metric this rule could have written ("val_loss min"):
+    // a checkpoint's text is checked before it is shown.
+    static bool valid_of(const std::string& of);
 
 private:
     config::EarlyStoppingConfig cfg_;

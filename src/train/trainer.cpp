@@ -7,6 +7,7 @@
 #include <csignal>
 #include <filesystem>
 
+#include "config/resolved_yaml.hpp"
 #include "core/error.hpp"
 #include "data/loader.hpp"
 #include "optim/schedule.hpp"
@@ -205,19 +206,53 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
     }
 }
 
+std::vector<double> Trainer::sum_over_workers(std::vector<double> values) {
+    run_on_replicas(replicas_, [&](Replica& r) {
+        std::vector<double> mine = &r == replicas_[0].get() ? values : std::vector<double>(values.size(), 0.0);
+        r.comm().allreduce_sum_host(mine.data(), mine.size());
+        if (&r == replicas_[0].get()) values = mine;
+    });
+    return values;
+}
+
 bool Trainer::early_stop_agreed(bool mine) {
     // Workers decide from the same all-reduced metrics; should a rounding of
     // the reduction ever differ between processes, one that stopped alone
     // would leave the others waiting in the next epoch's first collective.
     const int local_replicas = static_cast<int>(replicas_.size());
     if (!cfg_.early_stopping.enabled || replicas_[0]->comm().size() == local_replicas) return mine;
-    double votes = 0;
-    run_on_replicas(replicas_, [&](Replica& r) {
-        double vote = mine && &r == replicas_[0].get() ? 1.0 : 0.0;
-        r.comm().allreduce_sum_host(&vote, 1);
-        if (&r == replicas_[0].get()) votes = vote;
-    });
-    return votes > 0;
+    return sum_over_workers({mine ? 1.0 : 0.0})[0] > 0;
+}
+
+void Trainer::require_same_state_on_workers() {
+    if (replicas_[0]->comm().size() == static_cast<int>(replicas_.size())) return;
+    const TrainingState& s = state_;
+    const EarlyStoppingState& e = s.early_stopping;
+    char text[512];
+    std::snprintf(text, sizeof text, "%lld %lld %lld %.17g %.17g %.17g %.17g %lld | %s %.17g %lld %lld %d %.17g %lld",
+                  (long long)s.epochs_done, (long long)s.global_step, (long long)s.step_in_epoch, s.partial_loss_sum,
+                  s.partial_correct, s.partial_samples, s.loss_scale, (long long)s.loss_scale_good_steps,
+                  e.of.c_str(), e.min_delta, (long long)e.start_from_epoch, (long long)e.wait, e.has_best ? 1 : 0,
+                  e.best, (long long)e.best_epoch);
+    const uint64_t hash = std::stoull(config::fnv1a64_hex(text), nullptr, 16);
+    // The same value on every worker exactly when n * sum(c^2) == sum(c)^2
+    // for each 16-bit part c of the hash (exact in doubles for up to 2^20 workers).
+    std::vector<double> parts{1.0};
+    for (int i = 0; i < 4; ++i) {
+        const double c = static_cast<double>((hash >> (16 * i)) & 0xffff);
+        parts.push_back(c);
+        parts.push_back(c * c);
+    }
+    const std::vector<double> sums = sum_over_workers(parts);
+    bool same = true;
+    for (size_t i = 1; i < sums.size(); i += 2) same = same && sums[0] * sums[i + 1] == sums[i] * sums[i];
+    if (same) return;
+    const std::string here = options_.resume_from.empty()
+                                 ? std::string("a fresh start")
+                                 : options_.resume_from + " at epoch " + std::to_string(s.epochs_done) + ", step " +
+                                       std::to_string(s.global_step);
+    throw ConfigError("the workers go on from different training states (this worker's: " + here +
+                      "); start every worker with the same --resume checkpoint, or all without one");
 }
 
 std::string Trainer::resume_command() const {
@@ -303,8 +338,10 @@ FitResult Trainer::fit() {
     const MonitoredMetric best_metric = checkpointer.best_metric(has_validation);
     const EarlyStopping early(cfg_.early_stopping, has_validation);
     std::string resume_warning;
-    if (!options_.resume_from.empty()) {
+    if (!options_.resume_from.empty())
         state_ = restore(options_.resume_from, replicas_, cfg_, /*with_optimizer=*/true, &resume_warning);
+    require_same_state_on_workers();  // before anything is written
+    if (!options_.resume_from.empty()) {
         if (writer && !resume_warning.empty() && !options_.on_start) warn(resume_warning);
         if (state_.loss_scale > 0)
             for (auto& s : scalers_) s->restore(state_.loss_scale, state_.loss_scale_good_steps);
@@ -502,13 +539,21 @@ FitResult Trainer::fit() {
         result.history.push_back(rec);
         last_good_checkpoint_ = checkpointer.last_path();
         if (stop_early) {
-            result.stopped_early = early.reason(state_.early_stopping);
-            // Where the weights of the epoch it names are, when best.safetensors watches the same.
-            const std::string best_file = cfg_.checkpoint.save_best && state_.early_stopping.has_best &&
-                                                  early.metric().describe() == best_metric.describe()
-                                              ? "; best.safetensors holds epoch " +
-                                                    std::to_string(state_.early_stopping.best_epoch) + "'s weights"
-                                              : std::string();
+            // Another worker's vote (whose metrics differed from this one's) may have stopped it.
+            result.stopped_early = early.stops(state_.early_stopping, state_.epochs_done)
+                                       ? early.reason(state_.early_stopping)
+                                       : "another worker's count of epochs without improvement reached patience";
+            // Where the best weights are: best.safetensors keeps its own best
+            // (checkpoint.monitor, any improvement), which need not be the
+            // epoch early stopping names (min_delta, start_from_epoch, resumes).
+            std::string best_file;
+            if (writer && cfg_.checkpoint.save_best)
+                if (const int64_t best_epoch = checkpointer.best_file_epoch(); best_epoch > 0)
+                    best_file = "; best.safetensors holds epoch " + std::to_string(best_epoch) + "'s weights" +
+                                (best_epoch == state_.early_stopping.best_epoch &&
+                                         best_metric.describe() == early.metric().describe()
+                                     ? std::string()
+                                     : " (the best by checkpoint.monitor, " + best_metric.describe() + ")");
             if (writer && options_.info)
                 std::fprintf(options_.out, "Epoch %lld: early stopping: %s%s\n", (long long)epoch + 1,
                              result.stopped_early.c_str(), best_file.c_str());

@@ -77,6 +77,13 @@ private:
     // Whether every worker stops after this epoch, given this one's verdict:
     // any that does stops all (one host all-reduce, in a multi-worker run only).
     bool early_stop_agreed(bool mine);
+    // Sums `values` over the workers (each worker's replica 0 gives them):
+    // one host all-reduce on every local replica.
+    std::vector<double> sum_over_workers(std::vector<double> values);
+    // A multi-worker run: every worker must go on from the same training
+    // state (a worker resumed from another checkpoint, or not at all, would
+    // train apart and leave the others waiting): ConfigError on every worker.
+    void require_same_state_on_workers();
     LossScaler& scaler_of(const Replica& r);
     // Copies replica 0's loss scale into state_ (for checkpoints).
     void record_loss_scale();

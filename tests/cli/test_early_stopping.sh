@@ -47,10 +47,18 @@ epoch_file=$(printf '%s/run/epoch-%03d.safetensors' "$TMP" "$rows")
 [ "$(safetensors metadata "$TMP/run/best.safetensors" epoch)" -eq $((rows - 1)) ] || fail "best.safetensors is not epoch $((rows - 1))"
 [ "$(safetensors metadata "$TMP/run/last.safetensors" early_stopping_wait)" = 1 ] || fail "early_stopping_wait is not 1"
 
+step "the stop line names the epoch best.safetensors really holds, also when it is not early stopping's best"
+# min_delta 1e300: no epoch after the first improves enough, so early stopping's best is epoch 1; the file's is later.
+run_expect 0 fit "$cfg" --run-dir "$TMP/delta" "${run[@]}" --set early_stopping.min_delta=1e300
+best_epoch=$(safetensors metadata "$TMP/delta/best.safetensors" epoch)
+[ "$best_epoch" -gt 1 ] || fail "best.safetensors is epoch $best_epoch; expected a later one"
+expect_in "$TMP/out" "Epoch 2: early stopping: val_loss did not improve on "
+expect_in "$TMP/out" " (epoch 1) by more than 1e+300 for 1 epoch (early_stopping.patience: 1); best.safetensors holds epoch $best_epoch's weights (the best by checkpoint.monitor, val_loss min)"
+
 step "a resume of the stopped run trains nothing and writes nothing"
 sum_before=$(sha256sum "$TMP/run/last.safetensors" "$TMP/run/metrics.csv")
 run_expect 0 fit "$cfg" --run-dir "$TMP/run" "${run[@]}" --resume
-expect_in "$TMP/out" "Nothing to do: early stopping ended this run after epoch $rows: val_loss did not improve on"
+expect_in "$TMP/out" "Nothing to do: early stopping ends this run after epoch $rows: val_loss did not improve on"
 expect_in "$TMP/out" "to train on, raise early_stopping.patience or pass --set early_stopping=false"
 [ "$(sha256sum "$TMP/run/last.safetensors" "$TMP/run/metrics.csv")" = "$sum_before" ] || fail "the resume changed files"
 
@@ -62,7 +70,8 @@ want=$(keras_stop "$TMP/run/metrics.csv" 4)
 # (0: the rule never stops on these values, so all 60 epochs must have run)
 [ "$want" -eq "$more" ] || { [ "$want" -eq 0 ] && [ "$more" -eq 60 ]; } ||
     fail "stopped after $more epochs; Keras' rule with patience 4 says $want"
-expect_in "$TMP/err" "(early_stopping.patience: 1 -> 4)"
+[ ! -e "$TMP/run/config.previous-1.yaml" ] || fail "more patience kept the earlier config.yaml as a change"
+grep -q "config differs" "$TMP/err" && fail "more patience warned of a config change"
 
 step "-q keeps the stop quiet; early_stopping=false trains every epoch"
 run_expect 0 fit "$cfg" --run-dir "$TMP/quiet" "${run[@]}" -q

@@ -46,6 +46,19 @@ stopped=$(($(wc -l <"$TMP/stop-threads/metrics.csv") - 1))
 [ "$(wc -l <"$TMP/stop-mpi/metrics.csv")" -eq $((stopped + 1)) ] || fail "the workers did not stop after epoch $stopped"
 safetensors close "$TMP/stop-mpi/last.safetensors" "$TMP/stop-threads/last.safetensors" 1e-5
 
+step "... and workers resuming from different checkpoints (or one without) all stop at once, exit 2"
+for other in "--resume $TMP/stop-mpi/epoch-001.safetensors" ""; do
+    code=0
+    # shellcheck disable=SC2086 # $other is two words or none
+    mpi_run -np 1 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/stop-mpi" "${stop[@]}" \
+        --set strategy.timeout_seconds=60 --set early_stopping.patience=9 --resume : \
+        -np 1 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/stop-mpi-other" "${stop[@]}" \
+        --set strategy.timeout_seconds=60 --set early_stopping.patience=9 $other >"$TMP/out" 2>&1 || code=$?
+    [ "$code" -eq 2 ] || { cat "$TMP/out" >&2; fail "exit $code with another worker starting from '$other'"; }
+    expect_in "$TMP/out" "[rank 0] gputrain: error: the workers go on from different training states (this worker's: $TMP/stop-mpi/last.safetensors at epoch $stopped"
+    expect_in "$TMP/out" "start every worker with the same --resume checkpoint, or all without one"
+done
+
 step "a checkpoint of one process resumes under mpirun -np 2"
 run_expect 0 fit "$cfg" --set training.epochs=1 --run-dir "$TMP/resumed" --quiet
 mpi_run -np 2 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/resumed" --resume >"$TMP/out" 2>&1 ||

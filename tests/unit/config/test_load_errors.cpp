@@ -195,8 +195,14 @@ TEST_CASE("unknown names list the known ones, with did-you-mean") {
     REQUIRE(error_of(kMinimal + "early_stopping: {patience: 2.5}\n") ==
             "cfg.yaml:3:28: early_stopping.patience: expected an integer >= 0, got '2.5'");
     REQUIRE(error_of(kMinimal + "early_stopping: {restore_best_weights: true}\n") ==
-            "cfg.yaml:3:18: early_stopping.restore_best_weights: unknown key; known keys: monitor, patience, min_delta, "
-            "mode, start_from_epoch");
+            "cfg.yaml:3:18: early_stopping.restore_best_weights: is not a key here: best.safetensors keeps the best "
+            "epoch's weights by checkpoint.monitor, and evaluate scores it; remove it, and set checkpoint.monitor to "
+            "early_stopping.monitor's metric");
+    REQUIRE(error_of(kMinimal + "early_stopping:\n  patience: 2\n  baseline: 0.5\n") ==
+            "cfg.yaml:5:3: early_stopping.baseline: is not supported yet; remove it; min_delta and patience apply from "
+            "the first epoch watched");
+    REQUIRE(error_of(kMinimal + "early_stopping: {patiense: 2}\n") ==
+            "cfg.yaml:3:18: early_stopping.patiense: unknown key (did you mean 'patience'?)");
     REQUIRE(error_of(kMinimal + "training: {patience: 2}\n") ==
             "cfg.yaml:3:12: training.patience: unknown key (did you mean 'early_stopping.patience'?)");
     REQUIRE(error_of(kMinimal + "optimizer: {type: [sgd]}\n") ==

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
+#include <tuple>
 
 #include "checkpoint/safetensors.hpp"
 #include "core/error.hpp"
@@ -217,27 +219,70 @@ TEST_CASE("a resume with more patience trains on to where an uninterrupted run w
     CHECK(fixture::params_of(*second[0]) == fixture::params_of(*straight[0]));
 }
 
-TEST_CASE("early stopping metadata that disagrees with the epoch is a damaged checkpoint") {
+TEST_CASE("early stopping metadata that cannot be is a damaged checkpoint") {
     OverfitJob job;
-    job.cfg.training.epochs = 2;
+    job.cfg.training.epochs = 3;
     fixture::TempDir dir;
     auto reps = fixture::replicas(job.cfg, 1);
     fixture::fit(job.cfg, reps, job.data, dir.path.string());
-    const std::string path = (dir.path / "last.safetensors").string();
-    auto contents = checkpoint::load(path);
-    REQUIRE(contents.metadata.at("epoch") == "2");
-    contents.metadata["early_stopping_best_epoch"] = "3";
+    const auto good = checkpoint::load((dir.path / "last.safetensors").string());
+    REQUIRE(good.metadata.at("epoch") == "3");
+    REQUIRE(good.metadata.at("early_stopping_min_delta") == "0");
+    REQUIRE(good.metadata.at("early_stopping_start_from_epoch") == "0");
     const std::string damaged = (dir.path / "damaged.safetensors").string();
+    const std::string tail = "; the file is damaged: resume from another checkpoint";
+    // Each case: metadata set (or, with "", removed), and the error.
+    const std::vector<std::tuple<std::map<std::string, std::string>, std::string>> cases{
+        {{{"early_stopping_best_epoch", "4"}}, "'early_stopping_best_epoch' (4) is not an epoch done (epoch 3)"},
+        {{{"early_stopping_best_epoch", "0"}}, "'early_stopping_best_epoch' (0) is not an epoch done (epoch 3)"},
+        {{{"early_stopping_best_epoch", "2"}, {"early_stopping_wait", "2"}},
+         "'early_stopping_wait' (2) counts more epochs than followed the best one (2) (epoch 3)"},
+        {{{"early_stopping_best", ""}, {"early_stopping_best_epoch", ""}, {"early_stopping_wait", "4"}},
+         "'early_stopping_wait' (4) counts more epochs than were done (epoch 3)"},
+        {{{"early_stopping_best", ""}},
+         "'early_stopping_best' and 'early_stopping_best_epoch' come only together, not one alone"},
+        {{{"early_stopping_of", "val_loss min\n\x1b[31m"}},
+         "'early_stopping_of' is not a monitored metric and direction such as 'val_loss min'"},
+        {{{"early_stopping_min_delta", ""}}, "'early_stopping_of' comes without 'early_stopping_min_delta'"},
+    };
+    for (const auto& [changes, problem] : cases) {
+        INFO(problem);
+        auto contents = good;
+        for (const auto& [key, value] : changes) {
+            if (value.empty()) contents.metadata.erase(key);
+            else contents.metadata[key] = value;
+        }
+        fixture::save_contents(contents, damaged);
+        auto again = fixture::replicas(job.cfg, 1);
+        CHECK_THROWS_WITH(train::restore(damaged, again, job.cfg, true), damaged + ": metadata " + problem + tail);
+    }
+    auto contents = good;
+    contents.metadata["early_stopping_wait"] = "-1";
     fixture::save_contents(contents, damaged);
     auto again = fixture::replicas(job.cfg, 1);
     CHECK_THROWS_WITH(train::restore(damaged, again, job.cfg, true),
-                      damaged + ": metadata 'early_stopping_best_epoch' (3) and 'early_stopping_wait' (" +
-                          contents.metadata.at("early_stopping_wait") +
-                          ") disagree with 'epoch' (2); the file is damaged: resume from another checkpoint");
-    contents.metadata["early_stopping_best_epoch"] = "1";
-    contents.metadata["early_stopping_wait"] = "-1";
-    fixture::save_contents(contents, damaged);
-    CHECK_THROWS_WITH(train::restore(damaged, again, job.cfg, true),
                       damaged + ": metadata 'early_stopping_wait' is not a whole number >= 0: '-1'; the file is "
                                 "damaged or not a gputrain checkpoint");
+}
+
+TEST_CASE("a resume whose min_delta or start_from_epoch differs starts the count over") {
+    train::EarlyStoppingState restored;
+    restored.of = "val_loss min", restored.has_best = true, restored.best = 0.3, restored.best_epoch = 4,
+    restored.wait = 2;
+    auto cfg = watching("val_loss", 2);
+    train::EarlyStoppingState kept = restored;
+    cfg.min_delta = 0.5;
+    CHECK(train::EarlyStopping(cfg, true).adopt(kept) ==
+          "early stopping counted with min_delta 0, now 0.5: its count of epochs without improvement starts over");
+    CHECK(kept.wait == 0);
+    kept = restored;
+    cfg.min_delta = 0;
+    cfg.start_from_epoch = 9;
+    CHECK(train::EarlyStopping(cfg, true).adopt(kept) ==
+          "early stopping counted from epoch 1, now from epoch 10 (start_from_epoch): its count of epochs without "
+          "improvement starts over");
+    CHECK(!kept.has_best);
+    CHECK(train::EarlyStopping::valid_of("val_accuracy max"));
+    CHECK(!train::EarlyStopping::valid_of("val_accuracy"));
+    CHECK(!train::EarlyStopping::valid_of("loss  min"));
 }
