@@ -170,6 +170,7 @@ RunConfig load_from_string(const std::string& yaml, const std::string& source_na
     config.strategy = read_strategy(top);
     config.checkpoint = read_checkpoint(top);
     config.early_stopping = read_early_stopping(top);
+    config.reduce_lr_on_plateau = read_reduce_lr_on_plateau(top);
     config.logging = read_logging(top);
     validate(config, source);
 

@@ -1,5 +1,4 @@
-// The smaller sections: run_dir, loss, metrics, training, strategy, checkpoint,
-// early_stopping, logging.
+// The smaller sections: run_dir, loss, metrics, training, strategy, checkpoint, logging.
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -144,45 +143,6 @@ CheckpointConfig read_checkpoint(const Section& top) {
     c.monitor = s.choice("monitor", c.monitor, kMonitorNames);
     c.mode = s.choice("mode", c.mode, kMonitorModes);
     return c;
-}
-
-EarlyStoppingConfig read_early_stopping(const Section& top) {
-    EarlyStoppingConfig e;
-    if (!top.has("early_stopping")) return e;
-    // The section's presence turns it on; `true`/`false` say so without keys
-    // (--set early_stopping=false turns off a config's).
-    const ValueRef v = top.value("early_stopping");
-    if (v.node.IsScalar()) {
-        const auto on = parse_bool(v.node.Scalar());
-        if (!on) v.fail("expected its keys or true/false, got " + describe(v.node), "e.g. early_stopping: {patience: 3}");
-        e.enabled = *on;
-        return e;
-    }
-    if (v.node.IsSequence()) v.fail("expected its keys or true/false, got a list", "e.g. early_stopping: {patience: 3}");
-    // `early_stopping:` alone is more likely keys commented out than a wish for patience 0.
-    if (v.node.IsNull())
-        v.fail("is empty", "give its keys, e.g. early_stopping: {patience: 3}, or true for Keras' defaults (patience 0); "
-                           "remove it to train every epoch");
-    // Keras' keys that have no counterpart here: say what to do instead of "unknown key".
-    for (const auto& pair : v.node) {
-        if (!pair.first.IsScalar()) continue;  // Section names the problem
-        const std::string key = pair.first.Scalar(), path = "early_stopping." + key;
-        const std::string place = v.source->place(pair.first.Mark(), path);
-        if (key == "restore_best_weights")
-            v.source->fail(place, path, "is not a key here: best.safetensors keeps the best epoch's weights by "
-                                        "checkpoint.monitor, and evaluate scores it",
-                           "remove it, and set checkpoint.monitor to early_stopping.monitor's metric");
-        if (key == "baseline")
-            v.source->fail(place, path, "is not supported yet", "remove it; min_delta and patience apply from the first epoch watched");
-    }
-    const Section s = top.child("early_stopping");
-    e.enabled = true;
-    e.monitor = s.choice("monitor", e.monitor, kMonitorNames);
-    e.patience = s.count("patience", e.patience);
-    e.min_delta = s.number("min_delta", e.min_delta, NumberRange::non_negative);
-    e.mode = s.choice("mode", e.mode, kMonitorModes);
-    e.start_from_epoch = s.count("start_from_epoch", e.start_from_epoch);
-    return e;
 }
 
 LoggingConfig read_logging(const Section& top) {

@@ -25,6 +25,7 @@ TrainingConfig read_training(const Section& top);
 StrategyConfig read_strategy(const Section& top);
 CheckpointConfig read_checkpoint(const Section& top);
 EarlyStoppingConfig read_early_stopping(const Section& top);
+ReduceLrOnPlateauConfig read_reduce_lr_on_plateau(const Section& top);
 LoggingConfig read_logging(const Section& top);
 
 // The item `index` of the list at `list` (a sequence node), with its path and place.

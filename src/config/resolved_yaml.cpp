@@ -54,6 +54,20 @@ public:
         key("monitor") << c.checkpoint.monitor;
         key("mode") << c.checkpoint.mode;
         out_ << YAML::EndMap;
+        // Part of the digest, as the schedule is; only when on (the digests
+        // of configs without it stay as they were).
+        if (c.reduce_lr_on_plateau.enabled) {
+            const ReduceLrOnPlateauConfig& p = c.reduce_lr_on_plateau;
+            key("reduce_lr_on_plateau") << YAML::BeginMap;
+            key("monitor") << p.monitor;
+            number("factor", p.factor);
+            key("patience") << p.patience;
+            number("min_delta", p.min_delta);
+            key("cooldown") << p.cooldown;
+            number("min_lr", p.min_lr);
+            key("mode") << p.mode;
+            out_ << YAML::EndMap;
+        }
         // Like training.epochs, not in the digest: it decides how many epochs
         // run, not what one computes. Only when on (a config without the
         // section reads back the same).

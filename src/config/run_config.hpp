@@ -140,6 +140,22 @@ struct EarlyStoppingConfig {
     int64_t start_from_epoch = 0;      // epochs trained before the first one watched
 };
 
+// reduce_lr_on_plateau: Keras' ReduceLROnPlateau callback, on when the config
+// has the section. After `patience` epochs in a row whose monitored value did
+// not beat the best by more than min_delta, the learning rate is multiplied by
+// `factor` (not below min_lr), and `cooldown` epochs follow that count nothing.
+// Works on a constant schedule (warmup allowed), as Keras' does.
+struct ReduceLrOnPlateauConfig {
+    bool enabled = false;
+    std::string monitor = "val_loss";  // loss | accuracy | val_loss | val_accuracy
+    double factor = 0.1;               // in (0, 1)
+    int64_t patience = 10;
+    double min_delta = 1e-4;
+    int64_t cooldown = 0;
+    double min_lr = 0.0;
+    std::string mode = "auto";         // min | max | auto
+};
+
 struct LoggingConfig {
     std::string level = "info";      // trace | debug | info | warn | error
     std::string progress = "auto";   // auto (bar on a terminal) | bar | lines | none
@@ -162,6 +178,7 @@ struct RunConfig {
     StrategyConfig strategy;
     CheckpointConfig checkpoint;
     EarlyStoppingConfig early_stopping;
+    ReduceLrOnPlateauConfig reduce_lr_on_plateau;
     LoggingConfig logging;
     std::string resolved_yaml;       // the full config with defaults filled in, as YAML (written to the run dir)
     std::string digest;              // hex FNV-1a 64 of resolved_yaml minus training.epochs (stored in checkpoints)

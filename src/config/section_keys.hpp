@@ -17,7 +17,7 @@ struct SectionKeys {
 inline const std::vector<SectionKeys>& section_keys() {
     static const std::vector<SectionKeys> sections{
         {"", {"run_dir", "model", "loss", "metrics", "optimizer", "data", "training", "strategy", "checkpoint",
-              "early_stopping", "logging"}},
+              "early_stopping", "reduce_lr_on_plateau", "logging"}},
         {"model", {"input_shape", "layers"}},
         {"loss", {"name", "from_logits"}},
         {"optimizer",
@@ -34,6 +34,7 @@ inline const std::vector<SectionKeys>& section_keys() {
         {"strategy", {"type", "devices", "replicas", "communicator", "replicas_per_gpu", "timeout_seconds", "bucket_mb"}},
         {"checkpoint", {"dir", "every_epochs", "keep_last", "save_best", "monitor", "mode"}},
         {"early_stopping", {"monitor", "patience", "min_delta", "mode", "start_from_epoch"}},
+        {"reduce_lr_on_plateau", {"monitor", "factor", "patience", "min_delta", "cooldown", "min_lr", "mode"}},
         {"logging", {"level", "progress", "metrics_file", "tensorboard", "every_steps"}},
     };
     return sections;

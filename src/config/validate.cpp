@@ -145,6 +145,14 @@ void validate(RunConfig& config, const ConfigSource& source) {
     };
     check_monitor(config.checkpoint.monitor, "checkpoint.monitor");
     if (config.early_stopping.enabled) check_monitor(config.early_stopping.monitor, "early_stopping.monitor");
+    if (config.reduce_lr_on_plateau.enabled) {
+        check_monitor(config.reduce_lr_on_plateau.monitor, "reduce_lr_on_plateau.monitor");
+        // As Keras: it sets the rate, which another schedule also sets.
+        if (config.optimizer.schedule.type != "constant")
+            source.fail_at("reduce_lr_on_plateau", "works on a constant learning rate, and optimizer.schedule.type is " +
+                                                       config.optimizer.schedule.type,
+                           "use one of the two (optimizer.schedule.warmup_epochs may stay)");
+    }
 }
 
 }  // namespace gputrain::config

@@ -138,6 +138,38 @@ EarlyStoppingState restore_early_stopping(const checkpoint::Contents& c, const s
     return e;
 }
 
+// reduce_lr_on_plateau's state ("reduce_lr_*"), checked against the epochs done.
+PlateauState restore_plateau(const checkpoint::Contents& c, const std::string& path, int64_t epochs_done) {
+    const auto damaged = [&](const std::string& problem) {
+        return DataError(path + ": metadata " + problem + "; the file is damaged: resume from another checkpoint");
+    };
+    PlateauState p;
+    p.of = c.metadata.at("reduce_lr_of");
+    if (!EarlyStopping::valid_of(p.of))
+        throw damaged("'reduce_lr_of' is not a monitored metric and direction such as 'val_loss min'");
+    p.wait = meta_int(c, path, "reduce_lr_wait");
+    p.cooldown_left = meta_int(c, path, "reduce_lr_cooldown_left");
+    p.learning_rate = meta_real(c, path, "reduce_lr_learning_rate", 0.0);
+    if (c.metadata.count("reduce_lr_learning_rate") && !(p.learning_rate > 0))
+        throw damaged("'reduce_lr_learning_rate' (" + number(p.learning_rate) + ") is not a rate above 0");
+    const bool best = c.metadata.count("reduce_lr_best") > 0;
+    if (best != (c.metadata.count("reduce_lr_best_epoch") > 0))
+        throw damaged("'reduce_lr_best' and 'reduce_lr_best_epoch' come only together, not one alone");
+    if (best) {
+        p.best = meta_real(c, path, "reduce_lr_best", 0.0, /*finite=*/false);
+        p.best_epoch = meta_int(c, path, "reduce_lr_best_epoch");
+        p.has_best = !std::isnan(p.best);
+    }
+    const std::string epochs = " (epoch " + std::to_string(epochs_done) + ")";
+    if (best && (p.best_epoch < 1 || p.best_epoch > epochs_done))
+        throw damaged("'reduce_lr_best_epoch' (" + std::to_string(p.best_epoch) + ") is not an epoch done" + epochs);
+    if (p.wait > (best ? epochs_done - p.best_epoch : epochs_done))
+        throw damaged("'reduce_lr_wait' (" + std::to_string(p.wait) + ") counts more epochs than " +
+                      (best ? "followed the best one (" + std::to_string(p.best_epoch) + ")" : std::string("were done")) +
+                      epochs);
+    return p;
+}
+
 // An optional real-valued metadata entry (`fallback` when absent).
 // `finite`: NaN and infinities are damage (sums); else they are values (a best loss may be NaN).
 double meta_real(const checkpoint::Contents& c, const std::string& path, const std::string& key, double fallback,
@@ -223,6 +255,16 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
         if (e.has_best) {
             meta["early_stopping_best"] = number(e.best);
             meta["early_stopping_best_epoch"] = std::to_string(e.best_epoch);
+        }
+    }
+    if (const PlateauState& p = state.plateau; !p.of.empty()) {
+        meta["reduce_lr_of"] = p.of;
+        meta["reduce_lr_wait"] = std::to_string(p.wait);
+        meta["reduce_lr_cooldown_left"] = std::to_string(p.cooldown_left);
+        if (p.learning_rate > 0) meta["reduce_lr_learning_rate"] = number(p.learning_rate);
+        if (p.has_best) {
+            meta["reduce_lr_best"] = number(p.best);
+            meta["reduce_lr_best_epoch"] = std::to_string(p.best_epoch);
         }
     }
     if (state.step_in_epoch > 0) {
@@ -500,6 +542,8 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     }
     if (const auto it = contents.metadata.find("early_stopping_of"); it != contents.metadata.end())
         st.early_stopping = restore_early_stopping(contents, path, st.epochs_done);
+    if (const auto it = contents.metadata.find("reduce_lr_of"); it != contents.metadata.end())
+        st.plateau = restore_plateau(contents, path, st.epochs_done);
     if (contents.metadata.count("loss_scale")) {
         st.loss_scale = meta_real(contents, path, "loss_scale", 0.0);
         st.loss_scale_good_steps = meta_int(contents, path, "loss_scale_good_steps");

@@ -16,6 +16,7 @@
 #include "optim/schedule.hpp"
 #include "train/early_stopping.hpp"
 #include "train/metrics_file.hpp"
+#include "train/reduce_lr_on_plateau.hpp"
 #include "train/monitored_metric.hpp"
 #include "train/replica.hpp"
 
@@ -46,6 +47,8 @@ struct TrainingState {
     // early_stopping's best and count (metadata "early_stopping_*"); empty
     // when the run that wrote it watched nothing.
     EarlyStoppingState early_stopping;
+    // reduce_lr_on_plateau's rate and count (metadata "reduce_lr_*").
+    PlateauState plateau;
     // The resolved config the checkpoint was trained with (metadata "config");
     // "" for checkpoints written before it was stored.
     std::string config_yaml;

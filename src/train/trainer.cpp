@@ -229,11 +229,15 @@ void Trainer::require_same_state_on_workers() {
     const TrainingState& s = state_;
     const EarlyStoppingState& e = s.early_stopping;
     char text[512];
-    std::snprintf(text, sizeof text, "%lld %lld %lld %.17g %.17g %.17g %.17g %lld | %s %.17g %lld %lld %d %.17g %lld",
+    const PlateauState& p = s.plateau;
+    std::snprintf(text, sizeof text,
+                  "%lld %lld %lld %.17g %.17g %.17g %.17g %lld | %s %.17g %lld %lld %d %.17g %lld | %s %d %.17g %lld "
+                  "%lld %.17g",
                   (long long)s.epochs_done, (long long)s.global_step, (long long)s.step_in_epoch, s.partial_loss_sum,
                   s.partial_correct, s.partial_samples, s.loss_scale, (long long)s.loss_scale_good_steps,
                   e.of.c_str(), e.min_delta, (long long)e.start_from_epoch, (long long)e.wait, e.has_best ? 1 : 0,
-                  e.best, (long long)e.best_epoch);
+                  e.best, (long long)e.best_epoch, p.of.c_str(), p.has_best ? 1 : 0, p.best, (long long)p.wait,
+                  (long long)p.cooldown_left, p.learning_rate);
     const uint64_t hash = std::stoull(config::fnv1a64_hex(text), nullptr, 16);
     // The same value on every worker exactly when n * sum(c^2) == sum(c)^2
     // for each 16-bit part c of the hash (exact in doubles for up to 2^20 workers).
@@ -337,6 +341,7 @@ FitResult Trainer::fit() {
     const bool has_validation = data_.validation.size() > 0;
     const MonitoredMetric best_metric = checkpointer.best_metric(has_validation);
     const EarlyStopping early(cfg_.early_stopping, has_validation);
+    const ReduceLrOnPlateau plateau(cfg_.reduce_lr_on_plateau, has_validation, cfg_.optimizer.learning_rate);
     std::string resume_warning;
     if (!options_.resume_from.empty())
         state_ = restore(options_.resume_from, replicas_, cfg_, /*with_optimizer=*/true, &resume_warning);
@@ -377,6 +382,9 @@ FitResult Trainer::fit() {
         const std::string restarted = early.enabled() ? early.adopt(state_.early_stopping) : std::string();
         if (!early.enabled()) state_.early_stopping = EarlyStoppingState{};
         if (writer && options_.info && !restarted.empty()) std::fprintf(options_.out, "%s\n", restarted.c_str());
+        // The rate reduce_lr_on_plateau set, and its count (dropped when it is off now).
+        if (const std::string changed = plateau.adopt(state_.plateau); writer && options_.info && !changed.empty())
+            std::fprintf(options_.out, "%s\n", changed.c_str());
         // In the middle of an epoch, the steps done were whole global batches:
         // another batch size would start at another sample, skipping or
         // repeating some of the epoch's.
@@ -436,7 +444,13 @@ FitResult Trainer::fit() {
         state_.epoch_steps = {{0, epochs > 0 && done > 0 && done % epochs == 0 ? done / epochs : steps_per_epoch_}};
     }
     state_.epoch_steps = optim::continued_at(state_.epoch_steps, state_.epochs_done, steps_per_epoch_);
-    const optim::Schedule schedule(cfg_.optimizer, steps_per_epoch_, cfg_.training.epochs, state_.epoch_steps);
+    // The schedule from the rate reduce_lr_on_plateau has set (optimizer.learning_rate until it lowers it).
+    const auto schedule_now = [&] {
+        config::OptimizerConfig optimizer = cfg_.optimizer;
+        optimizer.learning_rate = plateau.learning_rate(state_.plateau);
+        return optim::Schedule(optimizer, steps_per_epoch_, cfg_.training.epochs, state_.epoch_steps);
+    };
+    optim::Schedule schedule = schedule_now();
     // data.resident: before any collective runs (it allocates device memory).
     // A worker's part (data.shard_files) is gathered by the loader in its own
     // order, which the resident index does not follow: copy its batches instead.
@@ -530,6 +544,13 @@ FitResult Trainer::fit() {
             state_.best_of = best_metric.describe();
         }
         const bool stop_early = early_stop_agreed(early.after_epoch(state_.early_stopping, rec));
+        // The next epoch's rate; the checkpoint below holds it.
+        if (const std::string lowered = plateau.after_epoch(state_.plateau, rec); !lowered.empty()) {
+            schedule = schedule_now();
+            if (writer && options_.info)
+                std::fprintf(options_.out, "Epoch %lld: reduce_lr_on_plateau: %s\n", (long long)epoch + 1,
+                             lowered.c_str());
+        }
         metrics.write(rec);
         tensorboard.write(rec);
         if (writer) {

@@ -52,7 +52,7 @@ TEST_CASE("A syntax error after a tab in the indentation says so") {
 TEST_CASE("the top level must be one mapping") {
     const std::string sections =
         "a mapping of sections (run_dir, model, loss, metrics, optimizer, data, training, strategy, checkpoint, "
-        "early_stopping, logging)";
+        "early_stopping, reduce_lr_on_plateau, logging)";
     REQUIRE(error_of("") == "cfg.yaml:1:1: the config is empty; expected " + sections);
     REQUIRE(error_of("# only a comment\n") == "cfg.yaml:1:1: the config is empty; expected " + sections);
     REQUIRE(error_of("- model\n- data\n") == "cfg.yaml:1:1: expected " + sections + " at the top level, got a list");
@@ -68,7 +68,7 @@ TEST_CASE("unknown keys at every level, with did-you-mean or the known keys") {
             "cfg.yaml:3:1: trainig: unknown key (did you mean 'training'?)");
     REQUIRE(error_of(kMinimal + "colour: red\n") ==
             "cfg.yaml:3:1: colour: unknown key; known keys: run_dir, model, loss, metrics, optimizer, data, "
-            "training, strategy, checkpoint, early_stopping, logging");
+            "training, strategy, checkpoint, early_stopping, reduce_lr_on_plateau, logging");
     REQUIRE(error_of(kMinimal + "optimizer: {schedule: {type: cosine, min_lrr: 0}}\n") ==
             "cfg.yaml:3:38: optimizer.schedule.min_lrr: unknown key (did you mean 'min_lr'?)");
     REQUIRE(error_of(kMinimal + "loss: {name: mean_squared_error, from_logit: false}\n") ==
@@ -203,8 +203,17 @@ TEST_CASE("unknown names list the known ones, with did-you-mean") {
             "the first epoch watched");
     REQUIRE(error_of(kMinimal + "early_stopping: {patiense: 2}\n") ==
             "cfg.yaml:3:18: early_stopping.patiense: unknown key (did you mean 'patience'?)");
-    REQUIRE(error_of(kMinimal + "training: {patience: 2}\n") ==
-            "cfg.yaml:3:12: training.patience: unknown key (did you mean 'early_stopping.patience'?)");
+    REQUIRE(error_of(kMinimal + "reduce_lr_on_plateau:\n") ==
+            "cfg.yaml:3:1: reduce_lr_on_plateau: is empty; give its keys, e.g. reduce_lr_on_plateau: {factor: 0.5, "
+            "patience: 3}, or true for Keras' defaults (factor 0.1, patience 10); remove it to keep the learning rate");
+    REQUIRE(error_of(kMinimal + "reduce_lr_on_plateau: {factor: 0}\n") ==
+            "cfg.yaml:3:32: reduce_lr_on_plateau.factor: must be above 0 (the learning rate would become 0); e.g. "
+            "factor: 0.1");
+    REQUIRE(error_of(kMinimal + "reduce_lr_on_plateau: {factor: 1}\n") ==
+            "cfg.yaml:3:32: reduce_lr_on_plateau.factor: expected a number in [0, 1), got '1'");
+    REQUIRE(error_of(kMinimal + "optimizer: {schedule: {type: cosine}}\nreduce_lr_on_plateau: {patience: 2}\n") ==
+            "cfg.yaml:4:23: reduce_lr_on_plateau: works on a constant learning rate, and optimizer.schedule.type is "
+            "cosine; use one of the two (optimizer.schedule.warmup_epochs may stay)");
     REQUIRE(error_of(kMinimal + "optimizer: {type: [sgd]}\n") ==
             "cfg.yaml:3:19: optimizer.type: expected one of sgd, adam, adamw, got a list");
 }

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <tuple>
+
 #include <cstdio>
 #include <fstream>
 
@@ -216,4 +218,19 @@ TEST_CASE("early_stopping: on with the section, Keras' defaults, true/false as a
     CHECK(load_text(kMinimal + "early_stopping: on\n").early_stopping.enabled);
     CHECK(!load_text(kMinimal + "early_stopping: {patience: 3}\n", {"early_stopping=false"}).early_stopping.enabled);
     CHECK(load_text(kMinimal, {"early_stopping.patience=2"}).early_stopping.patience == 2);
+}
+
+TEST_CASE("reduce_lr_on_plateau: on with the section, Keras' defaults") {
+    const RunConfig keras = load_text(kMinimal + "reduce_lr_on_plateau: true\n");
+    const ReduceLrOnPlateauConfig& p = keras.reduce_lr_on_plateau;
+    CHECK(p.enabled);
+    CHECK(std::tie(p.monitor, p.factor, p.patience, p.min_delta, p.cooldown, p.min_lr, p.mode) ==
+          std::make_tuple(std::string("val_loss"), 0.1, int64_t{10}, 1e-4, int64_t{0}, 0.0, std::string("auto")));
+    const RunConfig given = load_text(kMinimal + "reduce_lr_on_plateau: {factor: 0.5, patience: 2, cooldown: 1, min_lr: 1e-5}\n");
+    CHECK(given.reduce_lr_on_plateau.factor == 0.5);
+    CHECK(given.reduce_lr_on_plateau.cooldown == 1);
+    CHECK(given.reduce_lr_on_plateau.min_lr == 1e-5);
+    CHECK(!load_text(kMinimal).reduce_lr_on_plateau.enabled);
+    CHECK(load_text(kMinimal + "optimizer: {schedule: {warmup_epochs: 2}}\nreduce_lr_on_plateau: true\n")
+              .reduce_lr_on_plateau.enabled);
 }

@@ -43,6 +43,9 @@ void require_same(const RunConfig& a, const RunConfig& b) {
     const EarlyStoppingConfig &e1 = a.early_stopping, &e2 = b.early_stopping;
     CHECK(std::tie(e1.enabled, e1.monitor, e1.patience, e1.min_delta, e1.mode, e1.start_from_epoch) ==
           std::tie(e2.enabled, e2.monitor, e2.patience, e2.min_delta, e2.mode, e2.start_from_epoch));
+    const ReduceLrOnPlateauConfig &p1 = a.reduce_lr_on_plateau, &p2 = b.reduce_lr_on_plateau;
+    CHECK(std::tie(p1.enabled, p1.monitor, p1.factor, p1.patience, p1.min_delta, p1.cooldown, p1.min_lr, p1.mode) ==
+          std::tie(p2.enabled, p2.monitor, p2.factor, p2.patience, p2.min_delta, p2.cooldown, p2.min_lr, p2.mode));
     CHECK(std::tie(a.logging.level, a.logging.progress, a.logging.metrics_file, a.logging.tensorboard,
                    a.logging.every_steps) ==
           std::tie(b.logging.level, b.logging.progress, b.logging.metrics_file, b.logging.tensorboard,
@@ -87,6 +90,8 @@ TEST_CASE("resolved_yaml round trip with every section set") {
         "early_stopping: {monitor: val_accuracy, patience: 4, min_delta: 0.001, mode: max, start_from_epoch: 2}\n"
         "logging: {level: trace, progress: none, metrics_file: '', tensorboard: true, every_steps: 7}\n"));
     require_round_trip(load_text(kMinimal + "early_stopping: true\n"));
+    require_round_trip(load_text(kMinimal + "reduce_lr_on_plateau: {monitor: loss, factor: 0.25, patience: 3, "
+                                            "min_delta: 0, cooldown: 2, min_lr: 1e-6, mode: min}\n"));
     require_round_trip(load_text(kMinimal + "early_stopping: false\n"));
     require_round_trip(load_text(kModel + "data: {dataset: synthetic, synthetic: {samples: 64, classes: 4, seed: 3}}\n"
                                           "strategy: {type: one_device, devices: 2}\n"
@@ -124,6 +129,11 @@ TEST_CASE("the digest ignores training.epochs (and the speed-only keys) but not 
     CHECK(stopping.resolved_yaml.find("early_stopping:\n  monitor: val_loss\n  patience: 3\n  min_delta: 0\n  mode: "
                                       "auto\n  start_from_epoch: 0\n") != std::string::npos);
     CHECK(base.resolved_yaml.find("early_stopping") == std::string::npos);
+    // reduce_lr_on_plateau changes the rates trained with, as the schedule does: in the digest, when on.
+    CHECK(load_text(kMinimal + "reduce_lr_on_plateau: true\n").digest != base.digest);
+    CHECK(load_text(kMinimal + "reduce_lr_on_plateau: false\n").digest == base.digest);
+    CHECK(load_text(kMinimal + "reduce_lr_on_plateau: {patience: 3}\n").digest !=
+          load_text(kMinimal + "reduce_lr_on_plateau: {patience: 4}\n").digest);
 }
 
 TEST_CASE("fnv1a64_hex is FNV-1a 64 in 16 hex digits") {

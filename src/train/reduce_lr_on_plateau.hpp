@@ -1,0 +1,52 @@
+// ReduceLrOnPlateau: Keras' ReduceLROnPlateau callback (config section
+// reduce_lr_on_plateau). After each epoch: during a cooldown the count of
+// epochs without improvement stays 0; an epoch improves when its monitored
+// value beats the best by more than min_delta; once `patience` epochs in a row
+// have not (outside a cooldown), the learning rate is multiplied by `factor`,
+// not below min_lr (nothing when it is at min_lr already), and `cooldown`
+// epochs begin. The rate and the count travel in checkpoints.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "config/run_config.hpp"
+#include "train/metrics_file.hpp"
+#include "train/monitored_metric.hpp"
+
+namespace gputrain::train {
+
+struct PlateauState {
+    std::string of;          // what `best` measures ("val_loss min"); "" = nothing watched yet
+    bool has_best = false;   // a NaN is never a best
+    double best = 0;
+    int64_t best_epoch = 0;  // 1-based
+    int64_t wait = 0;        // epochs in a row without improvement, outside a cooldown
+    int64_t cooldown_left = 0;
+    double learning_rate = 0;  // the rate it set; 0 = optimizer.learning_rate (not reduced yet)
+};
+
+class ReduceLrOnPlateau {
+public:
+    // `base_rate`: optimizer.learning_rate.
+    ReduceLrOnPlateau(const config::ReduceLrOnPlateauConfig& cfg, bool has_validation, double base_rate);
+    bool enabled() const { return cfg_.enabled; }
+    // The base rate the schedule (constant, maybe warmup) now starts from.
+    double learning_rate(const PlateauState& state) const;
+
+    // A restored state: kept when it watched this metric; another metric's
+    // count starts over (the rate it set stays); off, it is dropped and the
+    // rate is optimizer.learning_rate again. Returns what happened ("" when kept).
+    std::string adopt(PlateauState& state) const;
+    // Epoch `record.epoch` has ended: updates the state; when it lowered the
+    // rate, says so ("val_loss did not improve on 0.31 (epoch 4) for 3 epochs;
+    // learning rate 0.001 -> 0.0001"), else "".
+    std::string after_epoch(PlateauState& state, const EpochRecord& record) const;
+
+private:
+    config::ReduceLrOnPlateauConfig cfg_;
+    MonitoredMetric metric_;
+    double base_rate_;
+};
+
+}  // namespace gputrain::train
