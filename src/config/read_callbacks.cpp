@@ -1,6 +1,7 @@
 // The sections of Keras' callbacks: early_stopping and reduce_lr_on_plateau.
 // Each is on when the config has it: a mapping of its keys, or true/false
 // alone (--set early_stopping=false turns off a config's).
+#include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -76,9 +77,14 @@ ReduceLrOnPlateauConfig read_reduce_lr_on_plateau(const Section& top) {
     if (!s) return p;
     p.enabled = true;
     p.monitor = s->choice("monitor", p.monitor, kMonitorNames);
-    p.factor = s->number("factor", p.factor, NumberRange::fraction);
-    if (p.factor == 0 || static_cast<float>(p.factor) == 0.0f)
-        s->value("factor").fail("must be above 0 (the learning rate would become 0)", "e.g. factor: 0.1");
+    p.factor = s->number("factor", p.factor, NumberRange::non_negative);
+    // In (0, 1) as the optimizer's float32 sees it: a cut that changes the rate and leaves it above 0.
+    if (!(static_cast<float>(p.factor) < 1.0f))
+        s->value("factor").fail("must be below 1 in float32 (at most 0.9999999): each cut multiplies the rate by it",
+                                "e.g. factor: 0.1");
+    if (!(static_cast<float>(p.factor) >= std::numeric_limits<float>::min()))
+        s->value("factor").fail("must be at least 1.2e-38 (float32's smallest normal number): the rate would become 0",
+                                "e.g. factor: 0.1");
     p.patience = s->count("patience", p.patience);
     p.min_delta = s->number("min_delta", p.min_delta, NumberRange::non_negative);
     p.cooldown = s->count("cooldown", p.cooldown);

@@ -150,7 +150,7 @@ PlateauState restore_plateau(const checkpoint::Contents& c, const std::string& p
     p.wait = meta_int(c, path, "reduce_lr_wait");
     p.cooldown_left = meta_int(c, path, "reduce_lr_cooldown_left");
     p.learning_rate = meta_real(c, path, "reduce_lr_learning_rate", 0.0);
-    if (c.metadata.count("reduce_lr_learning_rate") && !(p.learning_rate > 0))
+    if (c.metadata.count("reduce_lr_learning_rate") && !(static_cast<float>(p.learning_rate) > 0))
         throw damaged("'reduce_lr_learning_rate' (" + number(p.learning_rate) + ") is not a rate above 0");
     const bool best = c.metadata.count("reduce_lr_best") > 0;
     if (best != (c.metadata.count("reduce_lr_best_epoch") > 0))
@@ -539,6 +539,15 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
                             std::to_string(st.epochs_done) + "), 'global_step' (" + std::to_string(st.global_step) +
                             ") and 'step_in_epoch' (" + std::to_string(st.step_in_epoch) +
                             "); the file is damaged: resume from another checkpoint");
+    }
+    // Each callback's keys come with the one that names what it watched.
+    for (const char* prefix : {"early_stopping_", "reduce_lr_"}) {
+        const std::string of = std::string(prefix) + "of";
+        if (contents.metadata.count(of)) continue;
+        for (const auto& [key, value] : contents.metadata)
+            if (key.rfind(prefix, 0) == 0)
+                throw DataError(path + ": metadata '" + key + "' comes without '" + of +
+                                "'; the file is damaged: resume from another checkpoint");
     }
     if (const auto it = contents.metadata.find("early_stopping_of"); it != contents.metadata.end())
         st.early_stopping = restore_early_stopping(contents, path, st.epochs_done);

@@ -23,6 +23,12 @@ struct MonitoredMetric {
     bool beats(double value, double best, double min_delta = 0) const {
         return maximize ? value - min_delta > best : value + min_delta < best;
     }
+    // The same with min_delta moving the best instead, as Keras'
+    // ReduceLROnPlateau writes it (value > best + min_delta): the two differ
+    // in the rounding of an exact tie (an accuracy of 13/60 against 10/60 + 0.05).
+    bool beats_moved_best(double value, double best, double min_delta) const {
+        return maximize ? value > best + min_delta : value < best - min_delta;
+    }
 };
 
 }  // namespace gputrain::train

@@ -343,6 +343,7 @@ FitResult Trainer::fit() {
     const EarlyStopping early(cfg_.early_stopping, has_validation);
     const ReduceLrOnPlateau plateau(cfg_.reduce_lr_on_plateau, has_validation, cfg_.optimizer.learning_rate);
     std::string resume_warning;
+    bool stale_best_file = false;  // best.safetensors is a later run's (a resume from an older epoch)
     if (!options_.resume_from.empty())
         state_ = restore(options_.resume_from, replicas_, cfg_, /*with_optimizer=*/true, &resume_warning);
     require_same_state_on_workers();  // before anything is written
@@ -376,7 +377,7 @@ FitResult Trainer::fit() {
                              state_.best_of.c_str(), best_metric.describe().c_str());
             state_.has_best = false;
         }
-        if (writer) restore_best_file(checkpointer, stale_best);
+        stale_best_file = stale_best;
         // Early stopping goes on counting where the resumed run was; off, its
         // count would be stale by the next resume that turns it on.
         const std::string restarted = early.enabled() ? early.adopt(state_.early_stopping) : std::string();
@@ -385,6 +386,12 @@ FitResult Trainer::fit() {
         // The rate reduce_lr_on_plateau set, and its count (dropped when it is off now).
         if (const std::string changed = plateau.adopt(state_.plateau); writer && options_.info && !changed.empty())
             std::fprintf(options_.out, "%s\n", changed.c_str());
+        // A rate the rule has cut stands, whatever optimizer.learning_rate says now.
+        if (plateau.enabled() && state_.plateau.learning_rate > 0 && writer && options_.info)
+            std::fprintf(options_.out,
+                         "Learning rate %g, as reduce_lr_on_plateau set it (optimizer.learning_rate, %g, applies "
+                         "only until its first cut)\n",
+                         state_.plateau.learning_rate, cfg_.optimizer.learning_rate);
         // In the middle of an epoch, the steps done were whole global batches:
         // another batch size would start at another sample, skipping or
         // repeating some of the epoch's.
@@ -407,6 +414,7 @@ FitResult Trainer::fit() {
     const bool stopped_before = early.stops(state_.early_stopping, state_.epochs_done);
     if (stopped_before) result.stopped_early = early.reason(state_.early_stopping);
     const bool nothing_to_do = state_.epochs_done >= cfg_.training.epochs || stopped_before;
+    if (writer && !options_.resume_from.empty() && !nothing_to_do) restore_best_file(checkpointer, stale_best_file);
     const bool logs = writer && !nothing_to_do;
     // The logs open first: a metrics file or TensorBoard folder that cannot be
     // written stops the run before on_start deletes an earlier run's

@@ -206,11 +206,16 @@ TEST_CASE("unknown names list the known ones, with did-you-mean") {
     REQUIRE(error_of(kMinimal + "reduce_lr_on_plateau:\n") ==
             "cfg.yaml:3:1: reduce_lr_on_plateau: is empty; give its keys, e.g. reduce_lr_on_plateau: {factor: 0.5, "
             "patience: 3}, or true for Keras' defaults (factor 0.1, patience 10); remove it to keep the learning rate");
-    REQUIRE(error_of(kMinimal + "reduce_lr_on_plateau: {factor: 0}\n") ==
-            "cfg.yaml:3:32: reduce_lr_on_plateau.factor: must be above 0 (the learning rate would become 0); e.g. "
-            "factor: 0.1");
-    REQUIRE(error_of(kMinimal + "reduce_lr_on_plateau: {factor: 1}\n") ==
-            "cfg.yaml:3:32: reduce_lr_on_plateau.factor: expected a number in [0, 1), got '1'");
+    for (const char* tiny : {"0", "1e-45"})
+        REQUIRE(error_of(kMinimal + "reduce_lr_on_plateau: {factor: " + tiny + "}\n") ==
+                "cfg.yaml:3:32: reduce_lr_on_plateau.factor: must be at least 1.2e-38 (float32's smallest normal "
+                "number): the rate would become 0; e.g. factor: 0.1");
+    for (const char* one : {"1", "0.9999999999"})
+        REQUIRE(error_of(kMinimal + "reduce_lr_on_plateau: {factor: " + one + "}\n") ==
+                "cfg.yaml:3:32: reduce_lr_on_plateau.factor: must be below 1 in float32 (at most 0.9999999): each cut "
+                "multiplies the rate by it; e.g. factor: 0.1");
+    REQUIRE(error_of(kMinimal + "reduce_lr_on_plateau: {factor: -0.5}\n") ==
+            "cfg.yaml:3:32: reduce_lr_on_plateau.factor: expected a number >= 0, got '-0.5'");
     REQUIRE(error_of(kMinimal + "optimizer: {schedule: {type: cosine}}\nreduce_lr_on_plateau: {patience: 2}\n") ==
             "cfg.yaml:4:23: reduce_lr_on_plateau: works on a constant learning rate, and optimizer.schedule.type is "
             "cosine; use one of the two (optimizer.schedule.warmup_epochs may stay)");

@@ -63,6 +63,12 @@ TEST_CASE("reduce_lr_on_plateau follows Keras' rule: patience, factor, cooldown,
     auto acc = plateau_of(1, 0.5);
     acc.monitor = "val_accuracy";
     CHECK(rates(acc, {0.5, 0.6, 0.55}) == std::vector<double>{0.1, 0.1, 0.05});
+    // A gain of exactly min_delta is no improvement, in Keras' rounding
+    // (13/60 > 10/60 + 0.05 is false in doubles; 13/60 - 0.05 > 10/60 is true).
+    acc.min_delta = 0.05;
+    acc.patience = 3;
+    CHECK(rates(acc, {10.0 / 60, 11.0 / 60, 11.0 / 60, 13.0 / 60, 12.0 / 60}) ==
+          std::vector<double>{0.1, 0.1, 0.1, 0.05, 0.05});
 }
 
 TEST_CASE("reduce_lr_on_plateau: NaN never improves; the message; a restored state of another metric or off") {
@@ -174,4 +180,12 @@ TEST_CASE("reduce_lr metadata that cannot be is a damaged checkpoint") {
         CHECK_THROWS_WITH(train::restore(damaged, again, job.cfg, true),
                           damaged + ": metadata " + problem + "; the file is damaged: resume from another checkpoint");
     }
+    // The other keys without the one that names the metric: damage, not a count to drop silently.
+    auto orphans = good;
+    orphans.metadata.erase("reduce_lr_of");
+    fixture::save_contents(orphans, damaged);
+    auto again = fixture::replicas(job.cfg, 1);
+    CHECK_THROWS_WITH(train::restore(damaged, again, job.cfg, true),
+                      damaged + ": metadata 'reduce_lr_best' comes without 'reduce_lr_of'; the file is damaged: "
+                                "resume from another checkpoint");
 }
