@@ -104,69 +104,65 @@ std::string stored_config(const checkpoint::Contents& c, const std::string& path
 double meta_real(const checkpoint::Contents& c, const std::string& path, const std::string& key, double fallback,
                  bool finite = true);
 
-// early_stopping's state ("early_stopping_*"), checked against the epochs done.
-EarlyStoppingState restore_early_stopping(const checkpoint::Contents& c, const std::string& path, int64_t epochs_done) {
+// What a watching callback keeps under `prefix` ("early_stopping_"): _of,
+// _wait, _best and _best_epoch, checked against the epochs done.
+void restore_watched(const checkpoint::Contents& c, const std::string& path, const std::string& prefix,
+                     int64_t epochs_done, WatchedBest& w) {
     const auto damaged = [&](const std::string& problem) {
         return DataError(path + ": metadata " + problem + "; the file is damaged: resume from another checkpoint");
     };
-    EarlyStoppingState e;
-    e.of = c.metadata.at("early_stopping_of");
-    if (!EarlyStopping::valid_of(e.of))
-        throw damaged("'early_stopping_of' is not a monitored metric and direction such as 'val_loss min'");
-    for (const char* key : {"early_stopping_min_delta", "early_stopping_start_from_epoch"})
-        if (!c.metadata.count(key)) throw damaged(std::string("'early_stopping_of' comes without '") + key + "'");
-    e.min_delta = meta_real(c, path, "early_stopping_min_delta", 0.0);
-    e.start_from_epoch = meta_int(c, path, "early_stopping_start_from_epoch");
-    e.wait = meta_int(c, path, "early_stopping_wait");
-    const bool best = c.metadata.count("early_stopping_best") > 0;
-    if (best != (c.metadata.count("early_stopping_best_epoch") > 0))
-        throw damaged("'early_stopping_best' and 'early_stopping_best_epoch' come only together, not one alone");
-    if (best) {
-        e.best = meta_real(c, path, "early_stopping_best", 0.0, /*finite=*/false);
-        e.best_epoch = meta_int(c, path, "early_stopping_best_epoch");
-        e.has_best = !std::isnan(e.best);
+    const std::string of = prefix + "of", wait = prefix + "wait", best = prefix + "best",
+                      best_epoch = prefix + "best_epoch";
+    w.of = c.metadata.at(of);
+    if (!EarlyStopping::valid_of(w.of))
+        throw damaged("'" + of + "' is not a monitored metric and direction such as 'val_loss min'");
+    w.wait = meta_int(c, path, wait);
+    const bool has = c.metadata.count(best) > 0;
+    if (has != (c.metadata.count(best_epoch) > 0))
+        throw damaged("'" + best + "' and '" + best_epoch + "' come only together, not one alone");
+    if (has) {
+        w.best = meta_real(c, path, best, 0.0, /*finite=*/false);
+        w.best_epoch = meta_int(c, path, best_epoch);
+        w.has_best = !std::isnan(w.best);
     }
     // The best is one of the epochs done, and every epoch since it counts.
     const std::string epochs = " (epoch " + std::to_string(epochs_done) + ")";
-    if (best && (e.best_epoch < 1 || e.best_epoch > epochs_done))
-        throw damaged("'early_stopping_best_epoch' (" + std::to_string(e.best_epoch) + ") is not an epoch done" + epochs);
-    const int64_t since = best ? epochs_done - e.best_epoch : epochs_done;
-    if (e.wait > since)
-        throw damaged("'early_stopping_wait' (" + std::to_string(e.wait) + ") counts more epochs than " +
-                      (best ? "followed the best one (" + std::to_string(e.best_epoch) + ")" : std::string("were done")) +
+    if (has && (w.best_epoch < 1 || w.best_epoch > epochs_done))
+        throw damaged("'" + best_epoch + "' (" + std::to_string(w.best_epoch) + ") is not an epoch done" + epochs);
+    if (w.wait > (has ? epochs_done - w.best_epoch : epochs_done))
+        throw damaged("'" + wait + "' (" + std::to_string(w.wait) + ") counts more epochs than " +
+                      (has ? "followed the best one (" + std::to_string(w.best_epoch) + ")" : std::string("were done")) +
                       epochs);
+}
+
+void write_watched(std::map<std::string, std::string>& meta, const std::string& prefix, const WatchedBest& w) {
+    meta[prefix + "of"] = w.of;
+    meta[prefix + "wait"] = std::to_string(w.wait);
+    if (!w.has_best) return;
+    meta[prefix + "best"] = number(w.best);
+    meta[prefix + "best_epoch"] = std::to_string(w.best_epoch);
+}
+
+EarlyStoppingState restore_early_stopping(const checkpoint::Contents& c, const std::string& path, int64_t epochs_done) {
+    EarlyStoppingState e;
+    for (const char* key : {"early_stopping_min_delta", "early_stopping_start_from_epoch"})
+        if (!c.metadata.count(key))
+            throw DataError(path + ": metadata 'early_stopping_of' comes without '" + key +
+                            "'; the file is damaged: resume from another checkpoint");
+    restore_watched(c, path, "early_stopping_", epochs_done, e);
+    e.min_delta = meta_real(c, path, "early_stopping_min_delta", 0.0);
+    e.start_from_epoch = meta_int(c, path, "early_stopping_start_from_epoch");
     return e;
 }
 
-// reduce_lr_on_plateau's state ("reduce_lr_*"), checked against the epochs done.
 PlateauState restore_plateau(const checkpoint::Contents& c, const std::string& path, int64_t epochs_done) {
-    const auto damaged = [&](const std::string& problem) {
-        return DataError(path + ": metadata " + problem + "; the file is damaged: resume from another checkpoint");
-    };
     PlateauState p;
-    p.of = c.metadata.at("reduce_lr_of");
-    if (!EarlyStopping::valid_of(p.of))
-        throw damaged("'reduce_lr_of' is not a monitored metric and direction such as 'val_loss min'");
-    p.wait = meta_int(c, path, "reduce_lr_wait");
+    restore_watched(c, path, "reduce_lr_", epochs_done, p);
     p.cooldown_left = meta_int(c, path, "reduce_lr_cooldown_left");
     p.learning_rate = meta_real(c, path, "reduce_lr_learning_rate", 0.0);
     if (c.metadata.count("reduce_lr_learning_rate") && !(static_cast<float>(p.learning_rate) > 0))
-        throw damaged("'reduce_lr_learning_rate' (" + number(p.learning_rate) + ") is not a rate above 0");
-    const bool best = c.metadata.count("reduce_lr_best") > 0;
-    if (best != (c.metadata.count("reduce_lr_best_epoch") > 0))
-        throw damaged("'reduce_lr_best' and 'reduce_lr_best_epoch' come only together, not one alone");
-    if (best) {
-        p.best = meta_real(c, path, "reduce_lr_best", 0.0, /*finite=*/false);
-        p.best_epoch = meta_int(c, path, "reduce_lr_best_epoch");
-        p.has_best = !std::isnan(p.best);
-    }
-    const std::string epochs = " (epoch " + std::to_string(epochs_done) + ")";
-    if (best && (p.best_epoch < 1 || p.best_epoch > epochs_done))
-        throw damaged("'reduce_lr_best_epoch' (" + std::to_string(p.best_epoch) + ") is not an epoch done" + epochs);
-    if (p.wait > (best ? epochs_done - p.best_epoch : epochs_done))
-        throw damaged("'reduce_lr_wait' (" + std::to_string(p.wait) + ") counts more epochs than " +
-                      (best ? "followed the best one (" + std::to_string(p.best_epoch) + ")" : std::string("were done")) +
-                      epochs);
+        throw DataError(path + ": metadata 'reduce_lr_learning_rate' (" + number(p.learning_rate) +
+                        ") is not a rate above 0; the file is damaged: resume from another checkpoint");
     return p;
 }
 
@@ -248,24 +244,14 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
     if (state.has_best) meta["best_value"] = number(state.best_value);
     if (state.has_best && !state.best_of.empty()) meta["best_of"] = state.best_of;
     if (const EarlyStoppingState& e = state.early_stopping; !e.of.empty()) {
-        meta["early_stopping_of"] = e.of;
+        write_watched(meta, "early_stopping_", e);
         meta["early_stopping_min_delta"] = number(e.min_delta);
         meta["early_stopping_start_from_epoch"] = std::to_string(e.start_from_epoch);
-        meta["early_stopping_wait"] = std::to_string(e.wait);
-        if (e.has_best) {
-            meta["early_stopping_best"] = number(e.best);
-            meta["early_stopping_best_epoch"] = std::to_string(e.best_epoch);
-        }
     }
     if (const PlateauState& p = state.plateau; !p.of.empty()) {
-        meta["reduce_lr_of"] = p.of;
-        meta["reduce_lr_wait"] = std::to_string(p.wait);
+        write_watched(meta, "reduce_lr_", p);
         meta["reduce_lr_cooldown_left"] = std::to_string(p.cooldown_left);
         if (p.learning_rate > 0) meta["reduce_lr_learning_rate"] = number(p.learning_rate);
-        if (p.has_best) {
-            meta["reduce_lr_best"] = number(p.best);
-            meta["reduce_lr_best_epoch"] = std::to_string(p.best_epoch);
-        }
     }
     if (state.step_in_epoch > 0) {
         meta["step_in_epoch"] = std::to_string(state.step_in_epoch);

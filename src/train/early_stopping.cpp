@@ -1,19 +1,8 @@
 #include "train/early_stopping.hpp"
 
 #include <cmath>
-#include <cstdio>
 
 namespace gputrain::train {
-
-namespace {
-
-std::string shown(double value) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.6g", value);
-    return text;
-}
-
-}  // namespace
 
 EarlyStopping::EarlyStopping(const config::EarlyStoppingConfig& cfg, bool has_validation)
     : cfg_(cfg), metric_(MonitoredMetric::resolve(cfg.monitor, cfg.mode, has_validation)) {}
@@ -23,7 +12,7 @@ std::string EarlyStopping::adopt(EarlyStoppingState& state) const {
     std::string changed;
     if (state.of != metric_.describe()) changed = "watched " + state.of + ", now " + metric_.describe();
     else if (state.min_delta != cfg_.min_delta)
-        changed = "counted with min_delta " + shown(state.min_delta) + ", now " + shown(cfg_.min_delta);
+        changed = "counted with min_delta " + shown_value(state.min_delta) + ", now " + shown_value(cfg_.min_delta);
     else if (state.start_from_epoch != cfg_.start_from_epoch)
         changed = "counted from epoch " + std::to_string(state.start_from_epoch + 1) + ", now from epoch " +
                   std::to_string(cfg_.start_from_epoch + 1) + " (start_from_epoch)";
@@ -62,13 +51,8 @@ bool EarlyStopping::stops(const EarlyStoppingState& state, int64_t epochs_done) 
 }
 
 std::string EarlyStopping::reason(const EarlyStoppingState& state) const {
-    const std::string epochs = std::to_string(state.wait) + (state.wait == 1 ? " epoch" : " epochs");
-    const std::string patience = " (early_stopping.patience: " + std::to_string(cfg_.patience) + ")";
-    if (!state.has_best) return metric_.name + " was NaN for " + epochs + patience;
-    return metric_.name + " did not improve on " + shown(state.best) + " (epoch " +
-           std::to_string(state.best_epoch) + ")" +
-           (cfg_.min_delta > 0 ? " by more than " + shown(cfg_.min_delta) : std::string()) + " for " +
-           epochs + patience;
+    return metric_.no_improvement(state, cfg_.min_delta) + " (early_stopping.patience: " +
+           std::to_string(cfg_.patience) + ")";
 }
 
 }  // namespace gputrain::train

@@ -16,16 +16,11 @@
 
 namespace gputrain::train {
 
-struct EarlyStoppingState {
-    std::string of;         // what `best` measures ("val_loss min"); "" = nothing watched yet
+struct EarlyStoppingState : WatchedBest {
     // The rule's other settings the count was made with: another value
     // (on a resume) starts it over.
     double min_delta = 0;
     int64_t start_from_epoch = 0;
-    bool has_best = false;  // a NaN is never a best
-    double best = 0;
-    int64_t best_epoch = 0;  // 1-based
-    int64_t wait = 0;        // epochs in a row, since the best, that did not improve on it
 };
 
 class EarlyStopping {

@@ -3,11 +3,25 @@
 // has validation data, with the direction that counts as better.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "train/metrics_file.hpp"
 
 namespace gputrain::train {
+
+// What a callback that watches a metric (early_stopping, reduce_lr_on_plateau)
+// keeps between epochs, and in checkpoints.
+struct WatchedBest {
+    std::string of;          // what `best` measures ("val_loss min"); "" = nothing watched yet
+    bool has_best = false;   // a NaN is never a best
+    double best = 0;
+    int64_t best_epoch = 0;  // 1-based
+    int64_t wait = 0;        // epochs in a row, since the best, that did not improve on it
+};
+
+// A metric value for messages: "0.0646884".
+std::string shown_value(double value);
 
 struct MonitoredMetric {
     std::string name;       // "val_loss"; "loss" when a val_* metric has no validation data
@@ -18,6 +32,9 @@ struct MonitoredMetric {
     // "val_loss min": what a stored best was measured by.
     std::string describe() const { return name + (maximize ? " max" : " min"); }
     double value_of(const EpochRecord& record) const;
+    // Why `watched` counts its epochs: "val_loss did not improve on 0.4
+    // (epoch 2) by more than 0.01 for 2 epochs", or "val_loss was NaN for 2 epochs".
+    std::string no_improvement(const WatchedBest& watched, double min_delta) const;
     // Whether `value` beats `best` by more than `min_delta`. NaN beats nothing
     // and is beaten by nothing.
     bool beats(double value, double best, double min_delta = 0) const {

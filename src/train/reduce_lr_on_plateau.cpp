@@ -2,19 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 namespace gputrain::train {
-
-namespace {
-
-std::string shown(double value) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.6g", value);
-    return text;
-}
-
-}  // namespace
 
 ReduceLrOnPlateau::ReduceLrOnPlateau(const config::ReduceLrOnPlateauConfig& cfg, bool has_validation, double base_rate)
     : cfg_(cfg), metric_(MonitoredMetric::resolve(cfg.monitor, cfg.mode, has_validation)), base_rate_(base_rate) {}
@@ -29,13 +18,13 @@ std::string ReduceLrOnPlateau::adopt(PlateauState& state) const {
         const bool reduced = state.learning_rate > 0 && state.learning_rate != base_rate_;
         state = PlateauState{};
         return reduced ? "reduce_lr_on_plateau is off: the learning rate is optimizer.learning_rate (" +
-                             shown(base_rate_) + ") again"
+                             shown_value(base_rate_) + ") again"
                        : "";
     }
     if (state.of == metric_.describe()) return "";
     const std::string why = "reduce_lr_on_plateau watched " + state.of + ", now " + metric_.describe() +
                             ": its count of epochs without improvement starts over (the learning rate stays " +
-                            shown(learning_rate(state)) + ")";
+                            shown_value(learning_rate(state)) + ")";
     const double rate = state.learning_rate;
     state = PlateauState{};
     state.learning_rate = rate;
@@ -62,17 +51,12 @@ std::string ReduceLrOnPlateau::after_epoch(PlateauState& state, const EpochRecor
     const double old_rate = learning_rate(state);
     // As Keras: nothing once the rate is at min_lr (compared in float32, the optimizer's precision).
     if (!(static_cast<float>(old_rate) > static_cast<float>(cfg_.min_lr))) return "";
-    const std::string epochs = std::to_string(state.wait) + (state.wait == 1 ? " epoch" : " epochs");
-    const std::string why = state.has_best ? metric_.name + " did not improve on " + shown(state.best) + " (epoch " +
-                                                 std::to_string(state.best_epoch) + ")" +
-                                                 (cfg_.min_delta > 0 ? " by more than " + shown(cfg_.min_delta) : "") +
-                                                 " for " + epochs
-                                           : metric_.name + " was NaN for " + epochs;
+    const std::string why = metric_.no_improvement(state, cfg_.min_delta);
     state.learning_rate = std::max(old_rate * cfg_.factor, cfg_.min_lr);
     state.cooldown_left = cfg_.cooldown;
     state.wait = 0;
     return why + " (reduce_lr_on_plateau.patience: " + std::to_string(cfg_.patience) + "); learning rate " +
-           shown(old_rate) + " -> " + shown(state.learning_rate);
+           shown_value(old_rate) + " -> " + shown_value(state.learning_rate);
 }
 
 }  // namespace gputrain::train

@@ -16,12 +16,8 @@
 
 namespace gputrain::train {
 
-struct PlateauState {
-    std::string of;          // what `best` measures ("val_loss min"); "" = nothing watched yet
-    bool has_best = false;   // a NaN is never a best
-    double best = 0;
-    int64_t best_epoch = 0;  // 1-based
-    int64_t wait = 0;        // epochs in a row without improvement, outside a cooldown
+// `wait` counts epochs outside a cooldown only.
+struct PlateauState : WatchedBest {
     int64_t cooldown_left = 0;
     double learning_rate = 0;  // the rate it set; 0 = optimizer.learning_rate (not reduced yet)
 };
