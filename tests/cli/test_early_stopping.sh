@@ -62,6 +62,13 @@ expect_in "$TMP/out" "Nothing to do: early stopping ends this run after epoch $r
 expect_in "$TMP/out" "to train on, raise early_stopping.patience or pass --set early_stopping=false"
 [ "$(sha256sum "$TMP/run/last.safetensors" "$TMP/run/metrics.csv")" = "$sum_before" ] || fail "the resume changed files"
 
+step "... nor does a resume with nothing to train into another folder (no best.safetensors copied there)"
+run_expect 0 fit "$cfg" --run-dir "$TMP/two" --set training.epochs=2 --set early_stopping=false -q
+[ "$(safetensors metadata "$TMP/two/best.safetensors" epoch)" = 2 ] || fail "epoch 2 is not the best of the short run"
+run_expect 0 fit "$cfg" --run-dir "$TMP/elsewhere" --set training.epochs=2 --set early_stopping=false --resume "$TMP/two/last.safetensors"
+expect_in "$TMP/out" "Nothing to do: the checkpoint already has 2 of 2 epochs"
+[ ! -e "$TMP/elsewhere/best.safetensors" ] || fail "a resume with nothing to train wrote $TMP/elsewhere/best.safetensors"
+
 step "... with more patience it trains on, and stops by the rule with that patience"
 run_expect 0 fit "$cfg" --run-dir "$TMP/run" "${run[@]}" --resume --set early_stopping.patience=4
 more=$(($(wc -l <"$TMP/run/metrics.csv") - 1))
