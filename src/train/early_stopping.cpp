@@ -34,13 +34,7 @@ bool EarlyStopping::after_epoch(EarlyStoppingState& state, const EpochRecord& re
     state.min_delta = cfg_.min_delta;
     state.start_from_epoch = cfg_.start_from_epoch;
     const double value = metric_.value_of(record);
-    if (!std::isnan(value) && (!state.has_best || metric_.beats(value, state.best, cfg_.min_delta))) {
-        state.has_best = true;
-        state.best = value;
-        state.best_epoch = record.epoch;
-        state.wait = 0;
-        return false;
-    }
+    if (state.offer(value, record.epoch, metric_.beats(value, state.best, cfg_.min_delta))) return false;
     ++state.wait;
     return stops(state, record.epoch);
 }

@@ -3,6 +3,7 @@
 // has validation data, with the direction that counts as better.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -18,6 +19,17 @@ struct WatchedBest {
     double best = 0;
     int64_t best_epoch = 0;  // 1-based
     int64_t wait = 0;        // epochs in a row, since the best, that did not improve on it
+
+    // Epoch `epoch`'s `value` becomes the best (and the count restarts) when
+    // it is not NaN and there is no best yet or it `beats_best`; whether it did.
+    bool offer(double value, int64_t epoch, bool beats_best) {
+        if (std::isnan(value) || (has_best && !beats_best)) return false;
+        has_best = true;
+        best = value;
+        best_epoch = epoch;
+        wait = 0;
+        return true;
+    }
 };
 
 // A metric value for messages: "0.0646884".

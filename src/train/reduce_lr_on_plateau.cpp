@@ -39,13 +39,7 @@ std::string ReduceLrOnPlateau::after_epoch(PlateauState& state, const EpochRecor
         state.wait = 0;
     }
     const double value = metric_.value_of(record);
-    if (!std::isnan(value) && (!state.has_best || metric_.beats_moved_best(value, state.best, cfg_.min_delta))) {
-        state.has_best = true;
-        state.best = value;
-        state.best_epoch = record.epoch;
-        state.wait = 0;
-        return "";
-    }
+    if (state.offer(value, record.epoch, metric_.beats_moved_best(value, state.best, cfg_.min_delta))) return "";
     if (state.cooldown_left > 0) return "";
     if (++state.wait < cfg_.patience) return "";
     const double old_rate = learning_rate(state);
