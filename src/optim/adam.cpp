@@ -12,18 +12,17 @@ Adam::Adam(const config::OptimizerConfig& cfg, Backend& backend, size_t param_co
       beta2_(cfg.beta2),
       epsilon_(cfg.epsilon),
       weight_decay_(cfg.type == "adamw" ? cfg.weight_decay : 0.0),
-      m_(backend.allocate_floats(param_count)),
-      v_(backend.allocate_floats(param_count)),
-      scalars_(static_cast<math::AdamParams*>(backend.allocate_bytes(sizeof(math::AdamParams)))) {
+      m_block_(float_buffer(backend, param_count)),
+      v_block_(float_buffer(backend, param_count)),
+      scalars_block_(backend, sizeof(math::AdamParams)),
+      m_(m_block_.floats()),
+      v_(v_block_.floats()),
+      scalars_(scalars_block_.as<math::AdamParams>()) {
     backend_.fill(m_, n_, 0.0f);
     backend_.fill(v_, n_, 0.0f);
 }
 
-Adam::~Adam() {
-    backend_.release(m_);
-    backend_.release(v_);
-    backend_.release(scalars_);
-}
+Adam::~Adam() = default;
 
 void Adam::prepare(double learning_rate, int64_t step) {
     const double t = static_cast<double>(step);

@@ -1,6 +1,7 @@
 // Adam and AdamW with Keras' formulas and defaults (see backend/math.hpp).
 #pragma once
 
+#include "backend/buffer.hpp"
 #include "optim/optimizer.hpp"
 
 namespace gputrain::optim {
@@ -19,6 +20,7 @@ private:
     std::string type_;  // as configured: adam or adamw
     size_t n_;
     double beta1_, beta2_, epsilon_, weight_decay_;
+    Buffer m_block_, v_block_, scalars_block_;
     float* m_;
     float* v_;
     math::AdamParams* scalars_;  // backend memory: the prepared step's AdamParams

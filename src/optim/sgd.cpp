@@ -9,17 +9,16 @@ Sgd::Sgd(const config::OptimizerConfig& cfg, Backend& backend, size_t param_coun
       n_(param_count),
       momentum_(cfg.momentum),
       nesterov_(cfg.nesterov),
-      scalars_(static_cast<math::SgdParams*>(backend.allocate_bytes(sizeof(math::SgdParams)))) {
+      scalars_block_(backend, sizeof(math::SgdParams)),
+      scalars_(scalars_block_.as<math::SgdParams>()) {
     if (momentum_ > 0.0) {
-        velocity_ = backend.allocate_floats(param_count);
+        velocity_block_ = float_buffer(backend, param_count);
+        velocity_ = velocity_block_.floats();
         backend_.fill(velocity_, n_, 0.0f);
     }
 }
 
-Sgd::~Sgd() {
-    if (velocity_) backend_.release(velocity_);
-    backend_.release(scalars_);
-}
+Sgd::~Sgd() = default;
 
 void Sgd::prepare(double learning_rate, int64_t) {
     math::SgdParams s;

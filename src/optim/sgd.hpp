@@ -1,6 +1,7 @@
 // SGD with optional momentum and Nesterov momentum (Keras' formulas).
 #pragma once
 
+#include "backend/buffer.hpp"
 #include "optim/optimizer.hpp"
 
 namespace gputrain::optim {
@@ -19,6 +20,7 @@ private:
     size_t n_;
     double momentum_;
     bool nesterov_;
+    Buffer velocity_block_, scalars_block_;
     float* velocity_ = nullptr;  // only with momentum
     math::SgdParams* scalars_;   // backend memory: the prepared step's SgdParams
 };

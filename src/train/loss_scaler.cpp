@@ -6,14 +6,13 @@ namespace gputrain::train {
 
 LossScaler::LossScaler(Backend& backend, bool enabled) : backend_(backend) {
     if (!enabled) return;
-    state_ = static_cast<math::LossScaleState*>(backend.allocate_bytes(sizeof(math::LossScaleState)));
+    block_ = Buffer(backend, sizeof(math::LossScaleState));
+    state_ = block_.as<math::LossScaleState>();
     const math::LossScaleState initial;
     backend_.copy_to_device(state_, &initial, sizeof initial);
 }
 
-LossScaler::~LossScaler() {
-    if (state_) backend_.release(state_);
-}
+LossScaler::~LossScaler() = default;
 
 void LossScaler::update(const int32_t* guard, bool sticky) { backend_.loss_scale_update(state_, guard, sticky); }
 

@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "backend/backend.hpp"
+#include "backend/buffer.hpp"
 
 namespace gputrain::train {
 
@@ -48,7 +49,8 @@ public:
 
 private:
     Backend& backend_;
-    math::LossScaleState* state_ = nullptr;
+    Buffer block_;
+    math::LossScaleState* state_ = nullptr;  // in block_; null when disabled
 };
 
 }  // namespace gputrain::train

@@ -4,9 +4,10 @@ namespace gputrain::train {
 
 StepGuard::StepGuard(Backend& backend)
     : backend_(backend),
-      words_(static_cast<int32_t*>(backend.allocate_bytes(Backend::kGuardWords * sizeof(int32_t)))) {}
+      block_(backend, Backend::kGuardWords * sizeof(int32_t)),
+      words_(block_.as<int32_t>()) {}
 
-StepGuard::~StepGuard() { backend_.release(words_); }
+StepGuard::~StepGuard() = default;
 
 void StepGuard::reset() {
     const int32_t zeros[Backend::kGuardWords] = {};

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "backend/backend.hpp"
+#include "backend/buffer.hpp"
 
 namespace gputrain::train {
 
@@ -46,7 +47,8 @@ public:
 
 private:
     Backend& backend_;
-    int32_t* words_;  // Backend::kGuardWords
+    Buffer block_;
+    int32_t* words_;  // Backend::kGuardWords, in block_
 };
 
 }  // namespace gputrain::train
