@@ -203,6 +203,11 @@ public:
     virtual void dropout_forward_keyed(const float* x, float* y, float* mask_out, size_t n, float rate,
                                        const uint32_t* key_words, uint64_t first_index) = 0;
     virtual void multiply(const float* a, const float* b, float* out, size_t n) = 0;
+    // y[i] += x[i]: a tensor read by several layers sums their gradients; add's forward.
+    virtual void accumulate(float* y, const float* x, size_t n) = 0;
+    // dst[r * ld_dst + c] = src[r * ld_src + c] for r < rows, c < cols: a
+    // block of columns in or out of a wider matrix (concatenate along the last axis).
+    virtual void copy_strided(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols) = 0;
     // Whether every x[i] is finite (no NaN, no Inf). Waits for the result on the host.
     virtual bool all_finite(const float* x, size_t n) = 0;
     // The same test without waiting: `guard` (kGuardWords int32 of backend

@@ -12,7 +12,7 @@ std::vector<GemmShape> dense_gemms(const nn::Model& model, int rows) {
     for (size_t i = 0; i < model.layer_count(); ++i) {
         const nn::Layer& layer = model.layer(i);
         if (layer.type() != "dense") continue;
-        const Shape& in_shape = i == 0 ? model.input_shape() : model.layer_output_shape(i - 1);
+        const Shape& in_shape = model.tensor_shape(model.graph().inputs[i][0]);
         const int64_t in = in_shape.back();
         const int m = static_cast<int>(rows * (shape_elements(in_shape) / in));
         const int k = static_cast<int>(in), n = static_cast<int>(model.layer_output_shape(i).back());

@@ -18,6 +18,7 @@ namespace {
 
 struct SummaryArgs {
     CommonOptions common;
+    bool dot = false;
 };
 
 void print_line(const char* what, size_t bytes) {
@@ -33,7 +34,12 @@ int run_summary(SummaryArgs& args) {
     const train::MemoryEstimate m = train::estimate_memory(cfg, offsets[1] - offsets[0], strategy.on_gpu());
 
     SizingBackend backend;  // the table needs the shapes, not the memory
-    std::printf("%s", nn::Model(cfg.model, cfg.loss, backend, 1, cfg.training.seed).summary().c_str());
+    const nn::Model model(cfg.model, cfg.loss, backend, 1, cfg.training.seed);
+    if (args.dot) {
+        std::printf("%s", model.dot().c_str());
+        return 0;
+    }
+    std::printf("%s", model.summary().c_str());
     std::printf("\nStrategy: %s\n", strategy.describe(cfg.training.batch_size).c_str());
     std::printf("Memory per replica (%lld samples, float32):\n", (long long)m.rows_per_replica);
     char label[64];
@@ -70,6 +76,9 @@ Action add_summary_command(CLI::App& app) {
     cmd->add_option("--device", args->common.device, "auto, cpu or gpu: decides the replicas, as for fit")
         ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(replica_count());
+    cmd->add_flag("--dot", args->dot,
+                  "Print the model as a Graphviz DOT graph instead of the table (render it with "
+                  "scripts/plot-model CONFIG OUT.png, or: gputrain summary CONFIG --dot | dot -Tpng -o model.png)");
     return [args] { return run_summary(*args); };
 }
 

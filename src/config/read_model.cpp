@@ -2,6 +2,12 @@
 // places; nn/ checks them against the layer kind.
 #include "config/read_sections.hpp"
 
+#include <cctype>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "core/error.hpp"
 #include "core/shape.hpp"
 #include "core/suggest.hpp"
 
@@ -46,6 +52,24 @@ std::string param_text(const ValueRef& v) {
     return join_names(items, ",");
 }
 
+// `inputs:` as written: a name, or a list of names.
+std::vector<LayerInput> read_inputs(const ValueRef& v) {
+    const std::string example = "e.g. inputs: conv2d, or inputs: [conv2d, shortcut] for a merge layer";
+    std::vector<LayerInput> out;
+    const auto one = [&](const ValueRef& item) {
+        if (!item.node.IsScalar() || item.node.Scalar().empty())
+            item.fail("expected a layer name, got " + describe(item.node), example);
+        out.push_back({item.node.Scalar()});
+    };
+    if (v.node.IsSequence()) {
+        if (v.node.size() == 0) v.fail("is empty", "name the layers it reads, " + example);
+        for (size_t i = 0; i < v.node.size(); ++i) one(list_item(v, i));
+    } else {
+        one(v);
+    }
+    return out;
+}
+
 LayerSpec read_layer(const ValueRef& item) {
     if (!item.node.IsMap())
         item.fail("expected a mapping with a type, got " + describe(item.node),
@@ -59,10 +83,321 @@ LayerSpec read_layer(const ValueRef& item) {
     spec.name = layer.text("name", "");
     for (const auto& key : layer.keys()) {
         spec.where[key] = layer.key_place(key);
-        if (key != "type" && key != "name") spec.params[key] = param_text(layer.value(key));
+        if (key == "inputs") spec.inputs = read_inputs(layer.value(key));
+        else if (key != "type" && key != "name") spec.params[key] = param_text(layer.value(key));
     }
     return spec;
 }
+
+// ---- Blocks: `blocks: {NAME: {params: {...}, layers: [...]}}` and layers
+// `{block: NAME, repeat: N, name: ..., inputs: ..., PARAM: VALUE}`, expanded
+// into ordinary layers with scoped names before anything else sees them.
+
+struct BlockDef {
+    std::string name;
+    std::vector<std::string> param_order;            // as written
+    std::map<std::string, std::optional<std::string>> params;  // name -> default (none: required)
+    ValueRef layers;
+    std::string place;
+};
+
+struct Blocks {
+    std::map<std::string, BlockDef> defs;
+    std::vector<std::string> names() const {
+        std::vector<std::string> out;
+        for (const auto& [name, def] : defs) out.push_back(name);
+        return out;
+    }
+};
+
+const std::string kBlockExample =
+    "e.g. blocks: {basic: {params: {filters: 16}, layers: [{type: conv2d, filters: ${filters}, kernel_size: 3}]}}";
+
+Blocks read_blocks(const Section& top) {
+    Blocks out;
+    if (!top.has("blocks")) return out;
+    const ValueRef all = top.value("blocks");
+    if (!all.node.IsMap()) all.fail("expected a mapping of block names to blocks, got " + describe(all.node), kBlockExample);
+    const Section blocks = Section::open(*all.source, all.node, all.path, all.place);
+    for (const auto& name : blocks.keys()) {
+        const ValueRef v = blocks.value(name);
+        if (name.empty() || name.find('/') != std::string::npos || name.find("${") != std::string::npos)
+            v.fail("a block name may not be empty or hold '/' or '${'", kBlockExample);
+        if (!v.node.IsMap()) v.fail("expected a mapping with layers (and params), got " + describe(v.node), kBlockExample);
+        const Section block(*v.source, v.node, v.path, v.place, {"params", "layers"});
+        BlockDef def;
+        def.name = name;
+        def.place = v.place;
+        if (block.has("params")) {
+            const ValueRef p = block.value("params");
+            if (p.node.IsSequence()) {  // [filters, strides]: all required
+                for (size_t i = 0; i < p.node.size(); ++i) {
+                    const ValueRef item = list_item(p, i);
+                    if (!item.node.IsScalar() || item.node.Scalar().empty())
+                        item.fail("expected a parameter name, got " + describe(item.node), "e.g. params: [filters]");
+                    def.param_order.push_back(item.node.Scalar());
+                    def.params[item.node.Scalar()] = std::nullopt;
+                }
+            } else if (p.node.IsMap()) {  // {filters: ~, strides: 1}: ~ is required
+                const Section params = Section::open(*p.source, p.node, p.path, p.place);
+                for (const auto& key : params.keys()) {
+                    const ValueRef d = params.value(key);
+                    def.param_order.push_back(key);
+                    if (d.node.IsNull()) def.params[key] = std::nullopt;
+                    else def.params[key] = param_text(d);
+                }
+            } else if (!p.node.IsNull()) {
+                p.fail("expected a mapping of parameter names to defaults (~ for none), got " + describe(p.node),
+                       "e.g. params: {filters: ~, strides: 1}");
+            }
+        }
+        def.layers = block.value("layers");
+        if (!block.has("layers")) def.layers.fail("missing", "list the block's layers, " + kLayersExample);
+        if (!def.layers.node.IsSequence() || def.layers.node.size() == 0)
+            def.layers.fail("expected a non-empty list of layers, got " + describe(def.layers.node), kLayersExample);
+        out.defs.emplace(name, std::move(def));
+    }
+    return out;
+}
+
+// One level of expansion: the top level or one copy of a block.
+struct Scope {
+    std::string prefix;                          // "" or "stage2/block1/"
+    const BlockDef* block = nullptr;             // null at the top level
+    std::map<std::string, std::string> values;   // block parameters -> text
+    LayerInput input;                            // what `input` means here
+    std::map<std::string, int> names;            // local names (and instance names) -> layer index
+    std::vector<std::string> active;             // blocks being expanded, outermost first
+};
+
+class Expander {
+public:
+    Expander(const Blocks& blocks, std::vector<LayerSpec>& out) : blocks_(blocks), out_(out) {}
+
+    void expand_list(const ValueRef& list, Scope& scope) {
+        // Keras-like auto names inside a block: counted per copy, skipping given names.
+        std::map<std::string, int> type_counts;
+        std::set<std::string> given;
+        if (scope.block)
+            for (size_t i = 0; i < list.node.size(); ++i) {
+                const YAML::Node n = list.node[i];
+                if (n.IsMap() && n["name"] && n["name"].IsScalar()) given.insert(substitute_raw(n["name"].Scalar(), scope));
+            }
+        for (size_t i = 0; i < list.node.size(); ++i) {
+            const ValueRef item = list_item(list, i);
+            if (item.node.IsMap() && item.node["block"]) {
+                expand_instance(item, scope);
+                continue;
+            }
+            LayerSpec spec = read_layer(item);
+            if (scope.block) {
+                substitute(spec, scope);
+                std::string local = spec.name;
+                if (local.empty()) {
+                    const int n = type_counts[spec.type]++;
+                    local = n == 0 ? spec.type : spec.type + "_" + std::to_string(n);
+                    while (given.count(local) || scope.names.count(local))
+                        local = spec.type + "_" + std::to_string(type_counts[spec.type]++);
+                } else if (local.find('/') != std::string::npos) {
+                    fail_at(spec, "name", "'/' is not allowed in a layer name; the block adds its own scope");
+                } else if (scope.names.count(local)) {
+                    fail_at(spec, "name", "duplicate layer name '" + local + "' in block '" + scope.block->name + "'");
+                }
+                link_inputs(spec, scope);
+                if (spec.inputs.empty() && out_.size() == first_of_copy_) spec.inputs.push_back(scope.input);
+                spec.name = scope.prefix + local;
+                spec.scoped = true;
+                scope.names[local] = static_cast<int>(out_.size());
+            } else {
+                link_inputs(spec, scope);
+                if (!spec.name.empty()) scope.names[spec.name] = static_cast<int>(out_.size());
+            }
+            out_.push_back(std::move(spec));
+        }
+    }
+
+private:
+    [[noreturn]] static void fail_at(const LayerSpec& spec, const std::string& key, const std::string& problem,
+                                     const std::string& hint = "") {
+        auto it = spec.where.find(key);
+        if (it == spec.where.end()) it = spec.where.find("");
+        std::string text = (it != spec.where.end() && !it->second.empty() ? it->second + ": " : "") + "layer (" +
+                           spec.type + ")" + (key.empty() ? "" : ": " + key) + ": " + problem;
+        if (!hint.empty()) text += "; " + hint;
+        throw ConfigError(text);
+    }
+
+    // $name or ${name} -> the parameter's text; an unknown name is an error at `where`.
+    std::string substitute_text(const std::string& text, const Scope& scope, const std::string& where,
+                                const std::string& key) const {
+        const auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+        const std::string at = where.empty() ? "" : where + ": ";
+        std::string out;
+        size_t pos = 0;
+        for (size_t open; (open = text.find('$', pos)) != std::string::npos;) {
+            std::string name;
+            size_t end;
+            if (open + 1 < text.size() && text[open + 1] == '{') {
+                const size_t close = text.find('}', open);
+                if (close == std::string::npos)
+                    throw ConfigError(at + key + ": '" + text + "' opens '${' without '}'; write ${NAME} or $NAME");
+                name = text.substr(open + 2, close - open - 2);
+                end = close + 1;
+            } else {
+                end = open + 1;
+                while (end < text.size() && word_char(text[end])) ++end;
+                name = text.substr(open + 1, end - open - 1);
+                if (name.empty()) {  // a lone '$' is text
+                    out += text.substr(pos, end - pos);
+                    pos = end;
+                    continue;
+                }
+            }
+            auto it = scope.values.find(name);
+            if (it == scope.values.end()) {
+                if (!scope.block)
+                    throw ConfigError(at + key + ": $" + name + " is a block parameter, but this layer is not in a "
+                                                            "block; define the block under blocks:");
+                std::vector<std::string> known(scope.block->param_order);
+                throw ConfigError(at + key + ": unknown parameter $" + name + " of block '" + scope.block->name +
+                                  "'" + did_you_mean(name, known) + "; its parameters: " +
+                                  (known.empty() ? std::string("none (add params: to the block)") : join_names(known)));
+            }
+            out += text.substr(pos, open - pos) + it->second;
+            pos = end;
+        }
+        return out + text.substr(pos);
+    }
+    std::string substitute_raw(const std::string& text, const Scope& scope) const {
+        try {
+            return substitute_text(text, scope, "", "name");
+        } catch (const ConfigError&) {
+            return text;  // reported where the layer is read
+        }
+    }
+    void substitute(LayerSpec& spec, const Scope& scope) const {
+        spec.type = substitute_text(spec.type, scope, spec.where.at("type"), "type");
+        if (!spec.name.empty()) spec.name = substitute_text(spec.name, scope, spec.where.at("name"), "name");
+        for (auto& [key, value] : spec.params) value = substitute_text(value, scope, spec.where.at(key), key);
+        for (auto& in : spec.inputs) in.name = substitute_text(in.name, scope, spec.where.at("inputs"), "inputs");
+    }
+
+    // Names the scope knows become layer indices; inside a block every name
+    // must be the block's own (or `input`).
+    void link_inputs(LayerSpec& spec, const Scope& scope) const {
+        for (auto& in : spec.inputs) {
+            if (in.name == "input") {
+                in = LayerInput{"input", scope.block ? scope.input.layer : -1};
+                if (scope.block && scope.input.layer == LayerInput::kByName) in = scope.input;
+                continue;
+            }
+            auto it = scope.names.find(in.name);
+            if (it != scope.names.end()) {
+                in.layer = it->second;
+            } else if (scope.block) {
+                std::vector<std::string> known{"input"};
+                for (const auto& [name, index] : scope.names) known.push_back(name);
+                fail_at(spec, "inputs",
+                        "unknown input '" + in.name + "' in block '" + scope.block->name + "'" +
+                            did_you_mean(in.name, known) + "; a layer in a block reads 'input' (the block's input) "
+                                                           "or a layer of the block above it");
+            }
+        }
+    }
+
+    void expand_instance(const ValueRef& item, Scope& outer) {
+        const Section inst = Section::open(*item.source, item.node, item.path, item.place);
+        const ValueRef bv = inst.value("block");
+        if (!bv.node.IsScalar() || bv.node.Scalar().empty())
+            bv.fail("expected a block name, got " + describe(bv.node), "e.g. {block: basic, repeat: 3}");
+        const std::string block_name = substitute_text(bv.node.Scalar(), outer, bv.place, "block");
+        auto found = blocks_.defs.find(block_name);
+        if (found == blocks_.defs.end()) {
+            const std::vector<std::string> known = blocks_.names();
+            bv.fail("unknown block '" + block_name + "'" + did_you_mean(block_name, known),
+                    known.empty() ? "define it under the top-level blocks: section"
+                                  : "defined blocks: " + join_names(known));
+        }
+        const BlockDef& def = found->second;
+        for (size_t k = 0; k < outer.active.size(); ++k)
+            if (outer.active[k] == block_name) {
+                std::vector<std::string> chain(outer.active.begin() + static_cast<long>(k), outer.active.end());
+                chain.push_back(block_name);
+                bv.fail("blocks use each other in a cycle: " + join_names(chain, " -> "),
+                        "a block may not contain itself");
+            }
+        if (inst.has("type")) inst.value("type").fail("a layer has either type: or block:, not both");
+        int64_t repeat = 1;
+        if (inst.has("repeat")) repeat = read_positive_int(inst.value("repeat"));
+        if (repeat > 10000) inst.value("repeat").fail("is too large; repeat a block at most 10000 times");
+        std::string local = inst.has("name") ? substitute_text(read_text(inst.value("name")), outer,
+                                                               inst.key_place("name"), "name")
+                                             : "";
+        if (local.empty()) {
+            const int n = outer_instance_counts_[outer.prefix + block_name]++;
+            local = n == 0 ? block_name : block_name + "_" + std::to_string(n);
+        } else if (local.find('/') != std::string::npos) {
+            inst.value("name").fail("'/' is not allowed in a block instance's name; the scope adds it");
+        }
+        if (outer.names.count(local))
+            (inst.has("name") ? inst.value("name") : bv).fail("duplicate name '" + local + "'; names must be unique");
+        // The block's input: its `inputs:` or the layer before it.
+        LayerInput input{"", out_.empty() ? -1 : static_cast<int>(out_.size()) - 1};
+        if (outer.block && out_.size() == first_of_copy_) input = outer.input;
+        if (inst.has("inputs")) {
+            std::vector<LayerInput> given = read_inputs(inst.value("inputs"));
+            if (given.size() != 1) inst.value("inputs").fail("a block reads one input; name one layer");
+            LayerSpec holder;
+            holder.type = "block " + block_name;
+            holder.where["inputs"] = inst.key_place("inputs");
+            holder.inputs = given;
+            for (auto& in : holder.inputs)
+                in.name = substitute_text(in.name, outer, holder.where["inputs"], "inputs");
+            link_inputs(holder, outer);
+            input = holder.inputs[0];
+        }
+        // Parameters: the instance's keys, given in the outer scope's terms.
+        std::map<std::string, std::string> values;
+        for (const auto& key : inst.keys()) {
+            if (key == "block" || key == "repeat" || key == "name" || key == "inputs") continue;
+            if (!def.params.count(key)) {
+                std::vector<std::string> known(def.param_order);
+                known.insert(known.end(), {"repeat", "name", "inputs"});
+                inst.value(key).fail("unknown parameter for block '" + block_name + "'" + did_you_mean(key, known),
+                                     "it takes: " + join_names(known));
+            }
+            values[key] = substitute_text(param_text(inst.value(key)), outer, inst.key_place(key), key);
+        }
+        for (const auto& name : def.param_order) {
+            if (values.count(name)) continue;
+            const auto& fallback = def.params.at(name);
+            if (!fallback)
+                bv.fail("block '" + block_name + "' needs parameter '" + name + "'",
+                        "e.g. {block: " + block_name + ", " + name + ": ...}");
+            values[name] = *fallback;
+        }
+        const size_t saved_first = first_of_copy_;
+        for (int64_t copy = 1; copy <= repeat; ++copy) {
+            Scope scope;
+            scope.prefix = outer.prefix + local + "/" + (repeat > 1 ? "block" + std::to_string(copy) + "/" : "");
+            scope.block = &def;
+            scope.values = values;
+            scope.input = input;
+            scope.active = outer.active;
+            scope.active.push_back(block_name);
+            first_of_copy_ = out_.size();
+            expand_list(def.layers, scope);
+            input = LayerInput{"", static_cast<int>(out_.size()) - 1};
+        }
+        first_of_copy_ = saved_first;
+        outer.names[local] = static_cast<int>(out_.size()) - 1;
+    }
+
+    const Blocks& blocks_;
+    std::vector<LayerSpec>& out_;
+    size_t first_of_copy_ = static_cast<size_t>(-1);  // index of the current copy's first layer
+    std::map<std::string, int> outer_instance_counts_;
+};
 
 }  // namespace
 
@@ -84,7 +419,11 @@ ModelConfig read_model(const Section& top) {
     if (!layers.node.IsSequence()) layers.fail("expected a list of layers, got " + describe(layers.node), kLayersExample);
     if (layers.node.size() == 0) layers.fail("is empty", "list at least one layer, " + kLayersExample);
     out.layers_place = layers.place;
-    for (size_t i = 0; i < layers.node.size(); ++i) out.layers.push_back(read_layer(list_item(layers, i)));
+    const Blocks blocks = read_blocks(top);
+    Expander expander(blocks, out.layers);
+    Scope scope;
+    scope.input = LayerInput{"input", -1};
+    expander.expand_list(layers, scope);
     return out;
 }
 

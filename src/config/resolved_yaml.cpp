@@ -121,6 +121,13 @@ private:
             key("type") << layer.type;
             const std::string& name = layer.resolved_name.empty() ? layer.name : layer.resolved_name;
             if (!name.empty()) key("name") << name;
+            // inputs: only where they are not the layer before (so a chain reads as it always did).
+            std::vector<std::string> inputs = layer.resolved_inputs;
+            if (layer.resolved_name.empty())
+                for (const auto& in : layer.inputs)
+                    inputs.push_back(in.layer == LayerInput::kByName ? in.name : std::string("#").append(std::to_string(in.layer)));
+            if (inputs.size() == 1) key("inputs") << inputs[0];
+            else if (!inputs.empty()) key("inputs") << YAML::Flow << inputs;
             const auto emit = [&](const auto& params) {
                 for (const auto& [k, v] : params) {
                     out_ << YAML::Key << k << YAML::Value;

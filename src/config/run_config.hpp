@@ -18,21 +18,35 @@ namespace gputrain::config {
 // relu, ...); `params` holds every other key of the layer's mapping as its
 // scalar text (e.g. {"units": "128", "activation": "relu"}); nn/ validates
 // them against the layer kind and reports errors via `where`.
+// One tensor a layer reads: a layer's name, or `input` (the model's input).
+struct LayerInput {
+    static constexpr int kByName = -2;
+    std::string name;       // as written (after block parameters are put in)
+    int layer = kByName;    // set by block expansion: the layer meant, by index (-1: the model's input)
+};
+
 struct LayerSpec {
     std::string type;
     std::string name;                           // "" = auto ("dense", "dense_1", ...)
     std::map<std::string, std::string> params;  // key -> scalar text
     std::map<std::string, std::string> where;   // key -> "file:line:col" ("" key = the layer itself)
+    // `inputs:`: the tensors the layer reads; empty = the layer before it (the
+    // model's input for the first layer).
+    std::vector<LayerInput> inputs;
+    // Layers of a block instance are named by the block (`stage2/block1/conv2d`).
+    bool scoped = false;
     // Filled by nn::resolve_layers once the layer has been built: its name
     // (auto names included) and every parameter it took, defaults included,
     // in one spelling; the resolved YAML writes these when present.
     std::string resolved_name;
     std::vector<std::pair<std::string, std::string>> resolved_params;
+    // The resolved names of its inputs; empty when they are the default.
+    std::vector<std::string> resolved_inputs;
 };
 
 struct ModelConfig {
     Shape input_shape;               // model.input_shape, e.g. [28, 28]
-    std::vector<LayerSpec> layers;   // model.layers
+    std::vector<LayerSpec> layers;   // model.layers, with every `block:` instance expanded into its layers
     std::string layers_place;        // where model.layers is ("cfg.yaml:5:3", "--set ..."); "" when built in code
 };
 

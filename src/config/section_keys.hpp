@@ -16,7 +16,7 @@ struct SectionKeys {
 
 inline const std::vector<SectionKeys>& section_keys() {
     static const std::vector<SectionKeys> sections{
-        {"", {"run_dir", "model", "loss", "metrics", "optimizer", "data", "training", "strategy", "checkpoint",
+        {"", {"run_dir", "blocks", "model", "loss", "metrics", "optimizer", "data", "training", "strategy", "checkpoint",
               "early_stopping", "reduce_lr_on_plateau", "logging"}},
         {"model", {"input_shape", "layers"}},
         {"loss", {"name", "from_logits"}},

@@ -5,7 +5,7 @@
 
 namespace gputrain::nn {
 
-class ActivationLayer : public Layer {
+class ActivationLayer : public UnaryLayer {
 public:
     explicit ActivationLayer(Activation activation) : configured_(activation), activation_(activation) {}
 

@@ -24,7 +24,7 @@ struct BatchNormSettings {
     bool sync = false;
 };
 
-class BatchNorm : public Layer {
+class BatchNorm : public UnaryLayer {
 public:
     explicit BatchNorm(const BatchNormSettings& s) : s_(s) {}
 

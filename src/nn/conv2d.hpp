@@ -18,7 +18,7 @@ struct Conv2dSettings {
     Activation activation = Activation::linear;
 };
 
-class Conv2d : public Layer {
+class Conv2d : public UnaryLayer {
 public:
     explicit Conv2d(const Conv2dSettings& s) : s_(s) {}
 

@@ -6,7 +6,7 @@
 
 namespace gputrain::nn {
 
-class Dense : public Layer {
+class Dense : public UnaryLayer {
 public:
     Dense(int64_t units, Activation activation, bool use_bias)
         : units_(units), activation_(activation), use_bias_(use_bias) {}

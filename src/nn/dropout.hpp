@@ -8,7 +8,7 @@
 
 namespace gputrain::nn {
 
-class Dropout : public Layer {
+class Dropout : public UnaryLayer {
 public:
     explicit Dropout(float rate) : rate_(rate) {}
 

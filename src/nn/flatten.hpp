@@ -5,7 +5,7 @@
 
 namespace gputrain::nn {
 
-class Flatten : public Layer {
+class Flatten : public UnaryLayer {
 public:
     std::string type() const override { return "flatten"; }
     Shape build(const Shape& input_shape) override;

@@ -6,7 +6,7 @@
 
 namespace gputrain::nn {
 
-class GlobalAvgPool2d : public Layer {
+class GlobalAvgPool2d : public UnaryLayer {
 public:
     std::string type() const override { return "global_avg_pool2d"; }
     Shape build(const Shape& input_shape) override;

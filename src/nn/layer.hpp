@@ -1,10 +1,13 @@
 // Layer: the contract every layer kind follows (Caffe's set-up / forward /
-// backward). A layer learns its input shape once (`build`), declares its
-// parameters, then is run on batches of `rows` samples living in backend memory.
+// backward over spans of inputs). A layer learns its input shapes once
+// (`build`), declares its parameters, then is run on batches of `rows`
+// samples living in backend memory. Most layers read one input: they derive
+// from UnaryLayer and implement the one-input forms.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -64,9 +67,15 @@ public:
     // One-line description of non-default settings for the summary, e.g. "relu".
     virtual std::string detail() const { return ""; }
 
-    // Checks the input shape (per sample) and returns the output shape.
-    // Throws ConfigError naming the layer on an impossible shape.
-    virtual Shape build(const Shape& input_shape) = 0;
+    // Checks the input shapes (per sample, one per input, in the order of
+    // the layer's `inputs:`) and returns the output shape. Throws ConfigError
+    // naming the layer (and its inputs, input_names()) on an impossible shape.
+    virtual Shape build(std::span<const Shape> input_shapes) = 0;
+    Shape build(const Shape& input_shape) { return build(std::span<const Shape>(&input_shape, 1)); }
+    // The names of the tensors the layer reads ("input" = the model's input),
+    // set by the model before build, for error messages.
+    void set_input_names(std::vector<std::string> names) { input_names_ = std::move(names); }
+    const std::vector<std::string>& input_names() const { return input_names_; }
     virtual std::vector<ParamSpec> param_specs() const { return {}; }
     // Views into the model's flat buffers, in param_specs() order; a
     // non-trainable tensor points into the state buffer and its grad is null.
@@ -144,10 +153,20 @@ public:
     void set_index(int index) { index_ = index; }
     int index() const { return index_; }
 
-    virtual void forward(const RunContext& ctx, const float* x, float* y, int rows) = 0;
-    // Writes parameter gradients (overwriting) and, when dx is not null, the input gradient.
-    virtual void backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx,
-                          int rows) = 0;
+    // x: one pointer per input; y: the output. Never in place: y is not any x.
+    virtual void forward(const RunContext& ctx, std::span<const float* const> x, float* y, int rows) = 0;
+    // Writes parameter gradients (overwriting) and, for each dx[i] that is not
+    // null, input i's gradient (overwriting; the model sums the gradients of
+    // a tensor read by several layers). dy is not any dx[i].
+    virtual void backward(const RunContext& ctx, std::span<const float* const> x, const float* y, const float* dy,
+                          std::span<float* const> dx, int rows) = 0;
+    // One-input forms (tests, and layers of one input).
+    void forward(const RunContext& ctx, const float* x, float* y, int rows) {
+        forward(ctx, std::span<const float* const>(&x, 1), y, rows);
+    }
+    void backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx, int rows) {
+        backward(ctx, std::span<const float* const>(&x, 1), y, dy, std::span<float* const>(&dx, 1), rows);
+    }
 
     // A training step in which this replica has no rows (batch smaller than
     // the replica count): a layer that joins collectives in forward/backward
@@ -160,6 +179,26 @@ public:
 protected:
     std::string name_;
     int index_ = 0;
+    std::vector<std::string> input_names_;
+};
+
+// A layer of exactly one input: implements the one-input build, forward and
+// backward; the model's span forms reach them.
+class UnaryLayer : public Layer {
+public:
+    Shape build(std::span<const Shape> input_shapes) final;
+    void forward(const RunContext& ctx, std::span<const float* const> x, float* y, int rows) final {
+        forward(ctx, x[0], y, rows);
+    }
+    void backward(const RunContext& ctx, std::span<const float* const> x, const float* y, const float* dy,
+                  std::span<float* const> dx, int rows) final {
+        backward(ctx, x[0], y, dy, dx[0], rows);
+    }
+
+    virtual Shape build(const Shape& input_shape) = 0;
+    virtual void forward(const RunContext& ctx, const float* x, float* y, int rows) = 0;
+    virtual void backward(const RunContext& ctx, const float* x, const float* y, const float* dy, float* dx,
+                          int rows) = 0;
 };
 
 }  // namespace gputrain::nn

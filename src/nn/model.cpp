@@ -7,6 +7,8 @@
 #include "backend/gemm_input_cast.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "nn/graph.hpp"
+#include "nn/layer_args.hpp"
 #include "nn/layer_names.hpp"
 #include "nn/registry.hpp"
 
@@ -34,16 +36,33 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         throw ConfigError("model.input_shape: " + shape_to_string(input_shape_, false) + " has more than " +
                           std::to_string(kMaxSampleElements) + " elements per sample; give a smaller shape");
 
-    // Build the layers, naming them like Keras (dense, dense_1, ...).
+    // Create the layers, naming them like Keras (dense, dense_1, ...), then
+    // link them into the graph and build each from its inputs' shapes.
     LayerNamer namer(model.layers);
-    Shape shape = input_shape_;
+    std::vector<std::string> names;
     for (size_t i = 0; i < model.layers.size(); ++i) {
         const auto& spec = model.layers[i];
         auto layer = builtin_layers().create(spec, static_cast<int>(i));
         layer->set_name(namer.name(spec, static_cast<int>(i)));
         layer->set_index(static_cast<int>(i));
+        names.push_back(layer->name());
+        layers_.push_back(std::move(layer));
+    }
+    graph_ = link_layers(model.layers, names);
+    tensor_shapes_.push_back(input_shape_);
+    for (size_t i = 0; i < model.layers.size(); ++i) {
+        const auto& spec = model.layers[i];
+        Layer& layer = *layers_[i];
+        std::vector<Shape> in_shapes;
+        std::vector<std::string> in_names;
+        for (int t : graph_.inputs[i]) {
+            in_shapes.push_back(tensor_shapes_[static_cast<size_t>(t)]);
+            in_names.push_back(graph_.tensor_name(t, names));
+        }
+        layer.set_input_names(in_names);
+        Shape shape;
         try {
-            shape = layer->build(shape);
+            shape = layer.build(in_shapes);
         } catch (const ConfigError& e) {
             // A shape the layer cannot take: where the layer is in the config.
             throw ConfigError(LayerArgs(spec, static_cast<int>(i)).place() + e.what());
@@ -53,13 +72,13 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
             LayerArgs(spec, static_cast<int>(i))
                 .fail("", "its output " + shape_to_string(shape) + " has more than " +
                               std::to_string(kMaxSampleElements) + " elements per sample; use smaller sizes");
-        for (const auto& p : layer->param_specs())
+        for (const auto& p : layer.param_specs())
             if (!elements_within(p.shape, kMaxParamElements, elements))
                 LayerArgs(spec, static_cast<int>(i))
                     .fail("", "its " + p.name + " " + shape_to_string(p.shape, false) + " has more than " +
                                   std::to_string(kMaxParamElements) + " elements; use smaller sizes");
         shapes_.push_back(shape);
-        layers_.push_back(std::move(layer));
+        tensor_shapes_.push_back(shape);
     }
 
     // The losses read one score per class for each sample.
@@ -113,12 +132,18 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         }
     }
     layer_offsets_.push_back(param_count_);
-    first_trainable_ = layers_.size();
-    for (size_t i = layers_.size(); i-- > 0;)
-        if (layer_offsets_[i + 1] > layer_offsets_[i]) first_trainable_ = i;
-    params_ = backend_.allocate_floats(param_count_);
-    if (use_ == ModelUse::training) grads_ = backend_.allocate_floats(param_count_);
-    state_ = backend_.allocate_floats(std::max<size_t>(1, state_count_));
+    // A tensor needs a gradient when a layer with trainable parameters made it
+    // or made what it was computed from; a layer runs backward when its output
+    // needs one (nothing in front of the first trainable layer runs backward).
+    needs_grad_.assign(tensor_shapes_.size(), 0);
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        bool needs = layer_offsets_[i + 1] > layer_offsets_[i];
+        for (int t : graph_.inputs[i]) needs = needs || needs_grad_[static_cast<size_t>(t)];
+        needs_grad_[i + 1] = needs;
+    }
+    params_ = own_floats(param_count_);
+    if (use_ == ModelUse::training) grads_ = own_floats(param_count_);
+    state_ = own_floats(std::max<size_t>(1, state_count_));
     for (size_t i = 0; i < layers_.size(); ++i) {
         std::vector<float*> p, g;
         for (const Slot& slot : layer_slots[i]) {
@@ -148,48 +173,53 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         widest = std::max(widest, n);
         widest_output = std::max(widest_output, n);
         if (use_ == ModelUse::training) {
-            activation_blocks_.push_back(backend_.allocate_floats(static_cast<size_t>(max_rows_ * n)));
+            activation_blocks_.push_back(own_floats(static_cast<size_t>(max_rows_ * n)));
             activation_floats_ += static_cast<size_t>(max_rows_ * n);
         }
         scratch += scratch_block(*layers_[i]);
     }
     if (use_ == ModelUse::inference) {
-        // Layer i reads layer i-1's output and writes its own: two buffers, taken in turns.
-        for (int b = 0; b < std::min<int>(2, static_cast<int>(layers_.size())); ++b) {
-            activation_blocks_.push_back(backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest_output)));
+        // Outputs share buffers of the widest output by liveness: a layer's
+        // output takes a free buffer, and its inputs' buffers come free after
+        // their last reader has run (a chain takes turns in two).
+        const std::vector<int> slots = plan_inference_buffers();
+        const int count = slots.empty() ? 0 : *std::max_element(slots.begin(), slots.end()) + 1;
+        for (int b = 0; b < count; ++b) {
+            activation_blocks_.push_back(own_floats(static_cast<size_t>(max_rows_ * widest_output)));
             activation_floats_ += static_cast<size_t>(max_rows_ * widest_output);
         }
-        for (size_t i = 0; i < layers_.size(); ++i) activations_.push_back(activation_blocks_[i % 2]);
+        for (size_t i = 0; i < layers_.size(); ++i) activations_.push_back(activation_blocks_[static_cast<size_t>(slots[i])]);
     } else {
         activations_ = activation_blocks_;
     }
     scratch_floats_ = static_cast<size_t>(scratch);
-    scratch_ = backend_.allocate_floats(std::max<size_t>(1, scratch_floats_));
+    scratch_ = own_floats(std::max<size_t>(1, scratch_floats_));
     float* s = scratch_;
     for (auto& layer : layers_) {
         layer->set_scratch(s);
         s += scratch_block(*layer);
     }
     if (use_ == ModelUse::training) {
-        grad_a_ = backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest));
-        grad_b_ = backend_.allocate_floats(static_cast<size_t>(max_rows_ * widest));
-        activation_floats_ += 2 * static_cast<size_t>(max_rows_ * widest);
+        // Activation gradients in buffers of the widest tensor, reused by
+        // liveness over the backward pass (a chain takes turns in two).
+        const int count = plan_backward();
+        for (int b = 0; b < count; ++b) {
+            grad_buffers_.push_back(own_floats(static_cast<size_t>(max_rows_ * widest)));
+            activation_floats_ += static_cast<size_t>(max_rows_ * widest);
+        }
     }
     allocate_workspace();
 
     initialize(init_seed);
 }
 
-Model::~Model() {
-    for (float* a : activation_blocks_) backend_.release(a);
-    backend_.release(scratch_);
-    if (grad_a_) backend_.release(grad_a_);
-    if (grad_b_) backend_.release(grad_b_);
-    backend_.release(params_);
-    if (grads_) backend_.release(grads_);
-    backend_.release(state_);
-    if (workspace_) backend_.release(workspace_);
-    if (gemm_copies_) backend_.release(gemm_copies_);
+Model::~Model() = default;
+
+float* Model::own_floats(size_t count) { return static_cast<float*>(own_bytes(count * sizeof(float))); }
+
+void* Model::own_bytes(size_t bytes) {
+    owned_.emplace_back(backend_, bytes);
+    return owned_.back().get();
 }
 
 void Model::allocate_workspace() {
@@ -208,19 +238,92 @@ void Model::allocate_workspace() {
         gemm_copy_bytes_ += round_up_cast_copy(copy_sizes.back());
     }
     if (gemm_copy_bytes_ > 0) {
-        gemm_copies_ = backend_.allocate_bytes(gemm_copy_bytes_);
+        gemm_copies_ = own_bytes(gemm_copy_bytes_);
         for (size_t i = 0; i < layers_.size(); ++i)
             if (copy_sizes[i] > 0)
                 layers_[i]->set_gemm_copies(static_cast<char*>(gemm_copies_) + copy_offsets[i],
                                             backend_.gemm_copy_bytes());
-        // A layer whose input's copy its predecessor can write with its output.
-        for (size_t i = 1; i < layers_.size(); ++i)
-            if (void* input_copy = layers_[i]->gemm_input_copy())
-                layers_[i]->set_gemm_input_copy_made(layers_[i - 1]->set_gemm_output_copy(input_copy));
+        // A layer of one input whose copy the layer that makes that input can
+        // write with its output (one such reader per layer).
+        std::vector<char> wired(layers_.size(), 0);
+        for (size_t i = 0; i < layers_.size(); ++i) {
+            const auto& in = graph_.inputs[i];
+            if (in.size() != 1 || in[0] == 0) continue;
+            const size_t maker = static_cast<size_t>(in[0] - 1);
+            if (wired[maker]) continue;
+            if (void* input_copy = layers_[i]->gemm_input_copy()) {
+                const bool made = layers_[maker]->set_gemm_output_copy(input_copy);
+                layers_[i]->set_gemm_input_copy_made(made);
+                wired[maker] = made;
+            }
+        }
     }
     if (workspace_bytes_ == 0) return;
-    workspace_ = backend_.allocate_bytes(workspace_bytes_);
+    workspace_ = own_bytes(workspace_bytes_);
     for (auto& layer : layers_) layer->set_workspace(workspace_, workspace_bytes_);
+}
+
+std::vector<int> Model::plan_inference_buffers() const {
+    std::vector<int> last_reader(tensor_shapes_.size(), -1), slot_of(tensor_shapes_.size(), -1), slots;
+    for (size_t i = 0; i < layers_.size(); ++i)
+        for (int t : graph_.inputs[i]) last_reader[static_cast<size_t>(t)] = static_cast<int>(i);
+    std::vector<int> free;
+    int count = 0;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        int slot;
+        if (free.empty()) {
+            slot = count++;
+        } else {
+            slot = free.back();
+            free.pop_back();
+        }
+        slot_of[i + 1] = slot;
+        slots.push_back(slot);
+        for (int t : graph_.inputs[i])  // the model's input is not ours to reuse
+            if (t > 0 && last_reader[static_cast<size_t>(t)] == static_cast<int>(i)) {
+                free.push_back(slot_of[static_cast<size_t>(t)]);
+                last_reader[static_cast<size_t>(t)] = -1;  // an input read twice is freed once
+            }
+    }
+    return slots;
+}
+
+int Model::plan_backward() {
+    std::vector<int> slot_of(tensor_shapes_.size(), -1), free;
+    int count = 0;
+    const auto take = [&] {
+        if (free.empty()) return count++;
+        const int slot = free.back();
+        free.pop_back();
+        return slot;
+    };
+    backward_.assign(layers_.size(), {});
+    loss_slot_ = take();
+    slot_of.back() = loss_slot_;
+    for (size_t i = layers_.size(); i-- > 0;) {
+        BackwardPlan& plan = backward_[i];
+        plan.runs = needs_grad_[i + 1];
+        if (!plan.runs) continue;
+        plan.dy = slot_of[i + 1];
+        std::vector<int> temporaries;
+        for (int t : graph_.inputs[i]) {
+            int dx = -1, sum_into = -1;
+            if (needs_grad_[static_cast<size_t>(t)]) {
+                if (slot_of[static_cast<size_t>(t)] < 0) {
+                    dx = slot_of[static_cast<size_t>(t)] = take();  // the first reader (last to run) writes it
+                } else {
+                    dx = take();  // later readers add theirs to it
+                    sum_into = slot_of[static_cast<size_t>(t)];
+                    temporaries.push_back(dx);
+                }
+            }
+            plan.dx.push_back(dx);
+            plan.sum_into.push_back(sum_into);
+        }
+        free.push_back(plan.dy);
+        free.insert(free.end(), temporaries.begin(), temporaries.end());
+    }
+    return count;
 }
 
 namespace {
@@ -264,11 +367,16 @@ void Model::initialize(uint64_t seed) {
     backend_.copy_to_device(state_, host.data(), state_count_ * sizeof(float));
 }
 
+void Model::gather_inputs(size_t layer, const float* inputs, std::vector<const float*>& xs) const {
+    xs.clear();
+    for (int t : graph_.inputs[layer]) xs.push_back(t == 0 ? inputs : activations_[static_cast<size_t>(t - 1)]);
+}
+
 void Model::forward(const RunContext& ctx, const float* inputs, int rows) {
-    const float* x = inputs;
+    std::vector<const float*> xs;
     for (size_t i = 0; i < layers_.size(); ++i) {
-        layers_[i]->forward(ctx, x, activations_[i], rows);
-        x = activations_[i];
+        gather_inputs(i, inputs, xs);
+        layers_[i]->forward(ctx, xs, activations_[i], rows);
     }
 }
 
@@ -293,31 +401,42 @@ void Model::run_step(const RunContext& ctx, const float* inputs, const int32_t* 
         backend_.fill(grads_, param_count_, 0.0f);
         for (auto& layer : layers_) layer->forward_without_rows(ctx);
         for (size_t i = layers_.size(); i-- > 0;) {
-            if (i >= first_trainable_) layers_[i]->backward_without_rows(ctx);
+            if (backward_[i].runs) layers_[i]->backward_without_rows(ctx);
             if (ready) ready(layer_offsets_[i]);
         }
         return;
     }
-    const float* x = inputs;
+    std::vector<const float*> xs;
     for (size_t i = 0; i < layers_.size(); ++i) {
-        layers_[i]->forward(ctx, x, activations_[i], rows);
-        x = activations_[i];
+        gather_inputs(i, inputs, xs);
+        layers_[i]->forward(ctx, xs, activations_[i], rows);
         if (after) (*after)(i, Phase::forward);
     }
-    float* dy = grad_a_;
-    float* spare = grad_b_;
-    loss_.compute(backend_, activations_.back(), labels, rows, static_cast<int>(classes()), grad_scale, dy, stats);
+    float* loss_grad = grad_buffers_[static_cast<size_t>(loss_slot_)];
+    loss_.compute(backend_, activations_.back(), labels, rows, static_cast<int>(classes()), grad_scale, loss_grad,
+                  stats);
     // Scaling by a power of two is exact: the same as scaling grad_scale.
-    if (ctx.loss_scale) backend_.scale_by(dy, static_cast<size_t>(rows) * static_cast<size_t>(classes()), ctx.loss_scale);
+    if (ctx.loss_scale)
+        backend_.scale_by(loss_grad, static_cast<size_t>(rows) * static_cast<size_t>(classes()), ctx.loss_scale);
     if (after) (*after)(layers_.size(), Phase::loss);
+    std::vector<float*> dxs;
     for (size_t i = layers_.size(); i-- > 0;) {
-        const float* xi = i == 0 ? inputs : activations_[i - 1];
-        // Nothing before the first layer with parameters needs a gradient (a
-        // flatten or dropout in front would only pass it on to the input).
-        float* dx = computes_input_gradient(i) ? spare : nullptr;
-        if (i >= first_trainable_) layers_[i]->backward(ctx, xi, activations_[i], dy, dx, rows);
+        const BackwardPlan& plan = backward_[i];
+        if (plan.runs) {
+            gather_inputs(i, inputs, xs);
+            dxs.clear();
+            for (int slot : plan.dx) dxs.push_back(slot < 0 ? nullptr : grad_buffers_[static_cast<size_t>(slot)]);
+            layers_[i]->backward(ctx, xs, activations_[i], grad_buffers_[static_cast<size_t>(plan.dy)], dxs, rows);
+            // A tensor read by several layers: the gradients of its readers add up.
+            for (size_t j = 0; j < plan.sum_into.size(); ++j)
+                if (plan.sum_into[j] >= 0) {
+                    const int t = graph_.inputs[i][j];
+                    backend_.accumulate(grad_buffers_[static_cast<size_t>(plan.sum_into[j])], dxs[j],
+                                        static_cast<size_t>(rows) *
+                                            static_cast<size_t>(shape_elements(tensor_shapes_[static_cast<size_t>(t)])));
+                }
+        }
         if (ready) ready(layer_offsets_[i]);
-        std::swap(dy, spare);
         if (after) (*after)(i, Phase::backward);
     }
 }
@@ -329,28 +448,48 @@ void Model::evaluate(const RunContext& ctx, const float* inputs, const int32_t* 
 }
 
 std::string Model::summary() const {
-    std::string out;
-    char line[160];
-    const char* rule = "─────────────────────────────────────────────────────────────────────\n";
-    std::snprintf(line, sizeof line, "%-32s %-24s %12s\n", "Layer (type)", "Output Shape", "Param #");
-    out += rule;
-    out += line;
-    out += rule;
+    // A graph gets Keras' functional column: the tensors each layer reads;
+    // its scoped names (stage2/block1/conv2d) get a wider first column.
+    const bool graph = !graph_.is_chain();
+    std::vector<std::string> names, labels;
+    size_t width = 32;
     for (size_t i = 0; i < layers_.size(); ++i) {
-        size_t count = 0;
-        for (const auto& spec : layers_[i]->param_specs()) count += static_cast<size_t>(shape_elements(spec.shape));
+        names.push_back(layers_[i]->name());
         std::string label = layers_[i]->name() + " (" + layers_[i]->type() + ")";
         const std::string detail = layers_[i]->detail();
         if (!detail.empty()) label += " " + detail;
         if (fused_softmax_ && i + 1 == layers_.size()) label += layers_[i]->type() == "softmax" ? "*" : " softmax*";
+        if (graph) width = std::max(width, std::min<size_t>(label.size(), 56));
+        labels.push_back(label);
+    }
+    const auto pad = [](std::string text, size_t n) {
+        if (text.size() < n) text.append(n - text.size(), ' ');
+        return text;
+    };
+    std::string rule;
+    for (size_t i = 0, n = width + 24 + 1 + 12 + (graph ? 30 : 0); i < n; ++i) rule += "─";
+    rule += "\n";
+    char line[160];
+    std::string out = rule;
+    std::snprintf(line, sizeof line, " %-24s %12s%s\n", "Output Shape", "Param #", graph ? "   Connected to" : "");
+    out += pad("Layer (type)", width) + line + rule;
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        size_t count = 0;
+        for (const auto& spec : layers_[i]->param_specs()) count += static_cast<size_t>(shape_elements(spec.shape));
+        std::string label = labels[i];
         // A label wider than its column gets a line of its own, the columns stay in line.
-        if (label.size() > 32) {
+        if (label.size() > width) {
             out += label + "\n";
             label.clear();
         }
-        std::snprintf(line, sizeof line, "%-32s %-24s %12zu\n", label.c_str(), shape_to_string(shapes_[i]).c_str(),
-                      count);
-        out += line;
+        std::snprintf(line, sizeof line, " %-24s %12zu", shape_to_string(shapes_[i]).c_str(), count);
+        out += pad(label, width) + line;
+        if (graph) {
+            std::string from;
+            for (int t : graph_.inputs[i]) from += (from.empty() ? "" : ", ") + graph_.tensor_name(t, names);
+            out += "   " + from;
+        }
+        out += "\n";
     }
     out += rule;
     const size_t total = param_count_ + state_count_;
@@ -359,6 +498,39 @@ std::string Model::summary() const {
     out += line;
     if (fused_softmax_) out += "* softmax fused with the cross-entropy loss\n";
     return out;
+}
+
+namespace {
+
+// A DOT string's text: quotes and backslashes escaped.
+std::string dot_text(const std::string& text) {
+    std::string out;
+    for (char c : text) {
+        if (c == '"' || c == '\\') out += '\\';
+        out += c;
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string Model::dot() const {
+    std::string out = "digraph model {\n  rankdir=TB;\n  node [shape=box, style=rounded, fontname=\"Helvetica\", "
+                      "fontsize=10];\n";
+    out += "  n0 [label=\"input\\n" + dot_text(shape_to_string(input_shape_)) + "\"];\n";
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        size_t count = 0;
+        for (const auto& spec : layers_[i]->param_specs()) count += static_cast<size_t>(shape_elements(spec.shape));
+        std::string label = layers_[i]->name() + " (" + layers_[i]->type() + ")";
+        const std::string detail = layers_[i]->detail();
+        if (!detail.empty()) label += " " + detail;
+        label = dot_text(label) + "\\n" + dot_text(shape_to_string(shapes_[i]));
+        if (count > 0) label += "\\n" + std::to_string(count) + " params";
+        out += "  n" + std::to_string(i + 1) + " [label=\"" + label + "\"];\n";
+    }
+    for (size_t i = 0; i < layers_.size(); ++i)
+        for (int t : graph_.inputs[i]) out += "  n" + std::to_string(t) + " -> n" + std::to_string(i + 1) + ";\n";
+    return out + "}\n";
 }
 
 }  // namespace gputrain::nn

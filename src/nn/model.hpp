@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/buffer.hpp"
 #include "config/run_config.hpp"
+#include "nn/graph.hpp"
 #include "nn/layer.hpp"
 #include "nn/loss.hpp"
 
@@ -30,9 +32,10 @@ struct ParamView {
 using GradientsReady = std::function<void(size_t offset)>;
 
 // What a Model is built for. `inference` (evaluate, predict) allocates no
-// gradients and no activation-gradient buffers, and its layers' outputs take
-// turns in two buffers (each layer reads only its predecessor's output), so
-// it holds the weights, two activations and the layers' scratch.
+// gradients and no activation-gradient buffers, and its layers' outputs share
+// buffers by liveness (a buffer is free again after the last reader of the
+// output in it has run; a chain takes turns in two), so it holds the
+// weights, the live activations and the layers' scratch.
 enum class ModelUse { training, inference };
 
 class Model {
@@ -76,10 +79,14 @@ public:
     // Where each layer's trainable parameters begin in the flat buffer
     // (layers + 1 entries, the last = param_count()): the offsets `ready` reports.
     const std::vector<size_t>& layer_param_offsets() const { return layer_offsets_; }
-    // Whether backward computes layer i's input gradient: only when a layer
-    // before it has trainable parameters (layers in front of the first such
-    // layer are not run backward at all).
-    bool computes_input_gradient(size_t i) const { return i > first_trainable_; }
+    // Whether backward computes the gradient of layer i's (first) input: only
+    // when a layer with trainable parameters made it or what it came from
+    // (layers in front of every trainable layer are not run backward at all).
+    bool computes_input_gradient(size_t i) const { return needs_grad_[static_cast<size_t>(graph_.inputs[i][0])]; }
+    // Which tensors each layer reads (graph.hpp), and each tensor's shape
+    // per sample (0: the model's input, i + 1: layer i's output).
+    const LayerGraph& graph() const { return graph_; }
+    const Shape& tensor_shape(int tensor) const { return tensor_shapes_[static_cast<size_t>(tensor)]; }
     // Forward and loss only (inference mode).
     void evaluate(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows, float* stats);
 
@@ -89,17 +96,21 @@ public:
     // The last layer's output of the latest forward pass (rows x classes), logits when fused.
     const float* outputs() const { return activations_.back(); }
 
-    // Floats allocated for `max_rows` samples: the layer outputs plus the two
-    // activation-gradient buffers (inference: the two output buffers), and the
-    // layers' scratch (for memory estimates; workspace_bytes() is the shared
+    // Floats allocated for `max_rows` samples: the layer outputs plus the
+    // activation-gradient buffers (inference: the output buffers shared by
+    // liveness; both two for a chain), and the layers' scratch (for memory estimates; workspace_bytes() is the shared
     // workspace's).
     size_t activation_floats() const { return activation_floats_; }
     size_t scratch_floats() const { return scratch_floats_; }
     // Bytes of the layers' own 16-bit GEMM operand copies (Layer::gemm_copy_bytes).
     size_t gemm_copy_bytes() const { return gemm_copy_bytes_; }
 
-    // A Keras-like table: layer (type), output shape, parameters; then totals.
+    // A Keras-like table: layer (type), output shape, parameters (and, for a
+    // graph, the layers each reads: Keras' "Connected to"); then totals.
     std::string summary() const;
+    // The graph in Graphviz's DOT language: a box per layer (name, type,
+    // output shape, parameters) and an edge per input.
+    std::string dot() const;
     // loss.from_logits is true but the last layer ends in softmax: the loss
     // takes probabilities for logits (a softmax twice), as Keras warns.
     bool softmax_under_logits_loss() const { return softmax_under_logits_loss_; }
@@ -119,23 +130,45 @@ public:
 
 private:
     void forward(const RunContext& ctx, const float* inputs, int rows);
+    // The pointers layer `layer` reads, in its inputs' order.
+    void gather_inputs(size_t layer, const float* inputs, std::vector<const float*>& xs) const;
+    // Inference: the buffer (0, 1, ...) each layer's output takes.
+    std::vector<int> plan_inference_buffers() const;
+    // Training: fills backward_ and loss_slot_; returns how many gradient buffers it uses.
+    int plan_backward();
     // forward_backward with either callback (both optional).
     void run_step(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows, float grad_scale,
                   float* stats, const GradientsReady& ready, const LayerObserver* after);
     void initialize(uint64_t seed);
+    // Backend memory the model owns (freed with it, also when its constructor throws).
+    float* own_floats(size_t count);
+    void* own_bytes(size_t bytes);
     void allocate_workspace();
 
     Backend& backend_;
+    std::vector<Buffer> owned_;          // every block below points into one of these
     Loss loss_;
     ModelUse use_;
     Shape input_shape_;
     std::vector<std::unique_ptr<Layer>> layers_;
+    LayerGraph graph_;
     std::vector<Shape> shapes_;          // output shape of each layer
+    std::vector<Shape> tensor_shapes_;   // the input's, then each layer's output's
+    std::vector<char> needs_grad_;       // per tensor
+    // Per layer, its backward pass: whether it runs, the gradient buffer of
+    // its output, and for each input the buffer it writes (-1: none) and the
+    // buffer that one is added into afterwards (-1: it is the tensor's own).
+    struct BackwardPlan {
+        bool runs = false;
+        int dy = -1;
+        std::vector<int> dx, sum_into;
+    };
+    std::vector<BackwardPlan> backward_;
+    int loss_slot_ = -1;                 // the buffer the loss writes its gradient to
     std::vector<ParamView> views_;
     std::vector<ParamSpec> specs_;       // parallel to views_
     std::vector<ParamView> state_views_;
     std::vector<ParamSpec> state_specs_; // parallel to state_views_
-    size_t first_trainable_ = 0;         // the first layer with trainable parameters (layers_.size(): none)
     std::vector<size_t> layer_offsets_;  // first trainable float of each layer, then param_count_
     int64_t max_rows_;
     size_t param_count_ = 0;
@@ -152,10 +185,9 @@ private:
     void* gemm_copies_ = nullptr;  // every layer's block, one allocation
     size_t gemm_copy_bytes_ = 0;
     std::vector<float*> activations_;    // per layer output
-    std::vector<float*> activation_blocks_;  // what activations_ point into (inference: two buffers)
+    std::vector<float*> activation_blocks_;  // what activations_ point into (inference: shared by liveness)
     float* scratch_ = nullptr;
-    float* grad_a_ = nullptr;            // ping-pong buffers for activation gradients
-    float* grad_b_ = nullptr;
+    std::vector<float*> grad_buffers_;   // activation gradients, shared by liveness
 };
 
 }  // namespace gputrain::nn

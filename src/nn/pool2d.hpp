@@ -9,7 +9,7 @@
 
 namespace gputrain::nn {
 
-class Pool2d : public Layer {
+class Pool2d : public UnaryLayer {
 public:
     Pool2d(PoolMode mode, IntPair pool, IntPair strides, Padding padding)
         : mode_(mode), pool_(pool), strides_(strides), padding_(padding) {}

@@ -9,6 +9,7 @@
 #include "nn/dropout.hpp"
 #include "nn/flatten.hpp"
 #include "nn/global_avg_pool2d.hpp"
+#include "nn/merge.hpp"
 #include "nn/pool2d.hpp"
 #include "nn/reshape.hpp"
 
@@ -127,6 +128,14 @@ void register_builtin_layers(LayerRegistry& registry) {
         args.finish({"rate"});
         return std::make_unique<Dropout>(static_cast<float>(rate));
     });
+    const std::pair<const char*, MergeOp> merges[] = {
+        {"add", MergeOp::add}, {"concatenate", MergeOp::concatenate}, {"multiply", MergeOp::multiply}};
+    for (const auto& [type, op] : merges) {
+        registry.add(type, [op = op](LayerArgs& args) -> std::unique_ptr<Layer> {
+            args.finish({});
+            return std::make_unique<Merge>(op);
+        });
+    }
     register_image_layers(registry);
 }
 

@@ -6,7 +6,7 @@
 
 namespace gputrain::nn {
 
-class Reshape : public Layer {
+class Reshape : public UnaryLayer {
 public:
     // `target` is checked by the registry: positive sizes and at most one -1.
     explicit Reshape(Shape target) : target_(std::move(target)) {}

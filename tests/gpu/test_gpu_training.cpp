@@ -42,6 +42,24 @@ TEST_CASE("Training on the GPU follows the CPU from the same initial weights") {
     REQUIRE(fixture::relative_difference(fixture::params_of(*cpu[0]), host_params(*gpu[0])) <= 1e-4);
 }
 
+TEST_CASE("A graph model (residual add, concatenation, batch norm) trains on the GPU as on the CPU") {
+    data::DataSplits data;
+    data.train = fixture::blobs(203, 3);
+    for (const bool graphs : {false, true}) {
+        INFO("cuda_graphs " << graphs);
+        auto cfg = fixture::residual_job(16, "false");
+        cfg.training.cuda_graphs = graphs;
+        fixture::TempDir cpu_dir, gpu_dir;
+        auto cpu = fixture::replicas(cfg, 1);
+        auto gpu = gpu_replicas(cfg);
+        REQUIRE(host_params(*gpu[0]) == fixture::params_of(*cpu[0]));
+        fixture::fit(cfg, cpu, data, cpu_dir.path.string());
+        fixture::fit(cfg, gpu, data, gpu_dir.path.string());
+        REQUIRE(fixture::relative_difference(fixture::params_of(*cpu[0]), host_params(*gpu[0])) <= 1e-4);
+        if (graphs) REQUIRE(gpu[0]->graphs().replays() >= 20);
+    }
+}
+
 TEST_CASE("Two replicas sharing the GPU (device communicator) equal one replica on the same global batch") {
     data::DataSplits data;
     data.train = fixture::blobs(101, 5);

@@ -161,6 +161,15 @@ void CpuBackend::multiply(const float* a, const float* b, float* out, size_t n) 
     for (size_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
 }
 
+void CpuBackend::accumulate(float* y, const float* x, size_t n) {
+    for (size_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void CpuBackend::copy_strided(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols) {
+    for (int r = 0; r < rows; ++r)
+        std::copy_n(src + static_cast<size_t>(r) * ld_src, cols, dst + static_cast<size_t>(r) * ld_dst);
+}
+
 void CpuBackend::softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols,
                                        float grad_scale, float* grad, float* stats) {
     double loss = 0.0, correct = 0.0;

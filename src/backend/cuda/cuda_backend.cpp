@@ -507,6 +507,16 @@ void CudaBackend::multiply(const float* a, const float* b, float* out, size_t n)
     CUDA_CHECK(device_, cuda_kernels::multiply(stream_, a, b, out, n));
 }
 
+void CudaBackend::accumulate(float* y, const float* x, size_t n) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::accumulate(stream_, y, x, n));
+}
+
+void CudaBackend::copy_strided(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::copy_strided(stream_, dst, ld_dst, src, ld_src, rows, cols));
+}
+
 void CudaBackend::softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols,
                                         float grad_scale, float* grad, float* stats) {
     activate();

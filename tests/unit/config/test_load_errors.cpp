@@ -51,7 +51,7 @@ TEST_CASE("A syntax error after a tab in the indentation says so") {
 
 TEST_CASE("the top level must be one mapping") {
     const std::string sections =
-        "a mapping of sections (run_dir, model, loss, metrics, optimizer, data, training, strategy, checkpoint, "
+        "a mapping of sections (run_dir, blocks, model, loss, metrics, optimizer, data, training, strategy, checkpoint, "
         "early_stopping, reduce_lr_on_plateau, logging)";
     REQUIRE(error_of("") == "cfg.yaml:1:1: the config is empty; expected " + sections);
     REQUIRE(error_of("# only a comment\n") == "cfg.yaml:1:1: the config is empty; expected " + sections);
@@ -67,7 +67,7 @@ TEST_CASE("unknown keys at every level, with did-you-mean or the known keys") {
     REQUIRE(error_of(kMinimal + "trainig: {epochs: 3}\n") ==
             "cfg.yaml:3:1: trainig: unknown key (did you mean 'training'?)");
     REQUIRE(error_of(kMinimal + "colour: red\n") ==
-            "cfg.yaml:3:1: colour: unknown key; known keys: run_dir, model, loss, metrics, optimizer, data, "
+            "cfg.yaml:3:1: colour: unknown key; known keys: run_dir, blocks, model, loss, metrics, optimizer, data, "
             "training, strategy, checkpoint, early_stopping, reduce_lr_on_plateau, logging");
     REQUIRE(error_of(kMinimal + "optimizer: {schedule: {type: cosine, min_lrr: 0}}\n") ==
             "cfg.yaml:3:38: optimizer.schedule.min_lrr: unknown key (did you mean 'min_lr'?)");

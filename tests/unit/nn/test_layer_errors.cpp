@@ -165,15 +165,23 @@ TEST_CASE("Sizes the backends cannot count with int are config errors, not crash
     REQUIRE(message_of({28, 28, 1}, tail({conv({{"strides", "2147483647"}, {"padding", "same"}})})) == "no error");
 }
 
-TEST_CASE("The model's output must be one vector per sample, and layer names cannot hold '/'") {
+TEST_CASE("The model's output must be one vector per sample; layer names take '/' only between scopes") {
     REQUIRE(message_of({28, 28}, {layer("dense", {{"units", "10"}})}) ==
             "test.yaml:3:7: model.layers[0] (dense): the model's output (None, 28, 10) must be one vector per "
             "sample, (None, classes), for the loss; add a flatten layer before the last dense layer");
     config::LayerSpec named = layer("dense", {{"units", "10"}});
     named.name = "optimizer/adam_m/dense";
     REQUIRE(message_of({784}, {named}) ==
-            "test.yaml:3:7: model.layers[0] (dense 'optimizer/adam_m/dense'): name: '/' and control characters are "
-            "not allowed in a layer name; use letters, digits, '_', '-' or '.'");
+            "test.yaml:3:7: model.layers[0] (dense 'optimizer/adam_m/dense'): name: a layer name may not start with "
+            "'optimizer/' (checkpoints keep the optimizer's state under it); give the layer another name");
+    for (const std::string bad : {"/dense", "dense/", "a//b", "a\tb"}) {
+        named.name = bad;
+        REQUIRE(message_of({784}, {named}) ==
+                "test.yaml:3:7: model.layers[0] (dense '" + bad + "'): name: control characters and a '/' at either "
+                "end or twice in a row are not allowed in a layer name; use letters, digits, '_', '-' or '.'");
+    }
+    named.name = "stage1/block2/dense";  // a block's scoped name, as config.yaml writes it
+    REQUIRE(message_of({784}, {named}) == "no error");
 }
 
 TEST_CASE("Sizes that cannot be indexed are config errors: conv patches, a shard's buffers, a dense layer's rows") {

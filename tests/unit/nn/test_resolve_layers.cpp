@@ -74,7 +74,9 @@ TEST_CASE("resolve_layers: the resolved YAML of every layer type loads and resol
         "{type: softmax}", "{type: gelu}", "{type: dropout, rate: 0.5}", "{type: reshape, target_shape: [-1]}",
         "{type: reshape, target_shape: [4, 7, 28]}", "{type: conv2d, filters: 2, kernel_size: [3, 5], strides: 2, "
         "padding: same}", "{type: max_pool2d, pool_size: 3, strides: [1, 2]}", "{type: avg_pool2d}",
-        "{type: global_avg_pool2d}", "{type: batch_norm, momentum: 0.5, epsilon: 1e-5, sync: true}"};
+        "{type: global_avg_pool2d}", "{type: batch_norm, momentum: 0.5, epsilon: 1e-5, sync: true}",
+        "{type: add, inputs: [input, input]}", "{type: concatenate, inputs: [input, input]}",
+        "{type: multiply, inputs: [input, input, input]}"};
     size_t types_seen = 0;
     for (const auto& type : nn::builtin_layers().types())
         for (const auto& layer : layers)

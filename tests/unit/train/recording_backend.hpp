@@ -98,6 +98,10 @@ public:
         GPUTRAIN_RECORDED(gather_batch(x, y, xs, ys, words, order, position, rows));
     }
     void fill(float* x, size_t n, float value) override { GPUTRAIN_RECORDED(fill(x, n, value)); }
+    void accumulate(float* y, const float* x, size_t n) override { GPUTRAIN_RECORDED(accumulate(y, x, n)); }
+    void copy_strided(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols) override {
+        GPUTRAIN_RECORDED(copy_strided(dst, ld_dst, src, ld_src, rows, cols));
+    }
     void scale(float* x, size_t n, float alpha) override { GPUTRAIN_RECORDED(scale(x, n, alpha)); }
     void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
               float beta, float* c, int ldc) override {

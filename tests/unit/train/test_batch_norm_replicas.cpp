@@ -51,16 +51,18 @@ std::vector<float> state_of(train::Replica& r) {
 TEST_CASE("sync batch_norm: N replicas train the same weights and moving statistics as one") {
     data::DataSplits data;
     data.train = fixture::blobs(47, 3);  // 4 batches of 10 + 7; with batch 2, 23 of 2 + 1
-    for (const std::string model : {"dense", "cnn"}) {
+    for (const std::string model : {"dense", "cnn", "residual"}) {
         for (int64_t batch : {10, 2}) {  // batch 2 over 3 replicas leaves one shard empty every step
             INFO(model << " model, batch " << batch);
-            const auto cfg = model == "dense" ? dense_bn_job(batch, "true") : cnn_bn_job(batch, "true");
+            const auto cfg = model == "dense" ? dense_bn_job(batch, "true")
+                             : model == "cnn" ? cnn_bn_job(batch, "true")
+                                              : fixture::residual_job(batch, "true");
             fixture::TempDir d1;
             auto one = fixture::replicas(cfg, 1);
             fixture::fit(cfg, one, data, d1.path.string());
             const auto weights = fixture::params_of(*one[0]);
             const auto state = state_of(*one[0]);
-            REQUIRE(state.size() == (model == "dense" ? 16u : 8u));  // moving mean and variance per channel
+            REQUIRE(state.size() == (model == "dense" ? 16u : model == "cnn" ? 8u : 16u));  // mean and variance per channel
             for (int n : {2, 3}) {
                 INFO(n << " replicas");
                 fixture::TempDir dn;

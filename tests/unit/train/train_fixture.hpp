@@ -52,6 +52,38 @@ inline config::RunConfig deep_job(int64_t batch) {
     return cfg;
 }
 
+// A layer that reads the named tensors ("input" = the model's input).
+inline config::LayerSpec reading(config::LayerSpec spec, std::vector<std::string> inputs) {
+    for (auto& name : inputs) spec.inputs.push_back({std::move(name)});
+    return spec;
+}
+
+// A graph: the 6 features as a 3x2 image -> conv2d -> a residual block
+// (conv, batch norm, relu, conv, batch norm, add) -> a concatenation with a
+// 1x1 conv of the input -> pooling -> dense. Fan-out at 'stem' and 'input'.
+inline config::RunConfig residual_job(int64_t batch, const std::string& sync) {
+    using specs::layer;
+    auto cfg = small_job(2, batch);
+    cfg.model.input_shape = {3, 2, 1};
+    const auto conv = [](const std::string& filters, const std::string& name) {
+        return layer("conv2d", {{"filters", filters}, {"kernel_size", "2"}, {"padding", "same"}, {"use_bias", "false"}},
+                     name);
+    };
+    cfg.model.layers = {conv("4", "stem"),
+                        layer("batch_norm", {{"sync", sync}}, "bn1"),
+                        layer("relu"),
+                        conv("4", "c2"),
+                        layer("batch_norm", {{"sync", sync}}, "bn2"),
+                        reading(layer("add", {}, "sum"), {"bn2", "stem"}),
+                        layer("relu", {}, "out1"),
+                        reading(layer("conv2d", {{"filters", "2"}, {"kernel_size", "1"}}, "side"), {"input"}),
+                        reading(layer("concatenate"), {"out1", "side"}),
+                        layer("max_pool2d", {{"pool_size", "2,1"}, {"padding", "same"}}),
+                        layer("flatten"),
+                        layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
+    return cfg;
+}
+
 // Three Gaussian blobs in 6-D; `n` samples.
 inline data::Dataset blobs(int64_t n, uint64_t seed) {
     data::Dataset d;

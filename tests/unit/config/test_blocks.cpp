@@ -1,0 +1,106 @@
+// blocks: a named sub-graph with parameters, instanced by {block: NAME, ...}
+// and expanded into ordinary layers with scoped names.
+#include <catch2/catch.hpp>
+
+#include "load_helpers.hpp"
+
+using namespace gputrain::config;
+using namespace gputrain::config::testing;
+
+namespace {
+
+const std::string kBlocks =
+    "blocks:\n"
+    "  res:\n"
+    "    params: {units: ~, act: relu}\n"
+    "    layers:\n"
+    "      - {type: dense, units: $units, activation: \"${act}\"}\n"
+    "      - {type: dense, units: $units, name: second}\n"
+    "      - {type: add, inputs: [second, input]}\n";
+
+std::string with_model(const std::string& layers, const std::string& blocks = kBlocks) {
+    return blocks + "model:\n  input_shape: [4]\n  layers:\n" + layers + "data: {dataset: synthetic}\n";
+}
+
+std::string inputs_of(const LayerSpec& spec) {
+    std::string out;
+    for (const auto& in : spec.inputs)
+        out += (out.empty() ? "" : ",") + (in.layer == LayerInput::kByName ? in.name : "#" + std::to_string(in.layer));
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("A block instance expands into scoped layers, its parameters put in") {
+    const RunConfig cfg = load_text(with_model("    - {type: dense, units: 4}\n"
+                                               "    - {block: res, units: 4, act: tanh}\n"
+                                               "    - {block: res, name: stage, repeat: 2, units: 4}\n"
+                                               "    - {type: dense, units: 2, inputs: [stage]}\n"));
+    const auto& l = cfg.model.layers;
+    REQUIRE(l.size() == 1 + 3 + 6 + 1);
+    CHECK(l[0].name.empty());
+    CHECK(l[1].name == "res/dense");
+    CHECK(l[1].params.at("activation") == "tanh");
+    CHECK(l[1].params.at("units") == "4");
+    CHECK(inputs_of(l[1]) == "#0");  // the layer before the instance
+    CHECK(l[2].name == "res/second");
+    CHECK(l[2].inputs.empty());
+    CHECK(l[3].name == "res/add");
+    CHECK(inputs_of(l[3]) == "#2,#0");
+    CHECK(l[4].name == "stage/block1/dense");
+    CHECK(l[4].params.at("activation") == "relu");  // the default
+    CHECK(inputs_of(l[4]) == "#3");
+    CHECK(inputs_of(l[6]) == "#5,#3");
+    CHECK(l[7].name == "stage/block2/dense");
+    CHECK(inputs_of(l[7]) == "#6");
+    CHECK(inputs_of(l[9]) == "#8,#6");
+    CHECK(inputs_of(l[10]) == "#9");  // an instance's name stands for its last layer
+    CHECK(l[1].scoped);
+    CHECK(!l[0].scoped);
+    // Places point into the block's definition.
+    CHECK(l[4].where.at("units") == "cfg.yaml:5:23");
+}
+
+TEST_CASE("Blocks nest, and an instance may name its input") {
+    const std::string blocks = kBlocks +
+                               "  two:\n"
+                               "    layers:\n"
+                               "      - {block: res, units: 4, name: inner}\n"
+                               "      - {block: res, units: 4}\n";
+    const RunConfig cfg = load_text(with_model("    - {type: dense, units: 4, name: a}\n"
+                                               "    - {type: dense, units: 4, name: b}\n"
+                                               "    - {block: two, inputs: a}\n",
+                                               blocks));
+    const auto& l = cfg.model.layers;
+    REQUIRE(l.size() == 2 + 6);
+    CHECK(l[2].name == "two/inner/dense");
+    CHECK(inputs_of(l[2]) == "#0");
+    CHECK(inputs_of(l[4]) == "#3,#0");
+    CHECK(l[5].name == "two/res/dense");
+    CHECK(inputs_of(l[7]) == "#6,#4");
+}
+
+TEST_CASE("Block errors name the place, the block and what it takes") {
+    CHECK(error_of(with_model("    - {block: res, units: 4, unit: 3}\n")) ==
+          "cfg.yaml:11:36: model.layers[0].unit: unknown parameter for block 'res' (did you mean 'units'?); it "
+          "takes: units, act, repeat, name, inputs");
+    CHECK(error_of(with_model("    - {block: res}\n")) ==
+          "cfg.yaml:11:15: model.layers[0].block: block 'res' needs parameter 'units'; e.g. {block: res, units: ...}");
+    CHECK(error_of(with_model("    - {block: rse, units: 2}\n")) ==
+          "cfg.yaml:11:15: model.layers[0].block: unknown block 'rse' (did you mean 'res'?); defined blocks: res");
+    const std::string cyclic = "blocks:\n"
+                               "  a:\n    layers: [{block: b}]\n"
+                               "  b:\n    layers: [{type: relu}, {block: a}]\n";
+    CHECK(error_of(with_model("    - {block: a}\n", cyclic)) ==
+          "cfg.yaml:5:36: blocks.b.layers[1].block: blocks use each other in a cycle: a -> b -> a; a block may not "
+          "contain itself");
+    const std::string bad_param = "blocks:\n  x:\n    params: [units]\n    layers: [{type: dense, units: $unit}]\n";
+    CHECK(error_of(with_model("    - {block: x, units: 3}\n", bad_param)) ==
+          "cfg.yaml:4:28: units: unknown parameter $unit of block 'x' (did you mean 'units'?); its parameters: units");
+    const std::string bad_input = "blocks:\n  x:\n    layers: [{type: relu}, {type: add, inputs: [rleu, input]}]\n";
+    CHECK(error_of(with_model("    - {block: x}\n", bad_input)) ==
+          "cfg.yaml:3:40: layer (add): inputs: unknown input 'rleu' in block 'x' (did you mean 'relu'?); a layer in a "
+          "block reads 'input' (the block's input) or a layer of the block above it");
+    CHECK(error_of(with_model("    - {block: res, units: 2, repeat: 0}\n")) ==
+          "cfg.yaml:11:38: model.layers[0].repeat: expected a positive integer, got '0'");
+}
