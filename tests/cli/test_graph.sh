@@ -27,7 +27,7 @@ step "summary --dot"
 run_expect 0 summary "$cfg" --dot
 head -n 1 "$TMP/out" | grep -qx "digraph model {" || fail "--dot does not start a digraph"
 expect_in "$TMP/out" 'n0 [label="input\n(None, 8, 8, 1)"];'
-# One edge per input: 27 layers' worth (each reads one, the adds and the concatenation two).
+# One edge per input: 26 layers, each reading one, the 3 adds and the concatenation two.
 edges=$(grep -c -- " -> " "$TMP/out")
 [ "$edges" -eq 30 ] || fail "expected 30 edges in the DOT graph, got $edges"
 if command -v dot >/dev/null 2>&1; then
@@ -73,7 +73,7 @@ fi
 step "graph errors: one line with the place, exit 2"
 sed 's/inputs: \[stage2, pooled\]/inputs: [stage2, poled]/' "$cfg" >"$TMP/bad.yaml"
 run_expect 2 fit "$TMP/bad.yaml" --run-dir "$TMP/bad"
-expect_in "$TMP/err" "bad.yaml:32:7: model.layers[24] (concatenate): inputs: unknown layer 'poled' (did you mean 'pooled'?)"
+expect_in "$TMP/err" "bad.yaml:33:27: model.layers[23] (concatenate): inputs: unknown layer 'poled' (did you mean 'pooled'?)"
 [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "more than one line: $(cat "$TMP/err")"
 [ ! -e "$TMP/bad" ] || fail "a config error left $TMP/bad"
 echo "ok"
