@@ -1,10 +1,11 @@
 // gputrain bench CONFIG: like `caffe time`. Builds the replicas exactly as fit
-// does, runs warm-up steps and then timed training steps on the config's own
-// training data, and prints the median time of each layer's forward and
-// backward and the step split into its phases; then as many steps queued as
-// fit queues them (no synchronization between parts), whose time gives
-// samples/s; and for each dense layer's GEMMs the rate the backend reaches on
-// that shape alone next to the rate the layer reached inside the step.
+// does, runs warm-up steps and then timed training steps (fit's own step,
+// train::Step, fp16's loss scale included) on the config's own training data,
+// and prints the median time of each layer's forward and backward and the
+// step split into its phases; then as many steps queued as fit queues them
+// (no synchronization between parts), whose time gives samples/s; and for
+// each dense layer's GEMMs the rate the backend reaches on that shape alone
+// next to the rate the layer reached inside the step.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -22,10 +23,9 @@
 #include "data/loader.hpp"
 #include "device/devices.hpp"
 #include "optim/schedule.hpp"
-#include "train/cross_replica_comm.hpp"
-#include "train/gradient_buckets.hpp"
+#include "train/loss_scaler.hpp"
 #include "train/parallel.hpp"
-#include "train/step_guard.hpp"
+#include "train/step.hpp"
 #include "train/strategy.hpp"
 
 namespace gputrain::cli {
@@ -86,17 +86,14 @@ double median(std::vector<double> v) {
 
 double ms(double seconds) { return seconds * 1e3; }
 
-// `steps` more steps queued as fit queues them: no synchronization between
-// layers or parts, the all-reduce started while backward runs, the finite
-// check and the update on the device; on a GPU each shard comes from device
-// memory, as with data.resident. Returns the seconds per step.
-double run_pipelined_steps(train::Replica& r, const config::RunConfig& cfg, const HostBatches& batches, int64_t steps,
-                           const optim::Schedule& schedule, train::GradientBuckets& buckets,
-                           train::CrossReplicaComm& cross, int64_t first_step) {
+// `steps` more steps queued as fit queues them: fit's step (train::Step),
+// with no synchronization between layers or parts, the all-reduce started
+// while backward runs, the finite check and the update on the device; on a GPU
+// each shard comes from device memory, as with data.resident. Returns the
+// seconds per step.
+double run_pipelined_steps(train::Replica& r, train::Step& train_step, const HostBatches& batches, int64_t steps,
+                           const optim::Schedule& schedule, int64_t first_step) {
     Backend& be = r.backend();
-    nn::Model& model = r.model();
-    const size_t n = model.param_count();
-    const bool replicated = r.comm().size() > 1;
     const int64_t begin = batches.shard_begin[r.rank()], end = batches.shard_begin[r.rank() + 1];
     const int rows = static_cast<int>(end - begin);
     const int64_t per = static_cast<int64_t>(batches.inputs[0].size()) / batches.batch;
@@ -113,8 +110,7 @@ double run_pipelined_steps(train::Replica& r, const config::RunConfig& cfg, cons
             be.copy_to_device(labels.back(), batches.labels[b].data() + begin, label_bytes);
         }
     }
-    train::StepGuard& guard = r.guard();
-    guard.reset();
+    r.guard().reset();
     const size_t distinct = batches.inputs.size();
     r.comm().barrier();
     be.synchronize();
@@ -128,15 +124,8 @@ double run_pipelined_steps(train::Replica& r, const config::RunConfig& cfg, cons
         } else {
             r.load_shard(batches.inputs[b].data(), batches.labels[b].data(), begin, end);
         }
-        r.optimizer().prepare(schedule.learning_rate(step), step + 1);
-        nn::RunContext ctx{be, true, cfg.training.seed, 0, static_cast<int64_t>(b), begin,
-                           replicated ? &cross : nullptr, cfg.training.fused_kernels};
-        model.prepare_step(ctx);
-        model.forward_backward(ctx, r.inputs(), r.labels(), rows, 1.0f / static_cast<float>(batches.batch), r.stats(),
-                               buckets.on_ready());
-        guard.check(model.grad_data(), n, buckets.finish());
-        r.optimizer().apply(model.param_data(), model.grad_data(), guard.skip_flag(false));
-        r.average_state();
+        train_step.prepare({0, static_cast<int64_t>(b), step, schedule.learning_rate(step), begin, rows, batches.batch});
+        train_step.queue();
     }
     be.synchronize();
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -151,11 +140,13 @@ void run_steps(train::Replica& r, const config::RunConfig& cfg, const HostBatche
                Timings& t, std::mutex& mutex) {
     Backend& be = r.backend();
     nn::Model& model = r.model();
-    const size_t n = model.param_count();
-    const bool replicated = r.comm().size() > 1;
     const bool record = r.rank() == 0;
-    train::CrossReplicaComm cross(r.comm());
-    train::GradientBuckets buckets(model, cfg.strategy.bucket_mb, r.comm(), model.grad_data());
+    // fit's step, fp16's loss scale included (one scaler per replica, as the
+    // trainer keeps). A step with NaN/Inf gradients is skipped alone
+    // (on_nan: skip_step's flag whatever the config says): bench never stops
+    // on one, and the flag's kind changes no work the step queues.
+    train::LossScaler scaler(be, cfg.training.precision == "fp16");
+    train::Step train_step(cfg, r, scaler, /*sticky=*/false);
     const int64_t steps_per_epoch = static_cast<int64_t>(batches.inputs.size());
     const optim::Schedule schedule(cfg.optimizer, steps_per_epoch, cfg.training.epochs);
     const int64_t begin = batches.shard_begin[r.rank()], end = batches.shard_begin[r.rank() + 1];
@@ -179,6 +170,11 @@ void run_steps(train::Replica& r, const config::RunConfig& cfg, const HostBatche
         else loss_s = s;
     };
 
+    // fit's step part by part (Step's parts, in queue()'s order), synchronized
+    // between them and between layers to time each. Its forward and backward
+    // are Model::forward_backward_observed: the same arithmetic as fit's, but
+    // with no gradients reported ready during backward, so the all-reduce
+    // (strategy.bucket_mb's buckets) all runs after it, in the all-reduce's time.
     for (int64_t step = 0; step < args.warmup + args.steps; ++step) {
         const size_t b = static_cast<size_t>(step % steps_per_epoch);
         if (step + 1 == args.warmup + args.steps) r.reset_stats();  // the last step's loss
@@ -187,22 +183,18 @@ void run_steps(train::Replica& r, const config::RunConfig& cfg, const HostBatche
         mark = start;
         r.load_shard(batches.inputs[b].data(), batches.labels[b].data(), begin, end);
         const double input_s = lap();
-        nn::RunContext ctx{be, true, cfg.training.seed, 0, step % steps_per_epoch, begin,
-                           replicated ? &cross : nullptr, cfg.training.fused_kernels};
+        train_step.prepare({0, step % steps_per_epoch, step, schedule.learning_rate(step), begin, rows, batches.batch});
+        const double prepare_s = lap();  // the optimizer's scalars: counted with the optimizer
         const auto fb_start = mark;
-        model.forward_backward_observed(ctx, r.inputs(), r.labels(), rows, 1.0f / static_cast<float>(batches.batch),
-                                        r.stats(), observe);
+        train_step.forward_backward_observed(observe);
         lap();
         const double fb_s = std::chrono::duration<double>(mark - fb_start).count();
-        // The trainer's all-reduce path (strategy.bucket_mb), started after backward:
-        // the observed backward reports no gradients ready, so nothing overlaps it here.
-        const std::optional<bool> sums_finite = buckets.finish();
-        r.average_state();
-        const double allreduce_s = lap();
-        // As the trainer: the finite check, then the update.
-        if (sums_finite ? *sums_finite : be.all_finite(model.grad_data(), n))
-            r.optimizer().step(model.param_data(), model.grad_data(), schedule.learning_rate(step), step + 1);
-        const double optimizer_s = lap();
+        train_step.reduce_gradients();  // the all-reduce, then the finite check
+        double allreduce_s = lap();
+        train_step.apply_update();  // fp16: unscaled, the scale updated; the update
+        const double optimizer_s = prepare_s + lap();
+        train_step.average_state();  // batch norm's statistics: an all-reduce too
+        allreduce_s += lap();
         const double total_s = std::chrono::duration<double>(mark - start).count();
         if (!record || step < args.warmup) continue;
         for (size_t i = 0; i < layer_count; ++i) {
@@ -218,7 +210,7 @@ void run_steps(train::Replica& r, const config::RunConfig& cfg, const HostBatche
     }
     double loss_sum = 0, correct = 0;
     r.read_stats(loss_sum, correct);
-    const double pipelined = run_pipelined_steps(r, cfg, batches, args.steps, schedule, buckets, cross, args.warmup);
+    const double pipelined = run_pipelined_steps(r, train_step, batches, args.steps, schedule, args.warmup);
     std::lock_guard<std::mutex> lock(mutex);
     t.loss_sum += loss_sum;
     if (record) t.pipelined_step = pipelined;

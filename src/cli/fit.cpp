@@ -1,12 +1,8 @@
 // gputrain fit CONFIG: train, log, checkpoint.
 #include <spdlog/spdlog.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "cli/commands.hpp"
 #include "config/config_source.hpp"
@@ -14,13 +10,12 @@
 #include "cli/run_dir_lock.hpp"
 #include "cli/run_setup.hpp"
 #include "cli/workers.hpp"
-#include "config/config_diff.hpp"
 #include "core/error.hpp"
 #include "data/dataset.hpp"
 #include "device/devices.hpp"
-#include "nn/resolve_layers.hpp"
 #include "train/checkpointer.hpp"
 #include "train/interrupt.hpp"
+#include "train/run_dir.hpp"
 #include "train/step_graphs.hpp"
 #include "train/trainer.hpp"
 
@@ -37,113 +32,6 @@ struct FitArgs {
     bool quiet = false;
     bool overwrite = false;
 };
-
-// What an earlier run left in the run dir: its checkpoints, and its
-// TensorBoard events (which TensorBoard would show as part of the new run)
-// and the configs a resume kept. Listed before this run writes its own.
-struct EarlierRun {
-    std::vector<std::string> checkpoints;
-    std::vector<std::string> logs;
-};
-
-EarlierRun find_earlier_run(const config::RunConfig& cfg) {
-    EarlierRun earlier;
-    earlier.checkpoints = train::run_checkpoints(cfg.checkpoint.dir);
-    if (earlier.checkpoints.empty()) return earlier;
-    const auto collect = [&earlier](const fs::path& dir, const std::string& prefix, const std::string& suffix) {
-        std::error_code ec;
-        for (const auto& entry : fs::directory_iterator(dir, ec)) {
-            const std::string name = entry.path().filename().string();
-            if (name.rfind(prefix, 0) == 0 && name.size() >= suffix.size() &&
-                name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0 && entry.is_regular_file(ec))
-                earlier.logs.push_back(entry.path().string());
-        }
-    };
-    collect(fs::path(cfg.checkpoint.dir) / "tensorboard", "events.out.tfevents.", "");
-    collect(fs::path(cfg.checkpoint.dir) / "tensorboard" / "steps", "events.out.tfevents.", "");
-    collect(cfg.run_dir, "config.previous-", ".yaml");
-    return earlier;
-}
-
-// A fresh run into a folder that holds another run's checkpoints would
-// overwrite them (and keep_last would prune the two runs' epochs together):
-// refused unless --overwrite.
-void refuse_earlier_run(const EarlierRun& earlier, const config::RunConfig& cfg) {
-    if (earlier.checkpoints.empty()) return;
-    std::string names;
-    for (size_t i = 0; i < earlier.checkpoints.size() && i < 3; ++i)
-        names += (i ? ", " : "") + fs::path(earlier.checkpoints[i]).filename().string();
-    if (earlier.checkpoints.size() > 3) names += " and " + std::to_string(earlier.checkpoints.size() - 3) + " more";
-    throw ConfigError("'" + cfg.checkpoint.dir + "' holds the checkpoints of an earlier run (" + names +
-                      "); continue that run with --resume, start afresh there with --overwrite (deletes them), "
-                      "or give another --run-dir");
-}
-
-// --overwrite: deletes them (called once the new run's data, model and logs have opened).
-void clear_earlier_run(const EarlierRun& earlier, const config::RunConfig& cfg) {
-    if (earlier.checkpoints.empty()) return;
-    for (const auto& path : earlier.checkpoints) {
-        std::error_code ec;
-        fs::remove(path, ec);
-        if (ec) throw Error("--overwrite: cannot delete '" + path + "': " + ec.message());
-    }
-    for (const auto& path : earlier.logs) {
-        std::error_code ec;
-        fs::remove(path, ec);
-    }
-    const size_t n = earlier.checkpoints.size(), logs = earlier.logs.size();
-    spdlog::info("--overwrite: deleted the earlier run's {} checkpoint{}{} in {}", n, n == 1 ? "" : "s",
-                 logs == 0 ? std::string()
-                           : " and " + std::to_string(logs) + " TensorBoard or config file" + (logs == 1 ? "" : "s"),
-                 cfg.checkpoint.dir);
-}
-
-// A resumed run whose config differs from the run dir's config.yaml keeps
-// that file as config.previous-N.yaml (the first N free) and says what changed.
-// Returns whether it said so.
-bool keep_previous_config(const fs::path& path, const config::RunConfig& cfg) {
-    std::ifstream in(path);
-    if (!in) return false;
-    const std::string before((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    in.close();
-    config::ConfigChanges diff = config::changed_keys(before, cfg.resolved_yaml, nn::resolved_again);
-    config::drop_same_run_dir(diff, before, cfg.run_dir);
-    // More epochs (or another early stopping: more patience) is what a resume
-    // is for, as the digest also says.
-    std::erase_if(diff.changes, [](const std::string& c) {
-        return c.rfind("training.epochs:", 0) == 0 || c.rfind("early_stopping.", 0) == 0 ||
-               c.rfind("early_stopping:", 0) == 0;
-    });
-    if (diff.readable && diff.changes.empty()) return false;
-    fs::path kept;
-    for (int n = 1; kept.empty() || fs::exists(kept); ++n)
-        kept = path.parent_path() / ("config.previous-" + std::to_string(n) + ".yaml");
-    std::error_code ec;
-    fs::rename(path, kept, ec);
-    if (ec) throw Error("cannot keep the earlier config '" + path.string() + "' as '" + kept.string() + "': " +
-                        ec.message());
-    if (!diff.readable)
-        spdlog::warn("warning: --resume: the run dir's config.yaml is not a readable config; it is kept as {}",
-                     kept.string());
-    else
-        spdlog::warn("warning: --resume: the config differs from the one this run dir was trained with ({}); the "
-                     "earlier one is kept as {}",
-                     diff.text(), kept.string());
-    return true;
-}
-
-// Returns whether a resume's config change was reported.
-bool write_resolved_config(const config::RunConfig& cfg, bool resuming) {
-    const fs::path path = fs::path(cfg.run_dir) / "config.yaml";
-    const bool reported = resuming && keep_previous_config(path, cfg);
-    std::ofstream out(path);
-    if (!out) throw Error("cannot write '" + path.string() + "': " + std::strerror(errno));
-    out << "# Resolved by gputrain from " << cfg.source_file << " (defaults filled in)\n" << cfg.resolved_yaml << "\n";
-    out.close();
-    if (!out) throw Error("cannot write '" + path.string() + "': " + std::strerror(errno));
-    spdlog::info("Resolved config (every default filled in): {}", path.string());
-    return reported;
-}
 
 // A word as a POSIX shell reads it back: as it is when it holds nothing the
 // shell would act on, else in single quotes (a quote inside as '\'').
@@ -181,8 +69,8 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
                               "' (looked for last.safetensors and epoch-NNN.safetensors); train without --resume first");
         require_checkpoint_file("--resume", resume_from);
     }
-    const EarlierRun earlier = lead && resume_from.empty() ? find_earlier_run(cfg) : EarlierRun{};
-    if (!args.overwrite) refuse_earlier_run(earlier, cfg);  // at once, before the data loads
+    const train::EarlierRun earlier = lead && resume_from.empty() ? train::find_earlier_run(cfg) : train::EarlierRun{};
+    if (!args.overwrite) train::refuse_earlier_run(earlier, cfg);  // at once, before the data loads
 
     const device::Discovery found = device::discover();
     const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas, world});
@@ -216,26 +104,15 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     // A run dir this fit creates is removed again (with its lock file) when the
     // run fails before it writes anything, such as a resume whose checkpoint
     // does not load. Declared before the locks, so that it goes after them.
-    struct NewRunDir {
-        fs::path dir;
-        bool started = false;
-        ~NewRunDir() {
-            if (dir.empty() || started) return;
-            std::error_code ec;
-            fs::remove(dir / ".gputrain.lock", ec);
-            fs::remove(dir, ec);  // only when empty: nothing else is ever removed
-        }
-    } new_run_dir;
+    train::NewRunDir new_run_dir(RunDirLock::file_name);
     std::vector<std::unique_ptr<RunDirLock>> locks;  // held until training ends
     if (lead) {
-        std::error_code ec;
-        if (!fs::exists(cfg.run_dir, ec)) new_run_dir.dir = cfg.run_dir;
-        fs::create_directories(cfg.run_dir, ec);
-        if (ec) throw Error("cannot create run dir '" + cfg.run_dir + "': " + ec.message());
+        new_run_dir.create(cfg.run_dir);
         locks.push_back(std::make_unique<RunDirLock>(cfg.run_dir, "--run-dir"));
         // The checkpoint folder too, when it is another folder (compared as
         // folders: "rs/", "./rs" and a link to rs are the run dir itself, and a
         // second lock on it would conflict with the first).
+        std::error_code ec;
         fs::create_directories(cfg.checkpoint.dir, ec);
         if (!ec && !fs::equivalent(cfg.checkpoint.dir, cfg.run_dir, ec) && !ec)
             locks.push_back(std::make_unique<RunDirLock>(cfg.checkpoint.dir, "checkpoint.dir"));
@@ -252,10 +129,10 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     // and the model are known to work.
     if (lead)
         options.on_start = [&cfg, &new_run_dir, &earlier, resuming = !resume_from.empty()](const std::string& resume_warning) {
-            new_run_dir.started = true;  // what follows writes into it
-            clear_earlier_run(earlier, cfg);  // --overwrite (without it: refused above)
+            new_run_dir.keep();  // what follows writes into it
+            train::clear_earlier_run(earlier, cfg);  // --overwrite (without it: refused above)
             // The run dir's config.yaml and the checkpoint's usually say the same: one warning.
-            if (!write_resolved_config(cfg, resuming) && !resume_warning.empty())
+            if (!train::write_resolved_config(cfg, resuming) && !resume_warning.empty())
                 spdlog::warn("warning: {}", resume_warning);
         };
     train::Trainer trainer(cfg, replicas, data, options);

@@ -13,7 +13,7 @@
 namespace gputrain::cli {
 
 RunDirLock::RunDirLock(const std::string& dir, const std::string& setting) {
-    const std::string path = (std::filesystem::path(dir) / ".gputrain.lock").string();
+    const std::string path = (std::filesystem::path(dir) / file_name).string();
     fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
     if (fd_ < 0) throw Error("cannot create '" + path + "': " + std::strerror(errno));
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {

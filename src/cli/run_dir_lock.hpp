@@ -10,6 +10,8 @@ namespace gputrain::cli {
 
 class RunDirLock {
 public:
+    // The lock file's name inside DIR.
+    static constexpr const char* file_name = ".gputrain.lock";
     // Throws Error naming the lock file when another process holds it, with
     // `setting` ("--run-dir", "checkpoint.dir") as what to change instead.
     RunDirLock(const std::string& dir, const std::string& setting);

@@ -11,11 +11,10 @@
 #include "core/error.hpp"
 #include "data/loader.hpp"
 #include "optim/schedule.hpp"
-#include "train/cross_replica_comm.hpp"
 #include "train/evaluator.hpp"
-#include "train/gradient_buckets.hpp"
 #include "train/interrupt.hpp"
 #include "train/parallel.hpp"
+#include "train/step.hpp"
 #include "train/step_graphs.hpp"
 #include "train/tensorboard_writer.hpp"
 
@@ -63,7 +62,6 @@ struct NonFiniteGradients : Error {
 void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loader& loader,
                         const optim::Schedule& schedule, EpochTotals& totals, TensorBoardWriter& tensorboard) {
     const int64_t epoch_first_step = state_.global_step - start_step;  // global step of this epoch's step 0
-    const size_t n = r.model().param_count();
     const bool skip_nonfinite = cfg_.training.on_nan == "skip_step";
     const double earlier[3] = {state_.partial_loss_sum, state_.partial_correct, state_.partial_samples};
     r.reset_stats();
@@ -78,10 +76,7 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
     // Throughput of the batch/* scalars: samples and time since the previous report.
     int64_t samples_reported = 0;
     auto reported_at = std::chrono::steady_clock::now();
-    CrossReplicaComm cross(r.comm());  // for layers that reduce across replicas (sync batch norm)
-    const bool replicated = r.comm().size() > 1;
     LossScaler& scaler = scaler_of(r);
-    GradientBuckets buckets(r.model(), cfg_.strategy.bucket_mb, r.comm(), r.model().grad_data());
     r.begin_epoch(data_.train.size(), cfg_.training.shuffle, cfg_.training.seed, epoch);
     // NaN/Inf in the summed gradients: tallied on the device and read at each
     // progress report (StepGuard), so no step waits for it. Under fp16 the
@@ -91,6 +86,9 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
     guard.reset();
     if (scaler.enabled()) scaler.reset_counts();
     const bool sticky = !skip_nonfinite;  // stop: no update lands after the bad step
+    // The step itself (train/step.hpp: forward, backward, all-reduce, guard,
+    // fp16's loss scale, update), the same one `gputrain bench` times.
+    Step train_step(cfg_, r, scaler, sticky);
     std::shared_ptr<const data::Batch> next;  // staged while the step before computed (GPU)
     for (int64_t step = start_step; step < steps_per_epoch_; ++step) {
         auto batch = next ? std::move(next) : loader.get(step);
@@ -98,37 +96,10 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
         const int64_t begin = batch->shard_begin[r.rank()], end = batch->shard_begin[r.rank() + 1];
         r.load_training_shard(*batch, cfg_.training.batch_size);
         const int64_t global_step = epoch_first_step + step;
-        // This update's scalars go to the device before the step that reads them.
-        r.optimizer().prepare(schedule.learning_rate(global_step, epoch, step), global_step + 1);
-        // fp16: the loss scale, a power of two (exact to apply and to undo), from backend memory.
-        nn::RunContext ctx{r.backend(), true, cfg_.training.seed, epoch, step, begin,
-                           replicated ? &cross : nullptr, cfg_.training.fused_kernels,
-                           scaler.enabled() ? scaler.scale_ptr() : nullptr};
-        const int rows = static_cast<int>(end - begin);
-        r.model().prepare_step(ctx);  // per-step values (dropout's key), outside any recorded graph
-        // The step's work, queued on the backend: the same from step to step
+        // The step's work is queued on the backend, the same from step to step
         // for one shape, so that a GPU records it once and replays it (StepGraphs).
-        const auto queue_step = [&] {
-            r.gather_shard();  // a resident set's batch, at the position written above
-            // Buckets of gradients are all-reduced while backward goes on (strategy.bucket_mb).
-            r.model().forward_backward(ctx, r.inputs(), r.labels(), rows, 1.0f / static_cast<float>(batch->size),
-                                       r.stats(), buckets.on_ready());
-            // Every replica joins every all-reduce, even with an empty shard.
-            // Whether the sums are finite: known from the summing (CPU
-            // replicas), else one pass over them, on the device.
-            guard.check(r.model().grad_data(), n, buckets.finish());
-            const int32_t* skip = guard.skip_flag(sticky);
-            if (scaler.enabled()) {
-                // Unscaled with this step's scale, then the scale for the next step.
-                r.backend().scale_by(r.model().grad_data(), n, scaler.inverse_ptr());
-                scaler.update(guard.words(), sticky);
-                skip = scaler.skip_flag();
-            }
-            // Identical on every replica after the all-reduce, so all skip alike.
-            r.optimizer().apply(r.model().param_data(), r.model().grad_data(), skip);
-            r.average_state();
-        };
-        r.graphs().run({rows, batch->size, r.inputs(), r.labels()}, queue_step);
+        train_step.run({epoch, step, global_step, schedule.learning_rate(global_step, epoch, step), begin,
+                        static_cast<int>(end - begin), batch->size});
         // The next step's shard is copied while this step's work runs on the GPU.
         if (r.stages_ahead() && step + 1 < steps_per_epoch_) {
             next = loader.get(step + 1);
