@@ -20,6 +20,12 @@ namespace gputrain {
 namespace {
 constexpr size_t kAlignment = 64;
 
+#if GPUTRAIN_THREAD_SANITIZER
+// OpenBLAS's constructor chose one thread per core before this runs: code that
+// never calls set_cpu_blas_threads (the unit tests) gets one thread too.
+[[maybe_unused]] const bool blas_on_calling_thread = (openblas_set_num_threads(1), true);
+#endif
+
 int argmax_row(const float* row, int cols) {
     int best = 0;
     for (int c = 1; c < cols; ++c)
@@ -36,13 +42,14 @@ void set_cpu_blas_threads(int threads) {
     // flushed, and a run resumed in the middle of an epoch ended with a few of
     // Adam's first moments (near 1e-37) an ULP away from an uninterrupted
     // run's. The calling thread keeps its own setting.
+    threads = kBlasOnCallingThread ? 1 : std::max(1, threads);  // see kBlasOnCallingThread
 #if defined(__x86_64__) || defined(__i386__)
     const unsigned saved = _mm_getcsr();
     flush_denormals_on_this_thread();
-    openblas_set_num_threads(std::max(1, threads));
+    openblas_set_num_threads(threads);
     _mm_setcsr(saved);
 #else
-    openblas_set_num_threads(std::max(1, threads));
+    openblas_set_num_threads(threads);
 #endif
 }
 

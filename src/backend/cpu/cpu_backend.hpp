@@ -99,7 +99,29 @@ public:
                           const int32_t* skip) override;
 };
 
-// Threads OpenBLAS may use inside one GEMM call (process-wide setting).
+#if defined(__SANITIZE_THREAD__)
+#define GPUTRAIN_THREAD_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define GPUTRAIN_THREAD_SANITIZER 1
+#endif
+#endif
+#ifndef GPUTRAIN_THREAD_SANITIZER
+#define GPUTRAIN_THREAD_SANITIZER 0
+#endif
+
+// ThreadSanitizer builds keep OpenBLAS on the calling thread (issue 24).
+// OpenBLAS is not instrumented: TSan sees its workers' writes only where they
+// go through an intercepted libc call (the AVX-512 kernels' sgemm_beta zeroes
+// C with memset), but not OpenBLAS's own hand-off back to the caller (a flag
+// the caller spins on, behind memory barriers), so reading a GEMM's result
+// after cblas_sgemm returned was reported as a race. With one BLAS thread every
+// access TSan sees is in the order it has, and nothing about OpenBLAS needs a
+// suppression.
+inline constexpr bool kBlasOnCallingThread = GPUTRAIN_THREAD_SANITIZER;
+
+// Threads OpenBLAS may use inside one GEMM call (process-wide setting); one
+// when kBlasOnCallingThread.
 void set_cpu_blas_threads(int threads);
 
 // FTZ and DAZ on the calling thread (bind_thread does this for a replica's

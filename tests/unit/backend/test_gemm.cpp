@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <cblas.h>
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -139,4 +141,12 @@ TEST_CASE("gemm with an empty output touches nothing") {
     be.gemm(false, false, 0, 3, 2, 1.0f, a.data(), 2, b.data(), 3, 0.0f, c.data(), 3);
     be.gemm(false, false, 3, 0, 2, 1.0f, a.data(), 2, b.data(), 1, 0.0f, c.data(), 1);
     REQUIRE(c == std::vector<float>(6, 3.0f));
+}
+
+TEST_CASE("set_cpu_blas_threads sets OpenBLAS's threads; one under ThreadSanitizer") {
+    if (gputrain::kBlasOnCallingThread) REQUIRE(openblas_get_num_threads() == 1);  // from before main
+    const int before = openblas_get_num_threads();
+    gputrain::set_cpu_blas_threads(2);
+    REQUIRE(openblas_get_num_threads() == (gputrain::kBlasOnCallingThread ? 1 : 2));
+    gputrain::set_cpu_blas_threads(before);
 }
