@@ -133,6 +133,21 @@ YAML::Node parse_document(const std::string& yaml, const ConfigSource& source) {
                                              "line " + std::to_string(tab_line + 1) +
                                                  " is indented with a tab, which YAML does not allow; indent with "
                                                  "spaces"));
+        // ${name} (a block parameter) unquoted in a {...} mapping: YAML reads the braces as its own.
+        if (e.mark.line >= 0) {
+            size_t start = 0;
+            for (int line = 0; line < e.mark.line && start != std::string::npos; ++line) {
+                start = yaml.find('\n', start);
+                if (start != std::string::npos) ++start;
+            }
+            if (start != std::string::npos) {
+                const std::string text = yaml.substr(start, yaml.find('\n', start) - start);
+                if (text.find("${") != std::string::npos && text.find('{') < text.find("${"))
+                    throw ConfigError(config_message(source.file_place(e.mark), "", "YAML syntax error: " + e.msg,
+                                                     "inside {...} YAML reads the braces of ${NAME} as its own; "
+                                                     "write $NAME, or quote the value (\"${NAME}\")"));
+            }
+        }
         throw ConfigError(config_message(source.file_place(e.mark), "", "YAML syntax error: " + e.msg));
     }
     const std::string sections = "a mapping of sections (" + join_names(kTopLevelKeys) + ")";

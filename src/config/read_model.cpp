@@ -59,6 +59,9 @@ std::vector<LayerInput> read_inputs(const ValueRef& v) {
     const auto one = [&](const ValueRef& item) {
         if (!item.node.IsScalar() || item.node.Scalar().empty())
             item.fail("expected a layer name, got " + describe(item.node), example);
+        if (item.node.Scalar().find(", ") != std::string::npos)
+            item.fail("'" + item.node.Scalar() + "' is one name with a comma in it",
+                      "list several as inputs: [" + item.node.Scalar() + "]");
         out.push_back({item.node.Scalar()});
     };
     if (v.node.IsSequence()) {

@@ -192,7 +192,10 @@ void LayerArgs::finish(const std::vector<std::string>& known_keys) const {
     for (const auto& [key, value] : spec_.params) {
         if (used_.count(key)) continue;
         const std::string known = known_keys.empty() ? "none" : join_names(known_keys);
-        fail(key, "unknown parameter for " + spec_.type + did_you_mean(key, known_keys) + "; it takes: " + known);
+        // Every layer also takes name and inputs: `input: a` is a typo of the latter.
+        std::vector<std::string> candidates(known_keys);
+        candidates.insert(candidates.end(), {"name", "inputs"});
+        fail(key, "unknown parameter for " + spec_.type + did_you_mean(key, candidates) + "; it takes: " + known);
     }
 }
 

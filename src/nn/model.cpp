@@ -524,6 +524,7 @@ std::string Model::dot() const {
         std::string label = layers_[i]->name() + " (" + layers_[i]->type() + ")";
         const std::string detail = layers_[i]->detail();
         if (!detail.empty()) label += " " + detail;
+        if (fused_softmax_ && i + 1 == layers_.size() && layers_[i]->type() != "softmax") label += " softmax";
         label = dot_text(label) + "\\n" + dot_text(shape_to_string(shapes_[i]));
         if (count > 0) label += "\\n" + std::to_string(count) + " params";
         out += "  n" + std::to_string(i + 1) + " [label=\"" + label + "\"];\n";

@@ -92,7 +92,7 @@ cases=(
 # --- --set overrides
 "2|err|--set training.epochs: expected KEY.PATH=VALUE; e.g. --set training.epochs=10|-|fit @CFG@ --set training.epochs"
 "2|err|--set =3: malformed key path ''|-|fit @CFG@ --set =3"
-"2|err|--set nosuch.key=1: nosuch: unknown key; known keys: run_dir, model|-|fit @CFG@ --set nosuch.key=1"
+"2|err|--set nosuch.key=1: nosuch: unknown key; known keys: run_dir, blocks, model|-|fit @CFG@ --set nosuch.key=1"
 "2|err|--set training.epochs=abc: training.epochs: expected a positive integer, got 'abc'|-|fit @CFG@ --set training.epochs=abc"
 "2|err|model.layers[5]: no such item; model.layers has 3 items|-|fit @CFG@ --set model.layers[5].units=3"
 "2|err|--set training=3: training: expected a mapping, got '3'|-|fit @CFG@ --set training=3"

@@ -101,6 +101,10 @@ TEST_CASE("Block errors name the place, the block and what it takes") {
     CHECK(error_of(with_model("    - {block: x}\n", bad_input)) ==
           "cfg.yaml:3:40: layer (add): inputs: unknown input 'rleu' in block 'x' (did you mean 'relu'?); a layer in a "
           "block reads 'input' (the block's input) or a layer of the block above it");
+    const std::string braces = "blocks:\n  x:\n    params: [units]\n    layers: [{type: dense, units: ${units}}]\n";
+    CHECK(error_of(with_model("    - {block: x, units: 3}\n", braces)) ==
+          "cfg.yaml:4:36: YAML syntax error: end of map flow not found; inside {...} YAML reads the braces of "
+          "${NAME} as its own; write $NAME, or quote the value (\"${NAME}\")");
     CHECK(error_of(with_model("    - {block: res, units: 2, repeat: 0}\n")) ==
           "cfg.yaml:11:38: model.layers[0].repeat: expected a positive integer, got '0'");
 }

@@ -234,6 +234,16 @@ TEST_CASE("Graph errors name the layers, shapes and places") {
     CHECK(model_error(head + "    - {type: dense, units: 3, name: input}\n") ==
           "g.yaml:4:31: model.layers[0] (dense 'input'): name: 'input' names the model's input (inputs: input); "
           "give the layer another name");
+    // What Keras users write: input for inputs, concatenate's axis, two names in one string.
+    CHECK(model_error(head + "    - {type: dense, units: 3, input: x}\n") ==
+          "g.yaml:4:31: model.layers[0] (dense): input: unknown parameter for dense (did you mean 'inputs'?); it "
+          "takes: units, activation, use_bias");
+    CHECK(model_error(head + "    - {type: dense, units: 3}\n    - {type: concatenate, inputs: [input, dense], axis: -1}\n") ==
+          "g.yaml:5:51: model.layers[1] (concatenate): axis: concatenate always joins the last axis (channels for "
+          "images, Keras' axis=-1); remove axis");
+    CHECK(model_error(head + "    - {type: dense, units: 3}\n    - {type: add, inputs: 'input, dense'}\n") ==
+          "g.yaml:5:27: model.layers[1].inputs: 'input, dense' is one name with a comma in it; list several as "
+          "inputs: [input, dense]");
     CHECK(model_error("  input_shape: [4, 4, 2]\n  layers:\n    - {type: conv2d, filters: 3, kernel_size: 3}\n"
                       "    - {type: concatenate, inputs: [conv2d, input]}\n    - {type: flatten}\n") ==
           "g.yaml:5:7: layer 'concatenate' (concatenate): joins along the last axis, so all other axes must match, "
