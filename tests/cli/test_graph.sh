@@ -7,7 +7,8 @@
 # - predict's probabilities match an independent NumPy forward pass of the
 #   checkpoint and the run's config.yaml (tests/cli/numpy_graph_forward.py);
 # - the resolved config.yaml names the scoped layers and their inputs, and
-#   loads again (evaluate with it reports no change).
+#   loads again (evaluate with it reports no change);
+# - the reference MLP and CNN keep the config digests they had before graphs.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh" "$@"
@@ -68,6 +69,23 @@ PY
         "$TMP/p.npy" || fail "the NumPy forward pass does not match gputrain predict"
 else
     echo "($python cannot import numpy, yaml and safetensors: the NumPy check is not run)"
+fi
+
+step "chains are what they were: the reference MLP's and the CNN's config digests as before graphs (pinned)"
+# Digests written by the binary before models became graphs (commit 795fbf8),
+# for these overrides; its checkpoints were byte-identical to this binary's too.
+if compgen -G "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte*" >/dev/null ||
+        compgen -G "datasets/fashion-mnist/t10k-images-idx3-ubyte*" >/dev/null || [ -n "${GPUTRAIN_DATA:-}" ]; then
+    for pair in fashion_mnist_mlp:480e983c725f523a fashion_mnist_cnn:0e2fae740d5a761b; do
+        name=${pair%%:*} digest=${pair#*:}
+        run_expect 0 fit "configs/$name.yaml" --set training.epochs=1 --set data.limit=256 --set data.test_limit=64 \
+            --run-dir "$TMP/$name" --device cpu --quiet
+        got=$(safetensors metadata "$TMP/$name/last.safetensors" config_digest)
+        [ "$got" = "$digest" ] || fail "$name: config digest $got, expected $digest (a chain's resolved config changed)"
+        grep -q " inputs:" "$TMP/$name/config.yaml" && fail "$name: config.yaml writes inputs: for a chain"
+    done
+else
+    echo "(Fashion-MNIST not installed: the digest rows are not run)"
 fi
 
 step "graph errors: one line with the place, exit 2"
