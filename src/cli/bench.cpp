@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <mutex>
 
+#include "backend/buffer.hpp"
 #include "checkpoint/json.hpp"
 #include "cli/bench_gemm.hpp"
 #include "cli/commands.hpp"
@@ -99,15 +100,14 @@ double run_pipelined_steps(train::Replica& r, train::Step& train_step, const Hos
     const int64_t per = static_cast<int64_t>(batches.inputs[0].size()) / batches.batch;
     const size_t input_bytes = static_cast<size_t>(rows * per) * sizeof(float);
     const size_t label_bytes = static_cast<size_t>(rows) * sizeof(int32_t);
-    std::vector<float*> inputs;
-    std::vector<int32_t*> labels;
+    std::vector<Buffer> inputs, labels;  // the batches in device memory, freed on any exit
     const bool on_device = be.has_device_memory() && rows > 0;
     if (on_device) {
         for (size_t b = 0; b < batches.inputs.size(); ++b) {
-            inputs.push_back(static_cast<float*>(be.allocate_bytes(input_bytes)));
-            labels.push_back(static_cast<int32_t*>(be.allocate_bytes(label_bytes)));
-            be.copy_to_device(inputs.back(), batches.inputs[b].data() + begin * per, input_bytes);
-            be.copy_to_device(labels.back(), batches.labels[b].data() + begin, label_bytes);
+            inputs.emplace_back(be, input_bytes);
+            labels.emplace_back(be, label_bytes);
+            be.copy_to_device(inputs.back().get(), batches.inputs[b].data() + begin * per, input_bytes);
+            be.copy_to_device(labels.back().get(), batches.labels[b].data() + begin, label_bytes);
         }
     }
     r.guard().reset();
@@ -119,8 +119,8 @@ double run_pipelined_steps(train::Replica& r, train::Step& train_step, const Hos
         const int64_t step = first_step + i;
         const size_t b = static_cast<size_t>(step) % distinct;
         if (on_device) {
-            be.copy(r.inputs(), inputs[b], input_bytes);
-            be.copy(r.labels(), labels[b], label_bytes);
+            be.copy(r.inputs(), inputs[b].get(), input_bytes);
+            be.copy(r.labels(), labels[b].get(), label_bytes);
         } else {
             r.load_shard(batches.inputs[b].data(), batches.labels[b].data(), begin, end);
         }
@@ -129,10 +129,6 @@ double run_pipelined_steps(train::Replica& r, train::Step& train_step, const Hos
     }
     be.synchronize();
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    for (size_t b = 0; b < inputs.size(); ++b) {
-        be.release(inputs[b]);
-        be.release(labels[b]);
-    }
     return steps > 0 ? seconds / static_cast<double>(steps) : 0.0;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "backend/buffer.hpp"
 #include "core/rng.hpp"
 
 namespace gputrain::cli {
@@ -73,9 +74,9 @@ std::vector<double> bare_gemm_rates(Backend& backend, const std::vector<GemmShap
     const size_t copy_bytes = backend.gemm_copy_bytes();
     const bool copies = kind == BareGemm::library_alone && copy_bytes > 0;
     if (!copies) backend.reserve_gemm_scratch(scratch);
-    float* a = backend.allocate_floats(a_n);
-    float* b = backend.allocate_floats(b_n);
-    float* c = backend.allocate_floats(c_n);
+    const Buffer a_block = float_buffer(backend, a_n), b_block = float_buffer(backend, b_n),
+                 c_block = float_buffer(backend, c_n);
+    float *a = a_block.floats(), *b = b_block.floats(), *c = c_block.floats();
     // Random operands, as in training: constant ones can run faster than real
     // data does (the multipliers toggle fewer bits), which would flatter the peer.
     {
@@ -87,13 +88,13 @@ std::vector<double> bare_gemm_rates(Backend& backend, const std::vector<GemmShap
     }
     backend.fill(c, c_n, 0.0f);
     Operands in{a, b, false};
-    void *a16 = nullptr, *b16 = nullptr;
+    Buffer a16, b16;
     if (copies) {  // rounded once, outside the timing
-        a16 = backend.allocate_bytes(a_n * copy_bytes);
-        b16 = backend.allocate_bytes(b_n * copy_bytes);
-        backend.gemm_copy(a, a16, a_n);
-        backend.gemm_copy(b, b16, b_n);
-        in = {a16, b16, true};
+        a16 = Buffer(backend, a_n * copy_bytes);
+        b16 = Buffer(backend, b_n * copy_bytes);
+        backend.gemm_copy(a, a16.get(), a_n);
+        backend.gemm_copy(b, b16.get(), b_n);
+        in = {a16.get(), b16.get(), true};
     }
     std::vector<double> rates(shapes.size(), 0.0);
     for (size_t i = 0; i < shapes.size(); ++i) {
@@ -101,11 +102,6 @@ std::vector<double> bare_gemm_rates(Backend& backend, const std::vector<GemmShap
             if (shapes[j].same_call(shapes[i])) rates[i] = rates[j];
         if (rates[i] == 0.0) rates[i] = measure(backend, shapes[i], in, c, min_seconds);
     }
-    if (a16) backend.release(a16);
-    if (b16) backend.release(b16);
-    backend.release(a);
-    backend.release(b);
-    backend.release(c);
     return rates;
 }
 

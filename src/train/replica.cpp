@@ -23,14 +23,14 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
     const size_t label_bytes = static_cast<size_t>(rows) * sizeof(int32_t);
     staging_ = backend_->has_device_memory();
     for (int slot = 0; slot < (staging_ ? 2 : 1); ++slot) {
-        inputs_[slot] = static_cast<float*>(backend_->allocate_bytes(input_bytes));
-        labels_[slot] = static_cast<int32_t*>(backend_->allocate_bytes(label_bytes));
+        inputs_[slot] = own<float>(input_bytes);
+        labels_[slot] = own<int32_t>(label_bytes);
         if (!staging_) continue;
-        pinned_inputs_[slot] = static_cast<float*>(backend_->allocate_host_pinned(input_bytes));
-        pinned_labels_[slot] = static_cast<int32_t*>(backend_->allocate_host_pinned(label_bytes));
+        pinned_inputs_[slot] = own_pinned<float>(input_bytes);
+        pinned_labels_[slot] = own_pinned<int32_t>(label_bytes);
     }
-    stats_ = backend_->allocate_floats(2);
-    shard_position_ = static_cast<int64_t*>(backend_->allocate_bytes(sizeof(int64_t)));
+    stats_ = own<float>(2 * sizeof(float));
+    shard_position_ = own<int64_t>(sizeof(int64_t));
     guard_ = std::make_unique<StepGuard>(*backend_);
     graphs_ = std::make_unique<StepGraphs>(*backend_, /*enabled=*/false);
     // The first staged copy must not overtake the zeroing of the buffers above.
@@ -52,24 +52,13 @@ Replica::~Replica() {
         } catch (...) {
         }
     }
-    for (int slot = 0; slot < 2; ++slot) {
-        if (inputs_[slot]) backend_->release(inputs_[slot]);
-        if (labels_[slot]) backend_->release(labels_[slot]);
-        if (pinned_inputs_[slot]) backend_->release_host_pinned(pinned_inputs_[slot]);
-        if (pinned_labels_[slot]) backend_->release_host_pinned(pinned_labels_[slot]);
-    }
-    release_resident();
-    backend_->release(stats_);
-    backend_->release(shard_position_);
-    // guard_ and graphs_ go next, before backend_ (members are destroyed in reverse order).
+    // The buffers (owned_, pinned_owned_, resident_blocks_), guard_ and graphs_
+    // go next, before backend_ (members are destroyed in reverse order).
 }
 
 void Replica::release_resident() {
-    if (resident_owned_) {
-        backend_->release(resident_inputs_);
-        backend_->release(resident_labels_);
-        backend_->release(resident_order_);
-    }
+    if (resident_owned_)
+        for (Buffer& block : resident_blocks_) block.reset();
     resident_inputs_ = nullptr;
     resident_labels_ = resident_order_ = nullptr;
     resident_owned_ = false;
@@ -118,9 +107,13 @@ bool Replica::make_resident(const data::Dataset& train, const std::string& mode)
         throw ConfigError("data.resident: true: the training set needs " + std::to_string(bytes >> 20) +
                           " MiB on " + backend_->name() + ", which has " + std::to_string(free_bytes >> 20) +
                           " MiB free; use data.resident: auto or false");
-    resident_inputs_ = static_cast<float*>(backend_->allocate_bytes(input_bytes));
-    resident_labels_ = static_cast<int32_t*>(backend_->allocate_bytes(label_bytes));
-    resident_order_ = static_cast<int32_t*>(backend_->allocate_bytes(label_bytes));
+    resident_blocks_[0] = Buffer(*backend_, input_bytes);
+    resident_blocks_[1] = Buffer(*backend_, label_bytes);
+    resident_blocks_[2] = Buffer(*backend_, label_bytes);
+    resident_owned_ = true;  // released by release_resident, or with the replica
+    resident_inputs_ = resident_blocks_[0].floats();
+    resident_labels_ = resident_blocks_[1].as<int32_t>();
+    resident_order_ = resident_blocks_[2].as<int32_t>();
     backend_->copy_to_device(resident_inputs_, train.inputs.data(), input_bytes);
     backend_->copy_to_device(resident_labels_, train.labels.data(), label_bytes);
     resident_rows_ = train.size();

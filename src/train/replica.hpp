@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/buffer.hpp"
 #include "config/run_config.hpp"
 #include "data/dataset.hpp"
 #include "data/loader.hpp"
@@ -102,6 +103,21 @@ public:
 
 private:
     std::unique_ptr<Backend> backend_;
+    // Every block of backend memory the replica allocates itself (freed before
+    // backend_, also when the constructor throws); the pointers below point into them.
+    std::vector<Buffer> owned_;
+    std::vector<PinnedBuffer> pinned_owned_;
+    Buffer resident_blocks_[3];  // a GPU's resident inputs, labels and order
+    template <class T>
+    T* own(size_t bytes) {
+        owned_.emplace_back(*backend_, bytes);
+        return owned_.back().as<T>();
+    }
+    template <class T>
+    T* own_pinned(size_t bytes) {
+        pinned_owned_.emplace_back(*backend_, bytes);
+        return pinned_owned_.back().as<T>();
+    }
     std::unique_ptr<dist::Communicator> comm_;
     std::unique_ptr<nn::Model> model_;
     std::unique_ptr<optim::Optimizer> optimizer_;
