@@ -356,19 +356,21 @@ int run_bench(BenchArgs& args) {
     std::printf("gputrain bench %s: %s; %lld warm-up + %lld timed steps; medians of replica %d's steps\n\n",
                 args.common.config_path.c_str(), strategy.describe(batch).c_str(), (long long)args.warmup,
                 (long long)args.steps, 0);
-    std::printf("%-20s %-12s %-16s %12s %12s %14s %14s\n", "layer", "type", "output", "forward ms", "backward ms",
-                "fwd GFLOP/s", "bwd GFLOP/s");
+    int name_width = 20;  // the longest layer name (a block's scoped names run long)
+    for (size_t i = 0; i < layers; ++i) name_width = std::max(name_width, static_cast<int>(model.layer(i).name().size()));
+    std::printf("%-*s %-12s %-16s %12s %12s %14s %14s\n", name_width, "layer", "type", "output", "forward ms",
+                "backward ms", "fwd GFLOP/s", "bwd GFLOP/s");
     for (size_t i = 0; i < layers; ++i) {
         const double f = median(t.forward[i]), b = median(t.backward[i]);
         const LayerGemm& g = per_layer[i];
         char fr[32] = "", br[32] = "";
         if (g.forward_flops > 0) std::snprintf(fr, sizeof fr, "%.1f", g.forward_flops / f / 1e9);
         if (g.backward_flops > 0) std::snprintf(br, sizeof br, "%.1f", g.backward_flops / b / 1e9);
-        std::printf("%-20s %-12s %-16s %12.4f %12.4f %14s %14s\n", model.layer(i).name().c_str(),
+        std::printf("%-*s %-12s %-16s %12.4f %12.4f %14s %14s\n", name_width, model.layer(i).name().c_str(),
                     model.layer(i).type().c_str(), shape_to_string(model.layer_output_shape(i)).c_str(), ms(f), ms(b),
                     fr, br);
     }
-    std::printf("%-20s %-12s %-16s %12.4f\n", "(loss)", model.loss().from_logits() ? "softmax+xent" : "loss", "",
+    std::printf("%-*s %-12s %-16s %12.4f\n", name_width, "(loss)", model.loss().from_logits() ? "softmax+xent" : "loss", "",
                 ms(median(t.loss)));
     std::printf("\nstep: %.4f ms = input copy %.4f + forward+backward %.4f + all-reduce %.4f + optimizer %.4f "
                 "(medians; need not add up)\n",
@@ -389,14 +391,14 @@ int run_bench(BenchArgs& args) {
     std::printf("\nDense GEMMs of replica 0 (%d rows), bare = %s's GEMM alone on that shape%s:\n", rows0,
                 replicas[0]->backend().name().c_str(),
                 cast_rates.empty() ? "" : ", on 16-bit copies made beforehand (no cast timed)");
-    std::printf("%-20s %-12s %-22s %10s %14s%s\n", "layer", "pass", "m x n x k (op)", "GFLOP", "bare GFLOP/s",
+    std::printf("%-*s %-12s %-22s %10s %14s%s\n", name_width, "layer", "pass", "m x n x k (op)", "GFLOP", "bare GFLOP/s",
                 other_rates.empty() ? "" : "   other mode*");
     for (size_t i = 0; i < shapes.size(); ++i) {
         const GemmShape& s = shapes[i];
         char dims[64], other[32] = "";
         std::snprintf(dims, sizeof dims, "%dx%dx%d (%c%c)", s.m, s.n, s.k, s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N');
         if (!other_rates.empty()) std::snprintf(other, sizeof other, " %14.1f", other_rates[i]);
-        std::printf("%-20s %-12s %-22s %10.4g %14.1f%s\n", model.layer(s.layer).name().c_str(), s.pass.c_str(), dims,
+        std::printf("%-*s %-12s %-22s %10.4g %14.1f%s\n", name_width, model.layer(s.layer).name().c_str(), s.pass.c_str(), dims,
                     s.flops() / 1e9, rates[i], other);
     }
     std::printf("dense GEMMs per step: %.4g GFLOP; bare %.4f ms (%.1f GFLOP/s); the whole step runs them at "

@@ -43,6 +43,7 @@ void set_cpu_blas_threads(int threads) {
     // Adam's first moments (near 1e-37) an ULP away from an uninterrupted
     // run's. The calling thread keeps its own setting.
     threads = kBlasOnCallingThread ? 1 : std::max(1, threads);  // see kBlasOnCallingThread
+    set_onednn_threads(threads);  // oneDNN's convolutions get as many (OpenMP) threads
 #if defined(__x86_64__) || defined(__i386__)
     const unsigned saved = _mm_getcsr();
     flush_denormals_on_this_thread();

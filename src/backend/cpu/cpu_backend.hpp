@@ -3,7 +3,10 @@
 // cpu_small_gemm.hpp handles faster, element-wise loops the compiler vectorizes.
 #pragma once
 
+#include <memory>
+
 #include "backend/backend.hpp"
+#include "backend/cpu/onednn_conv.hpp"
 
 namespace gputrain {
 
@@ -67,6 +70,9 @@ public:
 
     // Convolution via im2col + GEMM (cpu_conv.cpp), pooling (cpu_pool.cpp),
     // batch normalization (cpu_batch_norm.cpp).
+    // Which code runs the convolutions (onednn_conv.hpp); the default comes
+    // from GPUTRAIN_CPU_CONV. The tests run both.
+    void set_conv_path(CpuConvPath path) { conv_path_ = path; }
     size_t conv2d_workspace_bytes(const Conv2dGeometry& g) override;
     void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, float* y, void* workspace,
                         size_t workspace_bytes) override;
@@ -97,6 +103,12 @@ public:
                            const math::AdamParams* a, const int32_t* skip) override;
     void sgd_step_guarded(float* params, const float* grads, float* velocity, size_t n, const math::SgdParams* s,
                           const int32_t* skip) override;
+
+private:
+    OneDnnConvolutions& onednn();  // made at the first convolution
+    bool use_onednn(const Conv2dGeometry& g);
+    std::unique_ptr<OneDnnConvolutions> onednn_;
+    CpuConvPath conv_path_ = cpu_conv_path_from_environment();
 };
 
 #if defined(__SANITIZE_THREAD__)

@@ -6,14 +6,18 @@
 //   backward data    dcols = dy * w, then col2im adds dcols back into dx
 //   backward filter  dw[out_c, K] = dy^T * cols (summed over chunks)
 // A 1x1, stride-1, unpadded convolution is a plain GEMM on x (no im2col).
+// Where the build has oneDNN and oneDNN has a fast kernel for the shape, it
+// runs instead (onednn_conv.hpp) and needs no workspace.
 #include "backend/cpu/cpu_backend.hpp"
 
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "backend/cpu/onednn_conv.hpp"
 #include "core/error.hpp"
 
 namespace gputrain {
@@ -151,7 +155,29 @@ void for_each_im2col_chunk(const Conv2dGeometry& g, const float* x, float* cols,
 
 }  // namespace
 
+CpuConvPath cpu_conv_path_from_environment() {
+    static const CpuConvPath path = [] {
+        const char* v = std::getenv("GPUTRAIN_CPU_CONV");
+        const std::string s = v ? v : "";
+        if (s.empty() || s == "auto") return CpuConvPath::automatic;
+        if (s == "onednn") return CpuConvPath::onednn;
+        if (s == "im2col") return CpuConvPath::im2col;
+        throw Error("environment variable GPUTRAIN_CPU_CONV='" + s + "': expected auto, onednn or im2col");
+    }();
+    return path;
+}
+
+OneDnnConvolutions& CpuBackend::onednn() {
+    if (!onednn_) onednn_ = std::make_unique<OneDnnConvolutions>();
+    return *onednn_;
+}
+
+bool CpuBackend::use_onednn(const Conv2dGeometry& g) {
+    return conv_path_ != CpuConvPath::im2col && have_onednn() && onednn().use(g, conv_path_);
+}
+
 size_t CpuBackend::conv2d_workspace_bytes(const Conv2dGeometry& g) {
+    if (g.batch > 0 && use_onednn(g)) return 0;
     return is_pointwise(g) ? 0 : budget_samples(g) * cols_bytes_per_sample(g);
 }
 
@@ -159,6 +185,7 @@ void CpuBackend::conv2d_forward(const Conv2dGeometry& g, const float* x, const f
                                 size_t workspace_bytes) {
     const int k = patch_size(g);
     if (g.batch == 0) return;
+    if (use_onednn(g)) return onednn().forward(g, x, w, y);
     if (is_pointwise(g)) {
         gemm(false, true, g.batch * g.in_h * g.in_w, g.out_c, k, 1.0f, x, k, w, k, 0.0f, y, g.out_c);
         return;
@@ -174,6 +201,7 @@ void CpuBackend::conv2d_backward_data(const Conv2dGeometry& g, const float* dy, 
                                       void* workspace, size_t workspace_bytes) {
     const int k = patch_size(g);
     if (g.batch == 0) return;
+    if (use_onednn(g)) return onednn().backward_data(g, dy, w, dx);
     if (is_pointwise(g)) {
         gemm(false, false, g.batch * g.in_h * g.in_w, k, g.out_c, 1.0f, dy, g.out_c, w, k, 0.0f, dx, k);
         return;
@@ -197,6 +225,7 @@ void CpuBackend::conv2d_backward_filter(const Conv2dGeometry& g, const float* x,
         std::fill(dw, dw + static_cast<size_t>(g.out_c) * k, 0.0f);
         return;
     }
+    if (use_onednn(g)) return onednn().backward_filter(g, x, dy, dw);
     if (is_pointwise(g)) {
         gemm(true, false, g.out_c, k, g.batch * g.in_h * g.in_w, 1.0f, dy, g.out_c, x, k, 0.0f, dw, k);
         return;

@@ -80,8 +80,18 @@ struct Workspace {
 // shares one workspace sized for its hungriest layer).
 enum class WorkspaceSize { asked, one_sample, oversized };
 
-void check_conv(const ConvCase& c, uint32_t seed, WorkspaceSize workspace_size) {
+using gputrain::CpuConvPath;
+// The CPU convolution paths this build has: im2col + OpenBLAS, and oneDNN.
+std::vector<CpuConvPath> conv_paths() {
+    if (gputrain::have_onednn()) return {CpuConvPath::im2col, CpuConvPath::onednn};
+    return {CpuConvPath::im2col};
+}
+const char* path_name(CpuConvPath p) { return p == CpuConvPath::onednn ? "onednn" : "im2col"; }
+
+void check_conv(const ConvCase& c, uint32_t seed, WorkspaceSize workspace_size,
+                CpuConvPath path = CpuConvPath::im2col) {
     const Conv2dGeometry g = geometry_of(c);
+    INFO("path " << path_name(path));
     INFO("batch=" << g.batch << " in=" << g.in_h << "x" << g.in_w << "x" << g.in_c << " out=" << g.out_h << "x"
                   << g.out_w << "x" << g.out_c << " kernel=" << g.kernel_h << "x" << g.kernel_w << " stride="
                   << g.stride_h << "," << g.stride_w << " dilation=" << g.dilation_h << "," << g.dilation_w
@@ -104,6 +114,11 @@ void check_conv(const ConvCase& c, uint32_t seed, WorkspaceSize workspace_size) 
     });
 
     CpuBackend be;
+    be.set_conv_path(path);
+    // oneDNN takes every shape here (it then needs no workspace) but those
+    // whose last window stops short of the input's end (onednn_conv.cpp).
+    if (path == CpuConvPath::onednn)
+        REQUIRE((be.conv2d_workspace_bytes(g) == 0) == (g.pad_bottom() >= 0 && g.pad_right() >= 0));
     Conv2dGeometry sizing = g;
     if (workspace_size == WorkspaceSize::one_sample) sizing.batch = 1;
     Workspace ws(be.conv2d_workspace_bytes(sizing) * (workspace_size == WorkspaceSize::oversized ? 4 : 1) +
@@ -134,6 +149,10 @@ const ConvCase kCases[] = {
     {3, 5, 6, 3, 1, 2, 3, 2, 2, 1, 1, 1, 2, 0, 1},     // 2x3 kernel, stride 2, pad_bottom = pad_top + 1
     {3, 9, 7, 1, 5, 3, 2, 1, 2, 1, 1, 1, 2, 0, 1},     // mixed strides, asymmetric
     {3, 7, 7, 16, 5, 3, 3, 1, 1, 2, 2, 2, 3, 2, 3},    // dilated taps with wide channel runs
+    {3, 8, 8, 3, 5, 3, 3, 2, 2, 1, 1, 0, -1, 0, -1},   // 'valid' at stride 2: the last input row and column unread
+    {4, 8, 8, 4, 6, 1, 1, 2, 2, 1, 1, 0, -1, 0, -1},   // the same at 1x1: a ResNet projection shortcut
+    {16, 8, 8, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    // 4 channels in and out (oneDNN pads them to its blocks)
+    {2, 6, 6, 32, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   // 'same' with channel counts oneDNN blocks by 8
 };
 
 }  // namespace
@@ -145,6 +164,15 @@ TEST_CASE("conv2d forward, backward data and backward filter match direct loops"
     for (const ConvCase& c : kCases) check_conv(c, seed++, workspace_size);
 }
 
+TEST_CASE("conv2d through oneDNN matches direct loops") {
+    if (!gputrain::have_onednn()) {
+        WARN("this build has no oneDNN: nothing to check");
+        return;
+    }
+    uint32_t seed = 41;
+    for (const ConvCase& c : kCases) check_conv(c, seed++, WorkspaceSize::asked, CpuConvPath::onednn);
+}
+
 TEST_CASE("conv2d backward passes are the adjoints of the forward pass") {
     // <dy, conv(x, w)> = <backward_data(dy), x> = <backward_filter(x, dy), w>:
     // a property of the pair of calls, independent of any reference loops.
@@ -154,7 +182,10 @@ TEST_CASE("conv2d backward passes are the adjoints of the forward pass") {
     const auto x = random_vector(x_size(g), rng);
     const auto w = random_vector(w_size(g), rng);
     const auto dy = random_vector(y_size(g), rng);
+    const CpuConvPath path = GENERATE(from_range(conv_paths()));
+    INFO("path " << path_name(path));
     CpuBackend be;
+    be.set_conv_path(path);
     Workspace ws(be.conv2d_workspace_bytes(g));
     std::vector<float> y(y_size(g)), dx(x_size(g)), dw(w_size(g));
     be.conv2d_forward(g, x.data(), w.data(), y.data(), ws.data(), ws.bytes());
@@ -170,6 +201,7 @@ TEST_CASE("conv2d backward passes are the adjoints of the forward pass") {
 
 TEST_CASE("conv2d sizes its workspace for the batch and runs smaller batches in it") {
     CpuBackend be;
+    be.set_conv_path(CpuConvPath::im2col);  // oneDNN needs none
     const ConvCase c{3, 7, 5, 3, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1};
     Conv2dGeometry g = geometry_of(c);
     // im2col needs out_h * out_w rows of kernel_h * kernel_w * in_c floats per sample.

@@ -97,6 +97,7 @@ TEST_CASE("Conv kernels use Keras' Glorot fans; Dense's initialization is unchan
 
 TEST_CASE("One workspace, sized for the hungriest layer at the largest batch") {
     CpuBackend be;
+    be.set_conv_path(gputrain::CpuConvPath::im2col);  // oneDNN's convolutions need none
     const int64_t max_rows = 5;
     nn::Model model(small_cnn(), sparse_ce(), be, max_rows, 3);
     Conv2dGeometry first;
