@@ -192,4 +192,43 @@ GPUTRAIN_HD float batch_norm_input_grad(float dy, float xhat, float gamma_invstd
     return gamma_invstd * (dy - mean_dy - xhat * mean_dy_xhat);
 }
 
+// The losses against an integer label, one row of `cols` outputs at a time
+// (Backend::softmax_cross_entropy, cross_entropy_probs, mean_squared_error):
+// each backend walks the rows its own way (a loop, a warp per row) and
+// evaluates these. The data loader rejects labels outside [0, classes); a
+// label that gets here out of range anyway makes the row's loss NaN on both
+// backends, and is read nowhere.
+GPUTRAIN_HD bool label_in_range(int label, int cols) { return label >= 0 && label < cols; }
+
+// Softmax cross-entropy from logits z: with m = max z and S = sum exp(z - m),
+// the loss is log S - (z_label - m) and dL/dz_c = exp(z_c - m) / S - [c = label],
+// both times grad_scale (1 / the global batch, times any loss scale).
+GPUTRAIN_HD double softmax_xent_loss(double sum_exp, float z_label, float max_z) {
+    return log(sum_exp) - static_cast<double>(z_label - max_z);
+}
+GPUTRAIN_HD float softmax_xent_grad(float z, float max_z, float inv_sum_exp, bool is_label, float grad_scale) {
+    const float g = expf(z - max_z) * inv_sum_exp * grad_scale;
+    return is_label ? g - grad_scale : g;
+}
+
+// Cross-entropy of probabilities p (a softmax layer's output, from_logits:
+// false): -log(clip(p_label)) with Keras' clip to [1e-7, 1 - 1e-7], whose
+// gradient is zero outside the clip range. The clip is spelled out so that a
+// NaN probability stays NaN (as std::min(std::max(p, eps), 1 - eps)).
+inline constexpr float kProbabilityEpsilon = 1e-7f;
+GPUTRAIN_HD float clip_probability(float p) {
+    const float lower = p < kProbabilityEpsilon ? kProbabilityEpsilon : p;
+    return (1.0f - kProbabilityEpsilon) < lower ? 1.0f - kProbabilityEpsilon : lower;
+}
+GPUTRAIN_HD double probs_xent_loss(float p_label) { return -log(static_cast<double>(clip_probability(p_label))); }
+GPUTRAIN_HD float probs_xent_grad(float p_label, bool is_label, float grad_scale) {
+    const bool inside = p_label > kProbabilityEpsilon && p_label < 1.0f - kProbabilityEpsilon;
+    return is_label && inside ? -grad_scale / p_label : 0.0f;
+}
+
+// Mean squared error against the one-hot label, averaged over the row:
+// the row's loss is sum_c diff_c^2 / cols and dL/dy_c = 2 diff_c / cols.
+GPUTRAIN_HD float mse_diff(float y, bool is_label) { return y - (is_label ? 1.0f : 0.0f); }
+GPUTRAIN_HD float mse_grad(float diff, int cols, float grad_scale) { return 2.0f * diff / cols * grad_scale; }
+
 }  // namespace gputrain::math

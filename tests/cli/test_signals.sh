@@ -24,9 +24,11 @@ start_fit() {
     PID=$!
 }
 
-# wait_for FILE: until FILE exists (120 s at most: the machine may be busy).
+# wait_for FILE: until FILE exists (120 s at most: the machine may be busy;
+# times GPUTRAIN_TEST_TIME_SCALE, which scripts/test --sanitize sets, since
+# sanitized builds run an epoch several times slower).
 wait_for() {
-    for _ in $(seq 1200); do [ -e "$1" ] && return 0; sleep 0.1; done
+    for _ in $(seq $((1200 * ${GPUTRAIN_TEST_TIME_SCALE:-1}))); do [ -e "$1" ] && return 0; sleep 0.1; done
     fail "$1 did not appear"
 }
 

@@ -178,6 +178,7 @@ void CpuBackend::copy_strided(float* dst, int ld_dst, const float* src, int ld_s
         std::copy_n(src + static_cast<size_t>(r) * ld_src, cols, dst + static_cast<size_t>(r) * ld_dst);
 }
 
+// The per-row formulas are math.hpp's, as in the CUDA kernels (row_kernels.cu).
 void CpuBackend::softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols,
                                        float grad_scale, float* grad, float* stats) {
     double loss = 0.0, correct = 0.0;
@@ -186,15 +187,13 @@ void CpuBackend::softmax_cross_entropy(const float* logits, const int32_t* label
         const float mx = *std::max_element(in, in + cols);
         double sum = 0.0;
         for (int c = 0; c < cols; ++c) sum += std::exp(static_cast<double>(in[c] - mx));
-        const double log_sum = std::log(sum);
         const int label = labels[r];
-        loss += log_sum - (in[label] - mx);
+        loss += math::label_in_range(label, cols) ? math::softmax_xent_loss(sum, in[label], mx) : NAN;
         correct += argmax_row(in, cols) == label ? 1.0 : 0.0;
         if (grad) {
             float* g = grad + static_cast<size_t>(r) * cols;
             const float inv = static_cast<float>(1.0 / sum);
-            for (int c = 0; c < cols; ++c) g[c] = std::exp(in[c] - mx) * inv * grad_scale;
-            g[label] -= grad_scale;
+            for (int c = 0; c < cols; ++c) g[c] = math::softmax_xent_grad(in[c], mx, inv, c == label, grad_scale);
         }
     }
     stats[0] += static_cast<float>(loss);
@@ -203,20 +202,16 @@ void CpuBackend::softmax_cross_entropy(const float* logits, const int32_t* label
 
 void CpuBackend::cross_entropy_probs(const float* probs, const int32_t* labels, int rows, int cols,
                                      float grad_scale, float* grad, float* stats) {
-    constexpr float eps = 1e-7f;
     double loss = 0.0, correct = 0.0;
     for (int r = 0; r < rows; ++r) {
         const float* p = probs + static_cast<size_t>(r) * cols;
         const int label = labels[r];
-        const float pl = p[label];
-        const float clipped = std::min(std::max(pl, eps), 1.0f - eps);
-        loss -= std::log(static_cast<double>(clipped));
+        const float pl = math::label_in_range(label, cols) ? p[label] : NAN;
+        loss += math::probs_xent_loss(pl);
         correct += argmax_row(p, cols) == label ? 1.0 : 0.0;
         if (grad) {
             float* g = grad + static_cast<size_t>(r) * cols;
-            std::fill(g, g + cols, 0.0f);
-            // The clip has zero gradient outside [eps, 1 - eps].
-            if (pl > eps && pl < 1.0f - eps) g[label] = -grad_scale / pl;
+            for (int c = 0; c < cols; ++c) g[c] = math::probs_xent_grad(pl, c == label, grad_scale);
         }
     }
     stats[0] += static_cast<float>(loss);
@@ -231,11 +226,11 @@ void CpuBackend::mean_squared_error(const float* y, const int32_t* labels, int r
         const int label = labels[r];
         double row_sum = 0.0;
         for (int c = 0; c < cols; ++c) {
-            const float diff = yr[c] - (c == label ? 1.0f : 0.0f);
+            const float diff = math::mse_diff(yr[c], c == label);
             row_sum += static_cast<double>(diff) * diff;
-            if (grad) grad[static_cast<size_t>(r) * cols + c] = 2.0f * diff / cols * grad_scale;
+            if (grad) grad[static_cast<size_t>(r) * cols + c] = math::mse_grad(diff, cols, grad_scale);
         }
-        loss += row_sum / cols;
+        loss += math::label_in_range(label, cols) ? row_sum / cols : NAN;
         correct += argmax_row(yr, cols) == label ? 1.0 : 0.0;
     }
     stats[0] += static_cast<float>(loss);

@@ -102,8 +102,9 @@ __global__ void softmax_backward_kernel(const float* y, const float* dy, float* 
     }
 }
 
-// A label outside [0, cols) gives a NaN loss instead of reading out of bounds.
-__device__ __forceinline__ bool label_valid(int label, int cols) { return label >= 0 && label < cols; }
+// The per-row formulas are math.hpp's, as in CpuBackend (cpu_backend.cpp): a
+// label outside [0, cols) gives a NaN loss and is read nowhere.
+using math::label_in_range;
 
 __global__ void softmax_cross_entropy_kernel(const float* logits, const int32_t* labels, int rows, int cols,
                                              float grad_scale, float* grad, float* stats) {
@@ -119,17 +120,14 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, const int32_t*
         sum = warp_sum(sum);
         const int label = labels[r];
         if (lane == 0) {
-            loss += label_valid(label, cols) ? log(sum) - (in[label] - mx) : NAN;
+            loss += label_in_range(label, cols) ? math::softmax_xent_loss(sum, in[label], mx) : NAN;
             correct += best.index == label ? 1 : 0;
         }
         if (grad) {
             float* g = grad + static_cast<size_t>(r) * cols;
             const float inv = static_cast<float>(1.0 / sum);
-            for (int c = lane; c < cols; c += kWarpSize) {
-                float v = expf(in[c] - mx) * inv * grad_scale;
-                if (c == label) v -= grad_scale;
-                g[c] = v;
-            }
+            for (int c = lane; c < cols; c += kWarpSize)
+                g[c] = math::softmax_xent_grad(in[c], mx, inv, c == label, grad_scale);
         }
     }
     add_block_stats(loss, correct, stats);
@@ -137,7 +135,6 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, const int32_t*
 
 __global__ void cross_entropy_probs_kernel(const float* probs, const int32_t* labels, int rows, int cols,
                                            float grad_scale, float* grad, float* stats) {
-    constexpr float eps = 1e-7f;  // Keras' epsilon
     const int lane = lane_index();
     double loss = 0.0;
     int correct = 0;
@@ -145,20 +142,14 @@ __global__ void cross_entropy_probs_kernel(const float* probs, const int32_t* la
         const float* p = probs + static_cast<size_t>(r) * cols;
         const ArgMax best = warp_argmax(p, cols, lane);
         const int label = labels[r];
-        const bool valid = label_valid(label, cols);
-        const float pl = valid ? p[label] : NAN;
+        const float pl = label_in_range(label, cols) ? p[label] : NAN;
         if (lane == 0) {
-            // std::min(std::max(pl, eps), 1 - eps), spelled out to match its NaN behaviour.
-            const float lower = pl < eps ? eps : pl;
-            const float clipped = (1.0f - eps) < lower ? 1.0f - eps : lower;
-            loss -= log(static_cast<double>(clipped));
+            loss += math::probs_xent_loss(pl);
             correct += best.index == label ? 1 : 0;
         }
         if (grad) {
             float* g = grad + static_cast<size_t>(r) * cols;
-            // The clip has zero gradient outside [eps, 1 - eps].
-            const bool inside = pl > eps && pl < 1.0f - eps;
-            for (int c = lane; c < cols; c += kWarpSize) g[c] = (c == label && inside) ? -grad_scale / pl : 0.0f;
+            for (int c = lane; c < cols; c += kWarpSize) g[c] = math::probs_xent_grad(pl, c == label, grad_scale);
         }
     }
     add_block_stats(loss, correct, stats);
@@ -175,13 +166,13 @@ __global__ void mean_squared_error_kernel(const float* y, const int32_t* labels,
         const int label = labels[r];
         double row_sum = 0.0;
         for (int c = lane; c < cols; c += kWarpSize) {
-            const float diff = yr[c] - (c == label ? 1.0f : 0.0f);
+            const float diff = math::mse_diff(yr[c], c == label);
             row_sum += static_cast<double>(diff) * diff;
-            if (grad) grad[static_cast<size_t>(r) * cols + c] = 2.0f * diff / cols * grad_scale;
+            if (grad) grad[static_cast<size_t>(r) * cols + c] = math::mse_grad(diff, cols, grad_scale);
         }
         row_sum = warp_sum(row_sum);
         if (lane == 0) {
-            loss += label_valid(label, cols) ? row_sum / cols : NAN;
+            loss += label_in_range(label, cols) ? row_sum / cols : NAN;
             correct += best.index == label ? 1 : 0;
         }
     }

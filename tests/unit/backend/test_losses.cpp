@@ -205,3 +205,25 @@ TEST_CASE("cross_entropy_probs and mean_squared_error accumulate stats across ca
                 .epsilon(1e-5));
     REQUIRE(stats[1] == 1 + reference_correct(p, kLabels, kCols) + reference_correct(q, kLabels, kCols));
 }
+
+TEST_CASE("a label outside [0, classes) makes the loss NaN on every loss, and is read nowhere") {
+    // The loader rejects such labels; the CUDA kernels and these loops share
+    // math.hpp's rule for one that gets through anyway (no out-of-bounds read,
+    // which AddressSanitizer would report here).
+    CpuBackend be;
+    const int cols = 3;
+    const std::vector<float> p{0.2f, 0.5f, 0.3f, 0.6f, 0.3f, 0.1f};
+    for (const int32_t bad : {-1, cols, 1 << 30}) {
+        INFO("label " << bad);
+        const std::vector<int32_t> labels{1, bad};
+        using Fn = void (CpuBackend::*)(const float*, const int32_t*, int, int, float, float*, float*);
+        for (const Fn fn : {&CpuBackend::softmax_cross_entropy, &CpuBackend::cross_entropy_probs,
+                            &CpuBackend::mean_squared_error}) {
+            std::vector<float> grad(p.size(), -7.0f), stats{0.0f, 0.0f};
+            (be.*fn)(p.data(), labels.data(), 2, cols, 0.5f, grad.data(), stats.data());
+            REQUIRE(std::isnan(stats[0]));
+            REQUIRE(stats[1] == 1.0f);  // row 0's argmax is its label; row 1 counts as wrong
+            for (float g : grad) REQUIRE(std::isfinite(g));  // every entry written, none from the bad label
+        }
+    }
+}
