@@ -100,6 +100,7 @@ struct BlockDef {
     std::string name;
     std::vector<std::string> param_order;            // as written
     std::map<std::string, std::optional<std::string>> params;  // name -> default (none: required)
+    std::map<std::string, ValueRef> param_refs;      // name -> where it is declared
     ValueRef layers;
     std::string place;
 };
@@ -115,6 +116,29 @@ struct Blocks {
 
 const std::string kBlockExample =
     "e.g. blocks: {basic: {params: {filters: 16}, layers: [{type: conv2d, filters: ${filters}, kernel_size: 3}]}}";
+
+// The parameter names a block's layers refer to: every $NAME and ${NAME} in
+// their values (and in the values given to blocks they use).
+void collect_references(const YAML::Node& node, std::set<std::string>& names) {
+    if (node.IsScalar()) {
+        const std::string& text = node.Scalar();
+        const auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+        for (size_t open = text.find('$'); open != std::string::npos; open = text.find('$', open + 1)) {
+            if (open + 1 < text.size() && text[open + 1] == '{') {
+                const size_t close = text.find('}', open);
+                if (close != std::string::npos) names.insert(text.substr(open + 2, close - open - 2));
+            } else {
+                size_t end = open + 1;
+                while (end < text.size() && word_char(text[end])) ++end;
+                if (end > open + 1) names.insert(text.substr(open + 1, end - open - 1));
+            }
+        }
+    } else if (node.IsSequence()) {
+        for (const auto& item : node) collect_references(item, names);
+    } else if (node.IsMap()) {
+        for (const auto& kv : node) collect_references(kv.second, names);
+    }
+}
 
 Blocks read_blocks(const Section& top) {
     Blocks out;
@@ -140,6 +164,7 @@ Blocks read_blocks(const Section& top) {
                         item.fail("expected a parameter name, got " + describe(item.node), "e.g. params: [filters]");
                     def.param_order.push_back(item.node.Scalar());
                     def.params[item.node.Scalar()] = std::nullopt;
+                    def.param_refs.emplace(item.node.Scalar(), item);
                 }
             } else if (p.node.IsMap()) {  // {filters: ~, strides: 1}: ~ is required
                 const Section params = Section::open(*p.source, p.node, p.path, p.place);
@@ -148,6 +173,7 @@ Blocks read_blocks(const Section& top) {
                     def.param_order.push_back(key);
                     if (d.node.IsNull()) def.params[key] = std::nullopt;
                     else def.params[key] = param_text(d);
+                    def.param_refs.emplace(key, d);
                 }
             } else if (!p.node.IsNull()) {
                 p.fail("expected a mapping of parameter names to defaults (~ for none), got " + describe(p.node),
@@ -158,6 +184,19 @@ Blocks read_blocks(const Section& top) {
         if (!block.has("layers")) def.layers.fail("missing", "list the block's layers, " + kLayersExample);
         if (!def.layers.node.IsSequence() || def.layers.node.size() == 0)
             def.layers.fail("expected a non-empty list of layers, got " + describe(def.layers.node), kLayersExample);
+        // A parameter no layer uses is a slip (a value written out where $NAME
+        // was meant). A reference to a name not declared is reported with
+        // its place when the block is expanded, and said first.
+        std::set<std::string> used;
+        collect_references(def.layers.node, used);
+        bool all_declared = true;
+        for (const auto& ref : used) all_declared = all_declared && def.params.count(ref) > 0;
+        for (const auto& param : all_declared ? def.param_order : std::vector<std::string>{})
+            if (!used.count(param))
+                def.param_refs.at(param).fail("parameter '" + param + "' of block '" + name +
+                                                  "' is used by none of its layers",
+                                              "write $" + param + " (or ${" + param +
+                                                  "}) in a layer's value, or remove it from params");
         out.defs.emplace(name, std::move(def));
     }
     return out;

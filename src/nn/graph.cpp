@@ -74,8 +74,17 @@ LayerGraph link_layers(const std::vector<config::LayerSpec>& specs, const std::v
             std::vector<int> path;
             std::vector<char> seen(specs.size(), 0);
             if (find_path(g.inputs, j, i, path, seen)) {
-                std::string chain = me;
-                for (int k : path) chain += " <- " + names[static_cast<size_t>(k)];
+                std::string chain = me, implicit;
+                for (int k : path) {
+                    chain += " <- " + names[static_cast<size_t>(k)];
+                    // A layer without inputs: reads the one listed before it,
+                    // which the config does not show.
+                    if (k != i && specs[static_cast<size_t>(k)].inputs.empty())
+                        implicit += (implicit.empty() ? "" : ", ") + ("'" + names[static_cast<size_t>(k)] + "'");
+                }
+                if (!implicit.empty())
+                    chain += " (" + implicit + " without inputs: read" +
+                             (implicit.find(',') == std::string::npos ? "s" : "") + " the layer listed before it)";
                 LayerArgs(spec, i).fail("inputs", "a cycle: " + chain + "; a model has no cycles");
             }
             LayerArgs(spec, i).fail("inputs", "reads '" + names[static_cast<size_t>(j)] +

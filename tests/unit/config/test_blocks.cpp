@@ -107,4 +107,11 @@ TEST_CASE("Block errors name the place, the block and what it takes") {
           "${NAME} as its own; write $NAME, or quote the value (\"${NAME}\")");
     CHECK(error_of(with_model("    - {block: res, units: 2, repeat: 0}\n")) ==
           "cfg.yaml:11:38: model.layers[0].repeat: expected a positive integer, got '0'");
+    const std::string unused = "blocks:\n  x:\n    params: {units: ~, act: relu}\n    layers: [{type: dense, units: $units}]\n";
+    CHECK(error_of(with_model("    - {block: x, units: 3}\n", unused)) ==
+          "cfg.yaml:3:29: blocks.x.params.act: parameter 'act' of block 'x' is used by none of its layers; write $act "
+          "(or ${act}) in a layer's value, or remove it from params");
+    const std::string passed_on = "blocks:\n  x:\n    params: {units: ~}\n    layers: [{type: dense, units: $units}]\n"
+                                  "  y:\n    params: {n: ~}\n    layers: [{block: x, units: $n}]\n";
+    CHECK_NOTHROW(load_text(with_model("    - {block: y, n: 3}\n", passed_on)));
 }

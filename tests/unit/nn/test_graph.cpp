@@ -213,7 +213,8 @@ TEST_CASE("Graph errors name the layers, shapes and places") {
           "g.yaml:4:31: model.layers[0] (dense): inputs: reads 'dense_2', which is listed after it; list every layer "
           "after the layers it reads");
     CHECK(model_error(head + "    - {type: dense, units: 3, inputs: dense_1}\n    - {type: dense, units: 3}\n") ==
-          "g.yaml:4:31: model.layers[0] (dense): inputs: a cycle: dense <- dense_1 <- dense; a model has no cycles");
+          "g.yaml:4:31: model.layers[0] (dense): inputs: a cycle: dense <- dense_1 <- dense ('dense_1' without inputs: "
+          "reads the layer listed before it); a model has no cycles");
     CHECK(model_error(head + "    - {type: dense, units: 3, inputs: b, name: a}\n"
                              "    - {type: dense, units: 3, inputs: a, name: b}\n") ==
           "g.yaml:4:31: model.layers[0] (dense 'a'): inputs: a cycle: a <- b <- a; a model has no cycles");
