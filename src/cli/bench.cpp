@@ -141,7 +141,7 @@ void run_steps(train::Replica& r, const config::RunConfig& cfg, const HostBatche
     // trainer keeps). A step with NaN/Inf gradients is skipped alone
     // (on_nan: skip_step's flag whatever the config says): bench never stops
     // on one, and the flag's kind changes no work the step queues.
-    train::LossScaler scaler(be, cfg.training.precision == "fp16");
+    train::LossScaler scaler(be, cfg.training.precision == config::Precision::fp16);
     train::Step train_step(cfg, r, scaler, /*sticky=*/false);
     const int64_t steps_per_epoch = static_cast<int64_t>(batches.inputs.size());
     const optim::Schedule schedule(cfg.optimizer, steps_per_epoch, cfg.training.epochs);
@@ -265,7 +265,8 @@ int run_bench(BenchArgs& args) {
         cast_rates = bare_gemm_rates(backend0, shapes, 0.3, BareGemm::with_casts);
     // bf16/fp16 on a GPU: the bare rates the other way of feeding the tensor
     // cores reaches too (training.cast_gemm_inputs), to tell which pays.
-    const bool half = cfg.training.precision == "bf16" || cfg.training.precision == "fp16";
+    const bool half =
+        cfg.training.precision == config::Precision::bf16 || cfg.training.precision == config::Precision::fp16;
     const bool cast = cfg.training.cast_gemm_inputs;
     std::vector<double> other_rates;
     if (half && backend0.has_device_memory() && !shapes.empty()) {

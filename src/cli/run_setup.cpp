@@ -35,9 +35,24 @@ config::RunConfig load_config(const CommonOptions& options) {
     return cfg;
 }
 
+namespace {
+
+spdlog::level::level_enum spdlog_level(config::LogLevel level) {
+    switch (level) {
+        case config::LogLevel::trace: return spdlog::level::trace;
+        case config::LogLevel::debug: return spdlog::level::debug;
+        case config::LogLevel::info: return spdlog::level::info;
+        case config::LogLevel::warn: return spdlog::level::warn;
+        case config::LogLevel::error: return spdlog::level::err;
+    }
+    return spdlog::level::info;
+}
+
+}  // namespace
+
 void apply_log_level(const config::RunConfig& cfg, bool quiet) {
     // --quiet (and the commands whose stdout is data) drop info lines; a stricter logging.level still holds.
-    const auto configured = spdlog::level::from_str(cfg.logging.level);
+    const auto configured = spdlog_level(cfg.logging.level);
     spdlog::set_level(quiet ? std::max(configured, spdlog::level::warn) : configured);
 }
 
@@ -75,11 +90,12 @@ void log_cpu_notes(const config::RunConfig& cfg, bool on_gpu, spdlog::level::lev
     if (on_gpu) return;
     // As a warning (bench): with the prefix every warning has.
     const char* prefix = level >= spdlog::level::warn ? "warning: " : "";
-    if (cfg.training.precision != "fp32")
+    if (cfg.training.precision != config::Precision::fp32)
         spdlog::log(level, "{}training.precision: {} changes GPU matrix products only; the CPU computes in fp32{}",
-                     prefix, cfg.training.precision,
-                     cfg.training.precision == "fp16" ? " (with the fp16 loss scaling, which changes no result here)"
-                                                      : "");
+                     prefix, config::name_of(cfg.training.precision),
+                     cfg.training.precision == config::Precision::fp16
+                         ? " (with the fp16 loss scaling, which changes no result here)"
+                         : "");
     if (const std::string keys = gpu_only_keys_set(cfg); !keys.empty())
         spdlog::log(level, "{}{}: only a GPU acts on this; no effect on the CPU", prefix, keys);
 }

@@ -45,7 +45,7 @@ int run_summary(SummaryArgs& args) {
     char label[64];
     print_line("weights", m.weight_bytes);
     print_line("gradients", m.gradient_bytes);
-    std::snprintf(label, sizeof label, "optimizer state (%s, %zu x weights)", cfg.optimizer.type.c_str(),
+    std::snprintf(label, sizeof label, "optimizer state (%s, %zu x weights)", config::name_of(cfg.optimizer.type),
                   m.optimizer_slots);
     print_line(label, m.optimizer_bytes);
     if (m.state_bytes > 0) print_line("non-trainable state (batch norm)", m.state_bytes);
@@ -54,7 +54,7 @@ int run_summary(SummaryArgs& args) {
     print_line("layer workspace (shared)", m.workspace_bytes);
     print_line("input shard (inputs + labels)", m.input_bytes);
     if (m.gemm_copy_bytes > 0) {
-        std::snprintf(label, sizeof label, "%s copies of GEMM inputs", cfg.training.precision.c_str());
+        std::snprintf(label, sizeof label, "%s copies of GEMM inputs", config::name_of(cfg.training.precision));
         print_line(label, m.gemm_copy_bytes);
     }
     print_line("total", m.total_bytes());

@@ -54,12 +54,12 @@ std::string training_fingerprint(const config::RunConfig& cfg) {
 }  // namespace
 
 std::unique_ptr<dist::World> join_workers(const config::RunConfig& cfg) {
-    if (cfg.strategy.type != "multi_worker_mirrored") {
+    if (cfg.strategy.type != config::StrategyType::multi_worker_mirrored) {
         const int launched = dist::launcher_world_size();
         if (launched > 1 && dist::launched_by_mpi())
             spdlog::warn("warning: {} processes were launched, but strategy.type is {}: each trains alone and they share "
                          "the run dir; use strategy.type: multi_worker_mirrored",
-                         launched, cfg.strategy.type);
+                         launched, config::name_of(cfg.strategy.type));
         return nullptr;
     }
     if (!dist::launched_by_mpi()) return nullptr;

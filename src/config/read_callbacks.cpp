@@ -62,10 +62,10 @@ EarlyStoppingConfig read_early_stopping(const Section& top) {
          {"baseline", "is not supported yet", "remove it; min_delta and patience apply from the first epoch watched"}});
     if (!s) return e;
     e.enabled = true;
-    e.monitor = s->choice("monitor", e.monitor, kMonitorNames);
+    e.monitor = s->choice("monitor", e.monitor);
     e.patience = s->count("patience", e.patience);
     e.min_delta = s->number("min_delta", e.min_delta, NumberRange::non_negative);
-    e.mode = s->choice("mode", e.mode, kMonitorModes);
+    e.mode = s->choice("mode", e.mode);
     e.start_from_epoch = s->count("start_from_epoch", e.start_from_epoch);
     return e;
 }
@@ -76,7 +76,7 @@ ReduceLrOnPlateauConfig read_reduce_lr_on_plateau(const Section& top) {
                                     "Keras' defaults (factor 0.1, patience 10)", "keep the learning rate", {});
     if (!s) return p;
     p.enabled = true;
-    p.monitor = s->choice("monitor", p.monitor, kMonitorNames);
+    p.monitor = s->choice("monitor", p.monitor);
     p.factor = s->number("factor", p.factor, NumberRange::non_negative);
     // In (0, 1) as the optimizer's float32 sees it: a cut that changes the rate and leaves it above 0.
     if (!(static_cast<float>(p.factor) < 1.0f))
@@ -89,7 +89,7 @@ ReduceLrOnPlateauConfig read_reduce_lr_on_plateau(const Section& top) {
     p.min_delta = s->number("min_delta", p.min_delta, NumberRange::non_negative);
     p.cooldown = s->count("cooldown", p.cooldown);
     p.min_lr = s->number("min_lr", p.min_lr, NumberRange::non_negative);
-    p.mode = s->choice("mode", p.mode, kMonitorModes);
+    p.mode = s->choice("mode", p.mode);
     return p;
 }
 

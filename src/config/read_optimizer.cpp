@@ -9,7 +9,7 @@ namespace {
 ScheduleConfig read_schedule(const Section& optimizer) {
     const Section s = optimizer.child("schedule");
     ScheduleConfig out;
-    out.type = s.choice("type", out.type, kScheduleTypes);
+    out.type = s.choice("type", out.type);
     out.decay_rate = s.number("decay_rate", out.decay_rate, NumberRange::positive);
     out.decay_epochs = s.positive_int("decay_epochs", out.decay_epochs);
     out.decay_steps = s.positive_int("decay_steps", out.decay_steps);
@@ -24,8 +24,8 @@ ScheduleConfig read_schedule(const Section& optimizer) {
 OptimizerConfig read_optimizer(const Section& top) {
     const Section s = top.child("optimizer");
     OptimizerConfig out;
-    out.type = s.choice("type", out.type, kOptimizerTypes);
-    out.learning_rate = s.number("learning_rate", out.type == "sgd" ? 0.01 : 0.001, NumberRange::positive);
+    out.type = s.choice("type", out.type);
+    out.learning_rate = s.number("learning_rate", out.type == OptimizerType::sgd ? 0.01 : 0.001, NumberRange::positive);
     if (static_cast<float>(out.learning_rate) == 0.0f)  // the updates run in fp32: nothing would train
         s.value("learning_rate")
             .fail("is 0 in float32 (below 1.4e-45), so no weight would ever change", "give at least 1e-38, e.g. 0.001");
@@ -45,7 +45,7 @@ OptimizerConfig read_optimizer(const Section& top) {
     out.epsilon = s.number("epsilon", out.epsilon, NumberRange::positive);
     if (static_cast<float>(out.epsilon) == 0.0f)  // Adam's update runs in fp32
         s.value("epsilon").fail("is 0 in float32 (below 1.4e-45)", "give at least 1e-38, e.g. epsilon: 1.0e-7");
-    out.weight_decay = s.number("weight_decay", out.type == "adamw" ? 0.004 : 0.0, NumberRange::non_negative);
+    out.weight_decay = s.number("weight_decay", out.type == OptimizerType::adamw ? 0.004 : 0.0, NumberRange::non_negative);
     out.schedule = read_schedule(s);
     return out;
 }

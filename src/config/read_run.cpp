@@ -19,14 +19,14 @@ LossConfig read_loss(const Section& top) {
     LossConfig loss;
     const ValueRef v = top.value("loss");
     if (v.node.IsScalar()) {
-        loss.name = read_choice(v, kLossNames);
+        loss.name = read_enum<LossKind>(v);
         return loss;
     }
     if (v.node.IsSequence())
         v.fail("expected a loss name or a mapping, got a list",
                "e.g. loss: categorical_crossentropy or loss: {name: categorical_crossentropy, from_logits: true}");
     const Section s = top.child("loss");
-    loss.name = s.choice("name", loss.name, kLossNames);
+    loss.name = s.choice("name", loss.name);
     loss.from_logits = s.boolean("from_logits", loss.from_logits);
     return loss;
 }
@@ -58,8 +58,8 @@ TrainingConfig read_training(const Section& top) {
                                    "use a smaller batch");
     t.shuffle = s.boolean("shuffle", t.shuffle);
     t.seed = s.seed("seed", t.seed);
-    t.on_nan = s.choice("on_nan", t.on_nan, kOnNanActions);
-    t.precision = s.choice("precision", t.precision, kPrecisions);
+    t.on_nan = s.choice("on_nan", t.on_nan);
+    t.precision = s.choice("precision", t.precision);
     t.cuda_graphs = s.boolean("cuda_graphs", t.cuda_graphs);
     t.fused_kernels = s.boolean("fused_kernels", t.fused_kernels);
     t.cast_gemm_inputs = s.boolean("cast_gemm_inputs", t.cast_gemm_inputs);
@@ -123,10 +123,10 @@ std::string read_devices(const ValueRef& v) {
 StrategyConfig read_strategy(const Section& top) {
     const Section s = top.child("strategy");
     StrategyConfig out;
-    out.type = s.choice("type", out.type, kStrategyTypes);
+    out.type = s.choice("type", out.type);
     if (s.has("devices")) out.devices = read_devices(s.value("devices"));
     out.replicas = s.count("replicas", out.replicas);
-    out.communicator = s.choice("communicator", out.communicator, kCommunicators);
+    out.communicator = s.choice("communicator", out.communicator);
     out.replicas_per_gpu = s.positive_int("replicas_per_gpu", out.replicas_per_gpu);
     out.timeout_seconds = s.positive_int("timeout_seconds", out.timeout_seconds);
     out.bucket_mb = s.number("bucket_mb", out.bucket_mb, NumberRange::non_negative);
@@ -140,16 +140,16 @@ CheckpointConfig read_checkpoint(const Section& top) {
     c.every_epochs = s.count("every_epochs", c.every_epochs);
     c.keep_last = s.count("keep_last", c.keep_last);
     c.save_best = s.boolean("save_best", c.save_best);
-    c.monitor = s.choice("monitor", c.monitor, kMonitorNames);
-    c.mode = s.choice("mode", c.mode, kMonitorModes);
+    c.monitor = s.choice("monitor", c.monitor);
+    c.mode = s.choice("mode", c.mode);
     return c;
 }
 
 LoggingConfig read_logging(const Section& top) {
     const Section s = top.child("logging");
     LoggingConfig l;
-    l.level = s.choice("level", l.level, kLogLevels);
-    l.progress = s.choice("progress", l.progress, kProgressStyles);
+    l.level = s.choice("level", l.level);
+    l.progress = s.choice("progress", l.progress);
     l.metrics_file = s.text("metrics_file", l.metrics_file);
     {
         // Not one of the files the run itself writes in its folder.

@@ -26,7 +26,7 @@ public:
         key("run_dir") << c.run_dir;
         emit_model(c.model);
         key("loss") << YAML::BeginMap;
-        key("name") << c.loss.name;
+        key("name") << name_of(c.loss.name);
         key("from_logits") << c.loss.from_logits;
         out_ << YAML::EndMap;
         key("metrics") << YAML::Flow << c.metrics;
@@ -37,8 +37,8 @@ public:
         key("batch_size") << c.training.batch_size;
         key("shuffle") << c.training.shuffle;
         key("seed") << c.training.seed;
-        key("on_nan") << c.training.on_nan;
-        key("precision") << c.training.precision;
+        key("on_nan") << name_of(c.training.on_nan);
+        key("precision") << name_of(c.training.precision);
         if (full_) key("cuda_graphs") << c.training.cuda_graphs;
         if (full_) key("fused_kernels") << c.training.fused_kernels;
         if (full_) key("cast_gemm_inputs") << c.training.cast_gemm_inputs;
@@ -51,21 +51,21 @@ public:
         key("every_epochs") << c.checkpoint.every_epochs;
         key("keep_last") << c.checkpoint.keep_last;
         key("save_best") << c.checkpoint.save_best;
-        key("monitor") << c.checkpoint.monitor;
-        key("mode") << c.checkpoint.mode;
+        key("monitor") << name_of(c.checkpoint.monitor);
+        key("mode") << name_of(c.checkpoint.mode);
         out_ << YAML::EndMap;
         // Part of the digest, as the schedule is; only when on (the digests
         // of configs without it stay as they were).
         if (c.reduce_lr_on_plateau.enabled) {
             const ReduceLrOnPlateauConfig& p = c.reduce_lr_on_plateau;
             key("reduce_lr_on_plateau") << YAML::BeginMap;
-            key("monitor") << p.monitor;
+            key("monitor") << name_of(p.monitor);
             number("factor", p.factor);
             key("patience") << p.patience;
             number("min_delta", p.min_delta);
             key("cooldown") << p.cooldown;
             number("min_lr", p.min_lr);
-            key("mode") << p.mode;
+            key("mode") << name_of(p.mode);
             out_ << YAML::EndMap;
         }
         // Like training.epochs, not in the digest: it decides how many epochs
@@ -74,16 +74,16 @@ public:
         if (full_ && c.early_stopping.enabled) {
             const EarlyStoppingConfig& e = c.early_stopping;
             key("early_stopping") << YAML::BeginMap;
-            key("monitor") << e.monitor;
+            key("monitor") << name_of(e.monitor);
             key("patience") << e.patience;
             number("min_delta", e.min_delta);
-            key("mode") << e.mode;
+            key("mode") << name_of(e.mode);
             key("start_from_epoch") << e.start_from_epoch;
             out_ << YAML::EndMap;
         }
         key("logging") << YAML::BeginMap;
-        key("level") << c.logging.level;
-        key("progress") << c.logging.progress;
+        key("level") << name_of(c.logging.level);
+        key("progress") << name_of(c.logging.progress);
         key("metrics_file") << c.logging.metrics_file;
         key("tensorboard") << c.logging.tensorboard;
         key("every_steps") << c.logging.every_steps;
@@ -143,7 +143,7 @@ private:
 
     void emit_optimizer(const OptimizerConfig& o) {
         key("optimizer") << YAML::BeginMap;
-        key("type") << o.type;
+        key("type") << name_of(o.type);
         number("learning_rate", o.learning_rate);
         number("momentum", o.momentum);
         key("nesterov") << o.nesterov;
@@ -153,7 +153,7 @@ private:
         number("weight_decay", o.weight_decay);
         const ScheduleConfig& s = o.schedule;
         key("schedule") << YAML::BeginMap;
-        key("type") << s.type;
+        key("type") << name_of(s.type);
         number("decay_rate", s.decay_rate);
         key("decay_epochs") << s.decay_epochs;
         key("decay_steps") << s.decay_steps;
@@ -167,14 +167,14 @@ private:
         key("data") << YAML::BeginMap;
         key("dataset") << d.dataset;
         key("path") << d.path;
-        key("format") << d.format;
+        key("format") << name_of(d.format);
         number("scale", d.scale);
         number("validation_split", d.validation_split);
         key("limit") << d.limit;
         key("test_limit") << d.test_limit;
         // Only when set: the default leaves the digests of existing runs as they were.
         if (d.shard_files) key("shard_files") << true;
-        if (full_) key("resident") << d.resident;
+        if (full_) key("resident") << name_of(d.resident);
         key("synthetic") << YAML::BeginMap;
         key("samples") << d.synthetic_samples;
         key("classes") << d.synthetic_classes;
@@ -184,14 +184,14 @@ private:
 
     void emit_strategy(const StrategyConfig& s) {
         key("strategy") << YAML::BeginMap;
-        key("type") << s.type;
+        key("type") << name_of(s.type);
         key("devices");
         if (s.devices == "all" || s.devices == "cpu")
             out_ << s.devices;
         else
             param(s.devices);
         key("replicas") << s.replicas;
-        key("communicator") << s.communicator;
+        key("communicator") << name_of(s.communicator);
         key("replicas_per_gpu") << s.replicas_per_gpu;
         key("timeout_seconds") << s.timeout_seconds;
         if (full_) number("bucket_mb", s.bucket_mb);

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "config/enums.hpp"
 #include "core/shape.hpp"
 
 namespace gputrain::config {
@@ -51,12 +52,12 @@ struct ModelConfig {
 };
 
 struct LossConfig {
-    std::string name = "sparse_categorical_crossentropy";  // | categorical_crossentropy | mean_squared_error
+    LossKind name = LossKind::sparse_categorical_crossentropy;  // | categorical_crossentropy | mean_squared_error
     bool from_logits = false;                               // loss.from_logits
 };
 
 struct ScheduleConfig {
-    std::string type = "constant";   // constant | step_decay | exponential_decay | cosine
+    ScheduleType type = ScheduleType::constant;  // constant | step_decay | exponential_decay | cosine
     double decay_rate = 0.1;         // step_decay: lr *= decay_rate every decay_epochs; exponential: lr * rate^(step/decay_steps)
     int64_t decay_epochs = 10;       // step_decay
     int64_t decay_steps = 1000;      // exponential_decay (optimizer steps)
@@ -66,7 +67,7 @@ struct ScheduleConfig {
 };
 
 struct OptimizerConfig {
-    std::string type = "adam";       // sgd | adam | adamw
+    OptimizerType type = OptimizerType::adam;  // sgd | adam | adamw
     double learning_rate = 1e-3;     // sgd default 0.01
     double momentum = 0.0;           // sgd
     bool nesterov = false;           // sgd
@@ -80,7 +81,7 @@ struct OptimizerConfig {
 struct DataConfig {
     std::string dataset;             // data.dataset: NAME resolved via $GPUTRAIN_DATA, ./datasets/NAME, /usr/share/datasets/NAME
     std::string path;                // data.path: DIR (exactly one of dataset/path; or dataset: synthetic)
-    std::string format = "idx";      // idx | csv | synthetic
+    DataFormat format = DataFormat::idx;  // idx | csv | synthetic
     double scale = 1.0 / 255.0;      // data.scale: inputs multiplied by this
     double validation_split = 0.0;   // data.validation_split in [0, 1): last fraction of the training set
     int64_t limit = 0;               // data.limit: first N training samples (0 = all)
@@ -93,7 +94,7 @@ struct DataConfig {
     // data.resident: auto | true | false. GPU replicas upload the training set
     // once and gather batches on the device (auto: when it fits in half the
     // free device memory). The CPU holds it in memory anyway: no effect there.
-    std::string resident = "auto";
+    ResidentMode resident = ResidentMode::automatic;
 };
 
 struct TrainingConfig {
@@ -101,8 +102,8 @@ struct TrainingConfig {
     int64_t batch_size = 32;         // the GLOBAL batch, split across replicas
     bool shuffle = true;
     uint64_t seed = 42;
-    std::string on_nan = "stop";     // stop | skip_step: what a non-finite gradient does
-    std::string precision = "fp32";  // fp32 | tf32 | bf16 | fp16: what GPU matrix products compute in
+    OnNan on_nan = OnNan::stop;      // stop | skip_step: what a non-finite gradient does
+    Precision precision = Precision::fp32;  // fp32 | tf32 | bf16 | fp16: what GPU matrix products compute in
     bool cuda_graphs = true;         // GPU: replay each step shape as a recorded CUDA graph where possible
     bool fused_kernels = true;       // a layer's bias + activation (and their gradients) in one pass each
     // bf16/fp16 on a GPU: round each GEMM's inputs to 16 bits in a kernel of
@@ -123,10 +124,10 @@ struct TrainingConfig {
 inline constexpr int64_t kMaxReplicas = 1024;
 
 struct StrategyConfig {
-    std::string type = "mirrored";   // one_device | mirrored | multi_worker_mirrored (processes under mpirun/srun)
+    StrategyType type = StrategyType::mirrored;  // one_device | mirrored | multi_worker_mirrored (processes under mpirun/srun)
     std::string devices = "all";     // "all" | "cpu" | comma-separated GPU ids "0,1"
     int64_t replicas = 0;            // CPU replicas (threads); 0 = 1
-    std::string communicator = "auto";  // GPU replicas: auto | nccl | device (auto: nccl, or device when replicas share a GPU)
+    CommunicatorKind communicator = CommunicatorKind::automatic;  // GPU replicas: auto | nccl | device (auto: nccl, or device when replicas share a GPU)
     int64_t replicas_per_gpu = 1;    // GPU replicas placed on each GPU (more than 1 needs the device communicator)
     int64_t timeout_seconds = 300;   // multi_worker_mirrored: a collective without an answer for this long is an error
     double bucket_mb = 4.0;          // gradient all-reduce in buckets of >= this many MiB, overlapping backward; 0 = one after backward
@@ -137,8 +138,8 @@ struct CheckpointConfig {
     int64_t every_epochs = 1;        // write epoch-NNN every N epochs (0 = never)
     int64_t keep_last = 3;           // keep the newest N epoch-NNN files (0 = keep all)
     bool save_best = true;
-    std::string monitor = "val_loss";  // loss | accuracy | val_loss | val_accuracy (val_* fall back to the train metric without validation)
-    std::string mode = "auto";       // min | max | auto (max for accuracy, min for loss)
+    Monitor monitor = Monitor::val_loss;  // loss | accuracy | val_loss | val_accuracy (val_* fall back to the train metric without validation)
+    MonitorMode mode = MonitorMode::automatic;  // min | max | auto (max for accuracy, min for loss)
 };
 
 // early_stopping: Keras' EarlyStopping callback. On when the config has the
@@ -147,10 +148,10 @@ struct CheckpointConfig {
 // epochs in a row that did not (patience 0: at the first).
 struct EarlyStoppingConfig {
     bool enabled = false;
-    std::string monitor = "val_loss";  // loss | accuracy | val_loss | val_accuracy (val_* fall back like checkpoint.monitor)
+    Monitor monitor = Monitor::val_loss;  // loss | accuracy | val_loss | val_accuracy (val_* fall back like checkpoint.monitor)
     int64_t patience = 0;              // epochs without improvement before training stops
     double min_delta = 0.0;            // an improvement must exceed this
-    std::string mode = "auto";         // min | max | auto (max for accuracy, min for loss)
+    MonitorMode mode = MonitorMode::automatic;  // min | max | auto (max for accuracy, min for loss)
     int64_t start_from_epoch = 0;      // epochs trained before the first one watched
 };
 
@@ -161,18 +162,18 @@ struct EarlyStoppingConfig {
 // Works on a constant schedule (warmup allowed), as Keras' does.
 struct ReduceLrOnPlateauConfig {
     bool enabled = false;
-    std::string monitor = "val_loss";  // loss | accuracy | val_loss | val_accuracy
+    Monitor monitor = Monitor::val_loss;  // loss | accuracy | val_loss | val_accuracy
     double factor = 0.1;               // in (0, 1)
     int64_t patience = 10;
     double min_delta = 1e-4;
     int64_t cooldown = 0;
     double min_lr = 0.0;
-    std::string mode = "auto";         // min | max | auto
+    MonitorMode mode = MonitorMode::automatic;  // min | max | auto
 };
 
 struct LoggingConfig {
-    std::string level = "info";      // trace | debug | info | warn | error
-    std::string progress = "auto";   // auto (bar on a terminal) | bar | lines | none
+    LogLevel level = LogLevel::info;  // trace | debug | info | warn | error
+    ProgressStyle progress = ProgressStyle::automatic;  // auto (bar on a terminal) | bar | lines | none
     std::string metrics_file = "metrics.csv";  // relative to the run dir; "" = none
     bool tensorboard = false;        // TensorBoard event files in RUN_DIR/tensorboard/
     // Steps between progress updates and TensorBoard batch/* scalars; 0 = auto,

@@ -176,10 +176,6 @@ std::string Section::text(const std::string& key, const std::string& fallback) c
     return has(key) ? read_text(value(key)) : fallback;
 }
 
-std::string Section::choice(const std::string& key, const std::string& fallback, const NameSet& names) const {
-    return has(key) ? read_choice(value(key), names) : fallback;
-}
-
 Section Section::child(const std::string& key) const { return child(key, keys_of(key_path(key))); }
 
 Section Section::child(const std::string& key, const std::vector<std::string>& known) const {

@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "config/config_source.hpp"
+#include "config/enum_table.hpp"
 #include "config/names.hpp"
 
 namespace gputrain::config {
@@ -39,6 +40,11 @@ double read_number(const ValueRef& value, NumberRange range);
 bool read_bool(const ValueRef& value);
 std::string read_text(const ValueRef& value);     // a scalar; nothing -> ""
 std::string read_choice(const ValueRef& value, const NameSet& names);
+// One of the names of E's table (enums.hpp), as its value; the error is read_choice's.
+template <typename E>
+E read_enum(const ValueRef& value) {
+    return *enum_from_name<E>(read_choice(value, name_set<E>()));
+}
 
 class Section {
 public:
@@ -67,7 +73,10 @@ public:
     double number(const std::string& key, double fallback, NumberRange range) const;
     bool boolean(const std::string& key, bool fallback) const;
     std::string text(const std::string& key, const std::string& fallback) const;
-    std::string choice(const std::string& key, const std::string& fallback, const NameSet& names) const;
+    template <typename E>
+    E choice(const std::string& key, E fallback) const {
+        return has(key) ? read_enum<E>(value(key)) : fallback;
+    }
 
     // The mapping under `key` (empty when absent or null) with its own known keys.
     Section child(const std::string& key, const std::vector<std::string>& known) const;

@@ -19,24 +19,27 @@ void require_user(const ConfigSource& source, bool set, const std::string& path,
 
 void check_optimizer(const OptimizerConfig& o, const ConfigSource& source) {
     const OptimizerConfig d;
-    if (o.type != "adamw" && o.weight_decay != 0)
-        source.fail_at("optimizer.weight_decay", "must be 0 for " + o.type + ", got " + format_number(o.weight_decay),
+    const std::string type = name_of(o.type);
+    const bool sgd = o.type == OptimizerType::sgd;
+    if (o.type != OptimizerType::adamw && o.weight_decay != 0)
+        source.fail_at("optimizer.weight_decay", "must be 0 for " + type + ", got " + format_number(o.weight_decay),
                        "use type: adamw for weight decay");
     const std::string sgd_hint = "remove it or use type: sgd";
-    require_user(source, o.type != "sgd" && o.momentum != d.momentum, "optimizer.momentum", "sgd", o.type, sgd_hint);
-    require_user(source, o.type != "sgd" && o.nesterov, "optimizer.nesterov", "sgd", o.type, sgd_hint);
+    require_user(source, !sgd && o.momentum != d.momentum, "optimizer.momentum", "sgd", type, sgd_hint);
+    require_user(source, !sgd && o.nesterov, "optimizer.nesterov", "sgd", type, sgd_hint);
     if (o.nesterov && o.momentum == 0)
         source.fail_at("optimizer.nesterov", "needs momentum > 0", "set optimizer.momentum, e.g. 0.9");
     const std::string adam_users = "adam and adamw", adam_hint = "remove it or use type: adam";
-    require_user(source, o.type == "sgd" && o.beta1 != d.beta1, "optimizer.beta1", adam_users, o.type, adam_hint);
-    require_user(source, o.type == "sgd" && o.beta2 != d.beta2, "optimizer.beta2", adam_users, o.type, adam_hint);
-    require_user(source, o.type == "sgd" && o.epsilon != d.epsilon, "optimizer.epsilon", adam_users, o.type, adam_hint);
+    require_user(source, sgd && o.beta1 != d.beta1, "optimizer.beta1", adam_users, type, adam_hint);
+    require_user(source, sgd && o.beta2 != d.beta2, "optimizer.beta2", adam_users, type, adam_hint);
+    require_user(source, sgd && o.epsilon != d.epsilon, "optimizer.epsilon", adam_users, type, adam_hint);
 
     const ScheduleConfig& s = o.schedule;
     const ScheduleConfig ds;
-    const std::string actual = s.type + " schedule";
+    const std::string actual = std::string(name_of(s.type)) + " schedule";
     const std::string hint = "remove it or change optimizer.schedule.type";
-    const bool step = s.type == "step_decay", exponential = s.type == "exponential_decay";
+    const bool step = s.type == ScheduleType::step_decay, exponential = s.type == ScheduleType::exponential_decay;
+    const bool cosine = s.type == ScheduleType::cosine;
     require_user(source, !step && !exponential && s.decay_rate != ds.decay_rate, "optimizer.schedule.decay_rate",
                  "step_decay and exponential_decay", actual, hint);
     require_user(source, !step && s.decay_epochs != ds.decay_epochs, "optimizer.schedule.decay_epochs",
@@ -44,19 +47,20 @@ void check_optimizer(const OptimizerConfig& o, const ConfigSource& source) {
     require_user(source, !exponential && s.decay_steps != ds.decay_steps, "optimizer.schedule.decay_steps",
                  "exponential_decay", actual, hint);
     require_user(source, !exponential && s.staircase, "optimizer.schedule.staircase", "exponential_decay", actual, hint);
-    require_user(source, s.type != "cosine" && s.min_lr != ds.min_lr, "optimizer.schedule.min_lr", "cosine", actual,
+    require_user(source, !cosine && s.min_lr != ds.min_lr, "optimizer.schedule.min_lr", "cosine", actual,
                  hint);
-    if (s.type == "cosine" && s.min_lr >= o.learning_rate)
+    if (cosine && s.min_lr >= o.learning_rate)
         source.fail_at("optimizer.schedule.min_lr",
                        "must be below optimizer.learning_rate (" + format_number(o.learning_rate) + "), got " +
                            format_number(s.min_lr));
 }
 
 void check_data(DataConfig& data, const ConfigSource& source) {
-    const bool synthetic = data.dataset == "synthetic" || data.format == "synthetic";
+    const bool synthetic = data.dataset == "synthetic" || data.format == DataFormat::synthetic;
     if (synthetic) {
-        if (data.format != "synthetic" && source.given("data.format"))
-            source.fail_at("data.format", "dataset synthetic needs format synthetic, got " + data.format,
+        if (data.format != DataFormat::synthetic && source.given("data.format"))
+            source.fail_at("data.format",
+                           "dataset synthetic needs format synthetic, got " + std::string(name_of(data.format)),
                            "remove data.format");
         if (!data.dataset.empty() && data.dataset != "synthetic")
             source.fail_at("data.dataset", "not used with format synthetic",
@@ -66,7 +70,7 @@ void check_data(DataConfig& data, const ConfigSource& source) {
         if (data.synthetic_classes < 2)
             source.fail_at("data.synthetic.classes", "expected at least 2 classes, got " +
                            std::to_string(data.synthetic_classes));
-        data.format = "synthetic";
+        data.format = DataFormat::synthetic;
         return;
     }
     if (!data.dataset.empty() && !data.path.empty())
@@ -76,7 +80,7 @@ void check_data(DataConfig& data, const ConfigSource& source) {
                        "give data.dataset: NAME (e.g. fashion-mnist), data.path: DIR or dataset: synthetic");
     const DataConfig d;
     const std::string hint = "remove it or use dataset: synthetic";
-    const std::string actual = data.format + " data";
+    const std::string actual = std::string(name_of(data.format)) + " data";
     require_user(source, data.synthetic_samples != d.synthetic_samples, "data.synthetic.samples", "synthetic data",
                  actual, hint);
     require_user(source, data.synthetic_classes != d.synthetic_classes, "data.synthetic.classes", "synthetic data",
@@ -88,10 +92,11 @@ void check_data(DataConfig& data, const ConfigSource& source) {
 void check_strategy(const StrategyConfig& s, int64_t batch_size, const ConfigSource& source) {
     const bool gpus = s.devices != "all" && s.devices != "cpu";
     const size_t listed = gpus ? std::count(s.devices.begin(), s.devices.end(), ',') + 1 : 0;
-    if (s.type == "one_device" && listed > 1)
+    const bool one_device = s.type == StrategyType::one_device;
+    if (one_device && listed > 1)
         source.fail_at("strategy.devices", "one_device uses one device, got " + std::to_string(listed) + " (" +
                        s.devices + ")", "use type: mirrored or list one GPU");
-    if (s.type == "one_device" && s.replicas > 1)
+    if (one_device && s.replicas > 1)
         source.fail_at("strategy.replicas", "one_device runs one replica, got " + std::to_string(s.replicas),
                        "use type: mirrored");
     if (gpus && s.replicas > 0)
@@ -123,7 +128,7 @@ std::filesystem::path plain_path(const std::filesystem::path& p) {
 }  // namespace
 
 void validate(RunConfig& config, const ConfigSource& source) {
-    if (config.loss.from_logits && config.loss.name == "mean_squared_error")
+    if (config.loss.from_logits && config.loss.name == LossKind::mean_squared_error)
         source.fail_at("loss.from_logits", "only used by the crossentropy losses, not mean_squared_error",
                        "remove it");
     check_optimizer(config.optimizer, source);
@@ -139,18 +144,19 @@ void validate(RunConfig& config, const ConfigSource& source) {
                        "give another name, e.g. metrics_file: metrics.csv");
     const auto& metrics = config.metrics;
     const bool has_accuracy = std::find(metrics.begin(), metrics.end(), "accuracy") != metrics.end();
-    const auto check_monitor = [&](const std::string& monitor, const char* key) {
-        if ((monitor == "accuracy" || monitor == "val_accuracy") && !has_accuracy)
-            source.fail_at(key, "'" + monitor + "' needs the accuracy metric", "add accuracy to metrics or monitor val_loss");
+    const auto check_monitor = [&](Monitor monitor, const char* key) {
+        if ((monitor == Monitor::accuracy || monitor == Monitor::val_accuracy) && !has_accuracy)
+            source.fail_at(key, "'" + std::string(name_of(monitor)) + "' needs the accuracy metric",
+                           "add accuracy to metrics or monitor val_loss");
     };
     check_monitor(config.checkpoint.monitor, "checkpoint.monitor");
     if (config.early_stopping.enabled) check_monitor(config.early_stopping.monitor, "early_stopping.monitor");
     if (config.reduce_lr_on_plateau.enabled) {
         check_monitor(config.reduce_lr_on_plateau.monitor, "reduce_lr_on_plateau.monitor");
         // As Keras: it sets the rate, which another schedule also sets.
-        if (config.optimizer.schedule.type != "constant")
+        if (config.optimizer.schedule.type != ScheduleType::constant)
             source.fail_at("reduce_lr_on_plateau", "works on a constant learning rate, and optimizer.schedule.type is " +
-                                                       config.optimizer.schedule.type,
+                                                       std::string(name_of(config.optimizer.schedule.type)),
                            "use one of the two (optimizer.schedule.warmup_epochs may stay)");
     }
 }

@@ -7,26 +7,30 @@
 #include "data/idx_reader.hpp"
 
 namespace gputrain::data {
+
+using config::DataFormat;
+
 namespace {
 
-bool holds_marker(const std::string& dir, const std::string& format) {
-    if (format == "csv") {
+bool holds_marker(const std::string& dir, DataFormat format) {
+    if (format == DataFormat::csv) {
         std::error_code ec;
         return std::filesystem::is_regular_file(std::filesystem::path(dir) / "train.csv", ec);
     }
     return !find_idx_file(dir, format_marker_file(format)).empty();
 }
 
-std::string marker_description(const std::string& format) {
-    return format == "csv" ? "train.csv" : format_marker_file(format) + "(.gz)";
+std::string marker_description(DataFormat format) {
+    return format == DataFormat::csv ? "train.csv" : format_marker_file(format) + "(.gz)";
 }
 
-std::string how_to_get(const std::string& name, const std::string& format) {
-    if (format == "idx" && name == "fashion-mnist") {
+std::string how_to_get(const std::string& name, DataFormat format) {
+    if (format == DataFormat::idx && name == "fashion-mnist") {
         return "install it with 'apt-get install dataset-fashion-mnist' (or run datasets/fetch-mnist for mnist)";
     }
-    if (format == "idx" && name == "mnist") return "download it with 'datasets/fetch-mnist' (into ./datasets/mnist)";
-    if (format == "csv") return "put train.csv and test.csv there or set data.path (see datasets/README.md)";
+    if (format == DataFormat::idx && name == "mnist")
+        return "download it with 'datasets/fetch-mnist' (into ./datasets/mnist)";
+    if (format == DataFormat::csv) return "put train.csv and test.csv there or set data.path (see datasets/README.md)";
     return "put train-images-idx3-ubyte.gz and the other IDX files there or set data.path "
            "(see datasets/README.md)";
 }
@@ -43,18 +47,18 @@ std::vector<std::string> dataset_search_dirs(const std::string& name) {
     return dirs;
 }
 
-std::string format_marker_file(const std::string& format) {
-    return format == "csv" ? "train.csv" : "train-images-idx3-ubyte";
+std::string format_marker_file(DataFormat format) {
+    return format == DataFormat::csv ? "train.csv" : "train-images-idx3-ubyte";
 }
 
-std::string resolve_dataset_dir(const std::string& name, const std::string& format) {
+std::string resolve_dataset_dir(const std::string& name, DataFormat format) {
     for (const std::string& dir : dataset_search_dirs(name)) {
         if (holds_marker(dir, format)) return dir;
     }
     throw DataError(dataset_not_found_message(name, format));
 }
 
-std::string dataset_not_found_message(const std::string& name, const std::string& format) {
+std::string dataset_not_found_message(const std::string& name, DataFormat format) {
     // Name the variable when it is unset, so the message also says how to point elsewhere.
     std::string tried;
     const char* root = std::getenv("GPUTRAIN_DATA");
@@ -68,12 +72,12 @@ std::string dataset_not_found_message(const std::string& name, const std::string
     return "data.dataset: '" + name + "' not found in " + tried + "; " + how_to_get(name, format);
 }
 
-std::string check_data_path(const std::string& dir, const std::string& format) {
+std::string check_data_path(const std::string& dir, DataFormat format) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) throw DataError("data.path: " + dir + ": no such directory");
     if (!holds_marker(dir, format)) {
         throw DataError("data.path: " + dir + ": no " + marker_description(format) + " found; " +
-                        (format == "csv" ? "put train.csv and test.csv there"
+                        (format == DataFormat::csv ? "put train.csv and test.csv there"
                                          : "put the IDX files there, install dataset-fashion-mnist or run "
                                            "datasets/fetch-mnist") +
                         " (see datasets/README.md)");

@@ -7,7 +7,6 @@
 
 #include "core/error.hpp"
 #include "core/host_memory.hpp"
-#include "core/suggest.hpp"
 #include "data/csv_reader.hpp"
 #include "data/dataset.hpp"
 #include "data/dataset_resolve.hpp"
@@ -18,8 +17,6 @@
 
 namespace gputrain::data {
 namespace {
-
-const std::vector<std::string> kFormats{"idx", "csv", "synthetic"};
 
 std::string shape_text(const Shape& shape) {
     std::string s = "[";
@@ -110,12 +107,8 @@ Dataset read_csv_split(const std::string& dir, const std::string& name, const Sh
     return d;
 }
 
-void check_config(const config::DataConfig& cfg, const std::string& format) {
-    if (std::find(kFormats.begin(), kFormats.end(), format) == kFormats.end()) {
-        throw ConfigError("data.format: unknown format '" + format + "'" + did_you_mean(format, kFormats) +
-                          " (known: " + join_names(kFormats) + ")");
-    }
-    if (format != "synthetic" && cfg.dataset.empty() == cfg.path.empty()) {
+void check_config(const config::DataConfig& cfg, config::DataFormat format) {
+    if (format != config::DataFormat::synthetic && cfg.dataset.empty() == cfg.path.empty()) {
         throw ConfigError("data: set exactly one of data.dataset (a name such as fashion-mnist) and data.path (a folder)");
     }
     if (!(cfg.validation_split >= 0.0 && cfg.validation_split < 1.0)) {
@@ -159,7 +152,7 @@ std::string part_text(const Dataset& d) {
 
 DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_shape, Need need, int worker,
                        int workers) {
-    const std::string format = cfg.dataset == "synthetic" ? "synthetic" : cfg.format;
+    const config::DataFormat format = cfg.dataset == "synthetic" ? config::DataFormat::synthetic : cfg.format;
     check_config(cfg, format);
     const bool want_train = need != Need::test;
     const bool want_test = need != Need::train;
@@ -169,7 +162,7 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
     std::string source;  // "fashion-mnist" / "data.path", for descriptions
     std::string dir;
     bool split_done = false;  // the sharded read already applied limit and validation_split
-    if (format == "synthetic") {
+    if (format == config::DataFormat::synthetic) {
         if (want_train) {
             splits.train = make_synthetic(model_input_shape, cfg.synthetic_samples, cfg.synthetic_classes,
                                           cfg.synthetic_seed, SyntheticSplit::train, cfg.scale);
@@ -181,7 +174,7 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
     } else {
         dir = cfg.path.empty() ? resolve_dataset_dir(cfg.dataset, format) : check_data_path(cfg.path, format);
         source = cfg.path.empty() ? cfg.dataset : "data.path";
-        const bool idx = format == "idx";
+        const bool idx = format == config::DataFormat::idx;
         const auto read_train = [&](const RowChooser& rows) {
             return idx ? read_idx_split(dir, "train", model_input_shape, cfg.scale, rows)
                        : read_csv_split(dir, "train", model_input_shape, cfg.scale, rows);

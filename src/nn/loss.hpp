@@ -3,21 +3,16 @@
 // logits (fused, numerically stable), as Keras does internally.
 #pragma once
 
-#include <string>
-#include <vector>
-
 #include "backend/backend.hpp"
 #include "config/run_config.hpp"
 
 namespace gputrain::nn {
 
-enum class LossKind { sparse_categorical_crossentropy, categorical_crossentropy, mean_squared_error };
-
-const std::vector<std::string>& loss_names();
+// loss.name, as config/ read it.
+using LossKind = config::LossKind;
 
 class Loss {
 public:
-    // Throws ConfigError for an unknown name.
     explicit Loss(const config::LossConfig& cfg);
 
     LossKind kind() const { return kind_; }

@@ -11,7 +11,7 @@ Adam::Adam(const config::OptimizerConfig& cfg, Backend& backend, size_t param_co
       beta1_(cfg.beta1),
       beta2_(cfg.beta2),
       epsilon_(cfg.epsilon),
-      weight_decay_(cfg.type == "adamw" ? cfg.weight_decay : 0.0),
+      weight_decay_(cfg.type == config::OptimizerType::adamw ? cfg.weight_decay : 0.0),
       m_block_(float_buffer(backend, param_count)),
       v_block_(float_buffer(backend, param_count)),
       scalars_block_(backend, sizeof(math::AdamParams)),

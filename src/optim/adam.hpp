@@ -10,14 +10,14 @@ class Adam : public Optimizer {
 public:
     Adam(const config::OptimizerConfig& cfg, Backend& backend, size_t param_count);
     ~Adam() override;
-    std::string type() const override { return type_; }
+    std::string type() const override { return config::name_of(type_); }
     void prepare(double learning_rate, int64_t step) override;
     void apply(float* params, const float* grads, const int32_t* skip) override;
     std::vector<StateSlot> state() override { return {{"adam_m", m_}, {"adam_v", v_}}; }
 
 private:
     Backend& backend_;
-    std::string type_;  // as configured: adam or adamw
+    config::OptimizerType type_;  // as configured: adam or adamw
     size_t n_;
     double beta1_, beta2_, epsilon_, weight_decay_;
     Buffer m_block_, v_block_, scalars_block_;

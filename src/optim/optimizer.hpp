@@ -38,9 +38,7 @@ public:
     virtual std::vector<StateSlot> state() = 0;
 };
 
-// Throws ConfigError for an unknown type, listing the known ones.
+// The optimizer of cfg.type.
 std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& cfg, Backend& backend, size_t param_count);
-
-const std::vector<std::string>& optimizer_names();
 
 }  // namespace gputrain::optim

@@ -10,7 +10,7 @@ class Sgd : public Optimizer {
 public:
     Sgd(const config::OptimizerConfig& cfg, Backend& backend, size_t param_count);
     ~Sgd() override;
-    std::string type() const override { return "sgd"; }
+    std::string type() const override { return config::name_of(config::OptimizerType::sgd); }
     void prepare(double learning_rate, int64_t step) override;
     void apply(float* params, const float* grads, const int32_t* skip) override;
     std::vector<StateSlot> state() override;

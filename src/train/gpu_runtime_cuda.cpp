@@ -12,7 +12,8 @@ std::unique_ptr<Backend> make_gpu_backend(int device) { return std::make_unique<
 
 std::vector<std::unique_ptr<dist::Communicator>> make_gpu_communicators(const std::vector<int>& devices,
                                                                         const std::vector<Backend*>& backends,
-                                                                        const std::string& kind, size_t max_count,
+                                                                        config::CommunicatorKind kind,
+                                                                        size_t max_count,
                                                                         dist::ProcessGroup* processes) {
     std::vector<void*> streams;
     for (Backend* b : backends) {
@@ -21,7 +22,7 @@ std::vector<std::unique_ptr<dist::Communicator>> make_gpu_communicators(const st
         streams.push_back(cuda->stream_handle());
     }
     if (processes) return dist::make_nccl_world_communicators(devices, streams, *processes);
-    if (kind == "nccl") return dist::make_nccl_communicators(devices, streams);
+    if (kind == config::CommunicatorKind::nccl) return dist::make_nccl_communicators(devices, streams);
     return dist::make_device_communicators(devices, streams, max_count);
 }
 

@@ -17,7 +17,7 @@ std::unique_ptr<Backend> make_gpu_backend(int) { not_built(); }
 
 std::vector<std::unique_ptr<dist::Communicator>> make_gpu_communicators(const std::vector<int>&,
                                                                         const std::vector<Backend*>&,
-                                                                        const std::string&, size_t,
+                                                                        config::CommunicatorKind, size_t,
                                                                         dist::ProcessGroup*) {
     not_built();
 }

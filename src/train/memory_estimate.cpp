@@ -19,8 +19,9 @@ MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_re
     m.rows_per_replica = std::max<int64_t>(1, rows_per_replica);
     // The same constructors a replica runs, so the numbers cannot drift from
     // the real allocations; on a backend that allocates none of them.
-    const std::string& precision = cfg.training.precision;
-    SizingBackend backend(on_gpu && cfg.training.cast_gemm_inputs && (precision == "bf16" || precision == "fp16"));
+    const config::Precision precision = cfg.training.precision;
+    SizingBackend backend(on_gpu && cfg.training.cast_gemm_inputs &&
+                          (precision == config::Precision::bf16 || precision == config::Precision::fp16));
     const nn::Model model(cfg.model, cfg.loss, backend, m.rows_per_replica, cfg.training.seed,
                           with_optimizer ? nn::ModelUse::training : nn::ModelUse::inference);
     const auto optimizer = optim::make_optimizer(cfg.optimizer, backend, model.param_count());
@@ -52,7 +53,8 @@ namespace {
 // "weights, gradients and adam state 23.7 GiB, activations and scratch at 32 samples 976.8 MiB"
 std::string breakdown(const config::RunConfig& cfg, const MemoryEstimate& m) {
     const size_t per_param = m.weight_bytes + m.gradient_bytes + m.optimizer_bytes;
-    const std::string what = m.optimizer_slots   ? "weights, gradients and " + cfg.optimizer.type + " state "
+    const std::string optimizer = config::name_of(cfg.optimizer.type);
+    const std::string what = m.optimizer_slots   ? "weights, gradients and " + optimizer + " state "
                              : m.gradient_bytes ? "weights and gradients "
                                                 : "weights ";
     return what +

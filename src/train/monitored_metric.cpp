@@ -10,24 +10,36 @@ std::string shown_value(double value) {
     return text;
 }
 
-MonitoredMetric MonitoredMetric::resolve(const std::string& monitor, const std::string& mode, bool has_validation) {
+MonitoredMetric MonitoredMetric::resolve(config::Monitor monitor, config::MonitorMode mode, bool has_validation) {
+    using config::Monitor;
     MonitoredMetric m;
-    m.name = !has_validation && monitor.rfind("val_", 0) == 0 ? monitor.substr(4) : monitor;
-    m.maximize = mode == "max" || (mode == "auto" && m.name.find("accuracy") != std::string::npos);
+    m.metric = monitor;
+    if (!has_validation && monitor == Monitor::val_loss) m.metric = Monitor::loss;
+    if (!has_validation && monitor == Monitor::val_accuracy) m.metric = Monitor::accuracy;
+    const bool accuracy = m.metric == Monitor::accuracy || m.metric == Monitor::val_accuracy;
+    switch (mode) {
+        case config::MonitorMode::min: m.maximize = false; break;
+        case config::MonitorMode::max: m.maximize = true; break;
+        case config::MonitorMode::automatic: m.maximize = accuracy; break;
+    }
     return m;
 }
 
 std::string MonitoredMetric::no_improvement(const WatchedBest& watched, double min_delta) const {
     const std::string epochs = std::to_string(watched.wait) + (watched.wait == 1 ? " epoch" : " epochs");
-    if (!watched.has_best) return name + " was NaN for " + epochs;
-    return name + " did not improve on " + shown_value(watched.best) + " (epoch " + std::to_string(watched.best_epoch) +
-           ")" + (min_delta > 0 ? " by more than " + shown_value(min_delta) : std::string()) + " for " + epochs;
+    if (!watched.has_best) return name() + " was NaN for " + epochs;
+    return name() + " did not improve on " + shown_value(watched.best) + " (epoch " +
+           std::to_string(watched.best_epoch) + ")" +
+           (min_delta > 0 ? " by more than " + shown_value(min_delta) : std::string()) + " for " + epochs;
 }
 
 double MonitoredMetric::value_of(const EpochRecord& record) const {
-    if (name == "accuracy") return record.accuracy;
-    if (name == "val_accuracy") return record.val_accuracy;
-    if (name == "val_loss") return record.val_loss;
+    switch (metric) {
+        case config::Monitor::loss: return record.loss;
+        case config::Monitor::accuracy: return record.accuracy;
+        case config::Monitor::val_loss: return record.val_loss;
+        case config::Monitor::val_accuracy: return record.val_accuracy;
+    }
     return record.loss;
 }
 

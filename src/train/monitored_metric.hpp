@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "config/run_config.hpp"
 #include "train/metrics_file.hpp"
 
 namespace gputrain::train {
@@ -36,13 +37,15 @@ struct WatchedBest {
 std::string shown_value(double value);
 
 struct MonitoredMetric {
-    std::string name;       // "val_loss"; "loss" when a val_* metric has no validation data
-    bool maximize = false;  // higher is better
+    config::Monitor metric = config::Monitor::loss;  // val_loss; loss when a val_* metric has no validation data
+    bool maximize = false;                            // higher is better
 
     // `mode` min | max | auto (auto: max for accuracy, min for loss).
-    static MonitoredMetric resolve(const std::string& monitor, const std::string& mode, bool has_validation);
+    static MonitoredMetric resolve(config::Monitor monitor, config::MonitorMode mode, bool has_validation);
+    // "val_loss"
+    std::string name() const { return config::name_of(metric); }
     // "val_loss min": what a stored best was measured by.
-    std::string describe() const { return name + (maximize ? " max" : " min"); }
+    std::string describe() const { return name() + (maximize ? " max" : " min"); }
     double value_of(const EpochRecord& record) const;
     // Why `watched` counts its epochs: "val_loss did not improve on 0.4
     // (epoch 2) by more than 0.01 for 2 epochs", or "val_loss was NaN for 2 epochs".

@@ -6,10 +6,14 @@
 
 namespace gputrain::train {
 
-ProgressMode progress_mode(const std::string& setting, std::FILE* out, bool quiet) {
-    if (quiet || setting == "none") return ProgressMode::none;
-    if (setting == "bar") return ProgressMode::bar;
-    if (setting == "lines") return ProgressMode::lines;
+ProgressMode progress_mode(config::ProgressStyle setting, std::FILE* out, bool quiet) {
+    if (quiet) return ProgressMode::none;
+    switch (setting) {
+        case config::ProgressStyle::none: return ProgressMode::none;
+        case config::ProgressStyle::bar: return ProgressMode::bar;
+        case config::ProgressStyle::lines: return ProgressMode::lines;
+        case config::ProgressStyle::automatic: break;
+    }
     return isatty(fileno(out)) ? ProgressMode::bar : ProgressMode::lines;
 }
 

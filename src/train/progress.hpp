@@ -10,12 +10,14 @@
 #include <utility>
 #include <vector>
 
+#include "config/run_config.hpp"
+
 namespace gputrain::train {
 
 enum class ProgressMode { bar, lines, none };
 
-// "auto" -> bar when `out` is a terminal, else lines.
-ProgressMode progress_mode(const std::string& setting, std::FILE* out, bool quiet);
+// logging.progress; auto -> bar when `out` is a terminal, else lines.
+ProgressMode progress_mode(config::ProgressStyle setting, std::FILE* out, bool quiet);
 
 using MetricList = std::vector<std::pair<std::string, double>>;
 

@@ -6,10 +6,25 @@
 
 namespace gputrain::train {
 
+namespace {
+
+// training.precision as the backend's Precision.
+Precision backend_precision(config::Precision precision) {
+    switch (precision) {
+        case config::Precision::fp32: return Precision::fp32;
+        case config::Precision::tf32: return Precision::tf32;
+        case config::Precision::bf16: return Precision::bf16;
+        case config::Precision::fp16: return Precision::fp16;
+    }
+    return Precision::fp32;
+}
+
+}  // namespace
+
 Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
                  std::unique_ptr<dist::Communicator> comm, int64_t max_shard_rows, ReplicaUse use)
     : backend_(std::move(backend)), comm_(std::move(comm)) {
-    backend_->set_precision(precision_from_name(cfg.training.precision));
+    backend_->set_precision(backend_precision(cfg.training.precision));
     backend_->set_gemm_input_cast(cfg.training.cast_gemm_inputs);
     backend_->set_gemm_epilogues(cfg.training.gemm_epilogues);
     backend_->set_deterministic(cfg.training.deterministic);
@@ -76,7 +91,7 @@ void Replica::load_shard(const float* host_inputs, const int32_t* host_labels, i
     backend_->copy_to_device(labels(), host_labels + begin, static_cast<size_t>(end - begin) * sizeof(int32_t));
 }
 
-bool Replica::make_resident(const data::Dataset& train, const std::string& mode) {
+bool Replica::make_resident(const data::Dataset& train, config::ResidentMode mode) {
     // A new fit: steps recorded for the last one may gather from the set
     // released below, or lack the gather a resident set needs.
     graphs_->forget();
@@ -85,9 +100,9 @@ bool Replica::make_resident(const data::Dataset& train, const std::string& mode)
         release_resident();
         staging_ = backend_->has_device_memory();
     }
-    if (mode == "false" || train.size() == 0) return false;
+    if (mode == config::ResidentMode::off || train.size() == 0) return false;
     if (train.size() > INT32_MAX) {
-        if (mode == "auto") return false;
+        if (mode == config::ResidentMode::automatic) return false;
         throw ConfigError("data.resident: the training set has more than 2^31 samples; use data.resident: false");
     }
     if (!backend_->has_device_memory()) {  // the CPU: rows are copied from `train` itself
@@ -102,7 +117,7 @@ bool Replica::make_resident(const data::Dataset& train, const std::string& mode)
     const size_t label_bytes = train.labels.size() * sizeof(int32_t);
     const size_t bytes = input_bytes + 2 * label_bytes;  // inputs, labels, the epoch's order
     const size_t free_bytes = backend_->free_device_bytes();
-    if (mode == "auto" && bytes > free_bytes / 2) return false;
+    if (mode == config::ResidentMode::automatic && bytes > free_bytes / 2) return false;
     if (bytes > free_bytes)
         throw ConfigError("data.resident: true: the training set needs " + std::to_string(bytes >> 20) +
                           " MiB on " + backend_->name() + ", which has " + std::to_string(free_bytes >> 20) +

@@ -63,7 +63,7 @@ public:
     // (auto or true) nothing is copied: each step's rows are copied straight
     // from `train`, which must outlive the training run, so that no loader
     // thread has to gather batches. Returns whether the set is resident.
-    bool make_resident(const data::Dataset& train, const std::string& mode);
+    bool make_resident(const data::Dataset& train, config::ResidentMode mode);
     bool resident() const { return resident_rows_ > 0; }
 
     // Training: call at each epoch's start with what fixes the epoch's sample

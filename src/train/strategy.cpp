@@ -63,7 +63,7 @@ Strategy::Strategy(const config::RunConfig& cfg, const device::Discovery& found,
 
     int64_t n = choice.replicas > 0 ? choice.replicas : cfg.strategy.replicas;
     if (n <= 0) n = 1;
-    if (type_ == "one_device" && n > 1)
+    if (type_ == config::StrategyType::one_device && n > 1)
         throw ConfigError("strategy.type: one_device runs exactly one replica, but " + std::to_string(n) +
                           " were asked for; use strategy.type: mirrored");
     placement_.assign(static_cast<size_t>(n), -1);
@@ -83,23 +83,25 @@ void Strategy::place_on_gpus(const config::RunConfig& cfg, const device::Discove
                                   std::to_string(static_cast<int>(found.gpus.size()) - 1) +
                                   "; CUDA_VISIBLE_DEVICES renumbers them)");
     }
-    if (type_ == "one_device") gpus.resize(1);
+    const bool one_device = type_ == config::StrategyType::one_device;
+    if (one_device) gpus.resize(1);
     // Several workers on one machine split its GPUs (an explicit list is taken as given).
     if (processes_ && cfg.strategy.devices == "all")
         gpus = gpus_for_local_process(gpus, processes_->local_rank(), processes_->local_size());
-    const int64_t per_gpu = type_ == "one_device" ? 1 : cfg.strategy.replicas_per_gpu;
+    const int64_t per_gpu = one_device ? 1 : cfg.strategy.replicas_per_gpu;
     for (int g : gpus)
         for (int64_t k = 0; k < per_gpu; ++k) placement_.push_back(g);
 
-    communicator_ = cfg.strategy.communicator;
-    if (communicator_ == "auto") communicator_ = per_gpu > 1 ? "device" : "nccl";
-    if (communicator_ == "nccl" && per_gpu > 1)
+    using config::CommunicatorKind;
+    CommunicatorKind kind = cfg.strategy.communicator;
+    if (kind == CommunicatorKind::automatic) kind = per_gpu > 1 ? CommunicatorKind::device : CommunicatorKind::nccl;
+    if (kind == CommunicatorKind::nccl && per_gpu > 1)
         throw ConfigError("strategy.communicator: nccl cannot run two replicas on one GPU (replicas_per_gpu: " +
                           std::to_string(per_gpu) + "); use communicator: device or auto");
-    if (processes_ && communicator_ != "nccl")
+    if (processes_ && kind != CommunicatorKind::nccl)
         throw ConfigError("strategy.communicator: multi_worker_mirrored joins GPUs of several workers with NCCL only; "
                           "use communicator: nccl (or auto) and replicas_per_gpu: 1");
-    if (placement_.size() == 1 && !processes_) communicator_ = "none";
+    if (placement_.size() > 1 || processes_) communicator_ = kind;  // else none: one replica alone
 }
 
 std::string Strategy::describe(int64_t global_batch) const {
@@ -109,7 +111,7 @@ std::string Strategy::describe(int64_t global_batch) const {
     if (on_gpu_) {
         where = "GPU ";
         for (size_t i = 0; i < placement_.size(); ++i) where += (i ? "," : "") + std::to_string(placement_[i]);
-        if (communicator_ != "none") where += "; " + communicator_;
+        if (communicator_) where += std::string("; ") + config::name_of(*communicator_);
     } else {
         where = n == 1 ? "CPU" : "CPU threads";
     }
@@ -117,7 +119,8 @@ std::string Strategy::describe(int64_t global_batch) const {
     if (processes_)
         count = std::to_string(workers()) + " workers x " + std::to_string(replicas()) +
                 (replicas() == 1 ? " replica = " : " replicas = ") + count;
-    std::string line = type_ + ": " + count + " (" + where + "), global batch " + std::to_string(global_batch);
+    std::string line = config::name_of(type_) + std::string(": ") + count + " (" + where + "), global batch " +
+                       std::to_string(global_batch);
     if (n == 1) return line + " on one replica";
     const int64_t first = offsets[1] - offsets[0], last = offsets[n] - offsets[n - 1];
     if (first == last) return line + " = " + std::to_string(first) + " per replica";
@@ -170,12 +173,12 @@ std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunC
         out.push_back(std::make_unique<Replica>(cfg, std::move(backend), nullptr, max_rows, use));
     }
     std::vector<std::unique_ptr<dist::Communicator>> comms;
-    if (communicator_ == "none") {
+    if (!communicator_) {
         comms = dist::make_local_communicators(1);  // one rank: every collective is a no-op
     } else {
         std::vector<Backend*> backends;
         for (auto& r : out) backends.push_back(&r->backend());
-        comms = make_gpu_communicators(placement_, backends, communicator_, out[0]->model().param_count(),
+        comms = make_gpu_communicators(placement_, backends, *communicator_, out[0]->model().param_count(),
                                        processes_);
     }
     for (int r = 0; r < n; ++r) out[static_cast<size_t>(r)]->set_comm(std::move(comms[static_cast<size_t>(r)]));

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,7 +43,8 @@ public:
     bool on_gpu() const { return on_gpu_; }
     // GPU index of each replica (empty on the CPU).
     const std::vector<int>& placement() const { return placement_; }
-    const std::string& communicator() const { return communicator_; }
+    // What joins GPU replicas (nccl or device); none on the CPU and for one GPU replica alone.
+    std::optional<config::CommunicatorKind> communicator() const { return communicator_; }
     // "mirrored: 2 replicas (GPU 0,1; nccl), global batch 256 = 128 per replica";
     // "multi_worker_mirrored: 2 workers x 1 replica = 2 replicas (CPU), global batch 32 = 16 per replica"
     std::string describe(int64_t global_batch) const;
@@ -58,10 +60,10 @@ public:
 private:
     void place_on_gpus(const config::RunConfig& cfg, const device::Discovery& found, bool explicit_request);
 
-    std::string type_;
+    config::StrategyType type_;
     bool on_gpu_ = false;
     std::vector<int> placement_;   // CPU: one entry per replica, -1
-    std::string communicator_ = "local";
+    std::optional<config::CommunicatorKind> communicator_;  // never automatic
     int cpu_cores_ = 1;
     dist::ProcessGroup* processes_ = nullptr;
     std::string fallback_note_;

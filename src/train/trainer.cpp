@@ -24,7 +24,8 @@ Trainer::Trainer(const config::RunConfig& cfg, std::vector<std::unique_ptr<Repli
                  const data::DataSplits& data, FitOptions options)
     : cfg_(cfg), replicas_(replicas), data_(data), options_(std::move(options)), progress_(options_.progress, options_.out) {
     for (auto& r : replicas_)
-        scalers_.push_back(std::make_unique<LossScaler>(r->backend(), cfg.training.precision == "fp16"));
+        scalers_.push_back(
+            std::make_unique<LossScaler>(r->backend(), cfg.training.precision == config::Precision::fp16));
 }
 
 LossScaler& Trainer::scaler_of(const Replica& r) {
@@ -62,7 +63,7 @@ struct NonFiniteGradients : Error {
 void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loader& loader,
                         const optim::Schedule& schedule, EpochTotals& totals, TensorBoardWriter& tensorboard) {
     const int64_t epoch_first_step = state_.global_step - start_step;  // global step of this epoch's step 0
-    const bool skip_nonfinite = cfg_.training.on_nan == "skip_step";
+    const bool skip_nonfinite = cfg_.training.on_nan == config::OnNan::skip_step;
     const double earlier[3] = {state_.partial_loss_sum, state_.partial_correct, state_.partial_samples};
     r.reset_stats();
     // The device sums loss and correct counts in float32 from one report to
@@ -433,7 +434,8 @@ FitResult Trainer::fit() {
     // data.resident: before any collective runs (it allocates device memory).
     // A worker's part (data.shard_files) is gathered by the loader in its own
     // order, which the resident index does not follow: copy its batches instead.
-    const std::string resident = data_.train.part.count > 1 ? "false" : cfg_.data.resident;
+    const config::ResidentMode resident =
+        data_.train.part.count > 1 ? config::ResidentMode::off : cfg_.data.resident;
     bool all_resident = true;
     for (auto& r : replicas_) all_resident = r->make_resident(data_.train, resident) && all_resident;
     // Replicas that copy their own rows need no loader thread gathering batches.

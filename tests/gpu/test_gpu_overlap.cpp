@@ -39,15 +39,17 @@ TEST_CASE("Bucketed all-reduces on the GPU train bit-identical weights to one al
     data::DataSplits data;
     data.train = fixture::blobs(203, 3);
     struct Setup {
-        std::string communicator;
+        config::CommunicatorKind communicator;
         int64_t per_gpu;
         std::string devices;
     };
-    std::vector<Setup> setups{{"device", 2, "0"}, {"device", 3, "0"}};
-    if (cuda_device_count() >= 2) setups.push_back({"nccl", 1, "0,1"});
+    using config::CommunicatorKind;
+    std::vector<Setup> setups{{CommunicatorKind::device, 2, "0"}, {CommunicatorKind::device, 3, "0"}};
+    if (cuda_device_count() >= 2) setups.push_back({CommunicatorKind::nccl, 1, "0,1"});
     for (const auto& setup : setups) {
         for (int64_t batch : {16, 2}) {  // batch 2 over 3 replicas leaves a shard empty
-            INFO(setup.communicator << ", " << setup.per_gpu << " per GPU on " << setup.devices << ", batch " << batch);
+            INFO(config::name_of(setup.communicator) << ", " << setup.per_gpu << " per GPU on " << setup.devices
+                                                     << ", batch " << batch);
             auto cfg = fixture::deep_job(batch);
             cfg.strategy.communicator = setup.communicator;
             cfg.strategy.replicas_per_gpu = setup.per_gpu;
@@ -71,11 +73,11 @@ TEST_CASE("A resident training set trains bit-identical weights to batches copie
         INFO(per_gpu << " replicas on the GPU");
         auto cfg = fixture::small_job(3, 16);
         cfg.strategy.replicas_per_gpu = per_gpu;
-        cfg.data.resident = "false";
+        cfg.data.resident = config::ResidentMode::off;
         const auto copied = train_gpu(cfg, data, false);
-        cfg.data.resident = "true";
+        cfg.data.resident = config::ResidentMode::on;
         const auto resident = train_gpu(cfg, data, true);
-        cfg.data.resident = "auto";  // 203 samples fit
+        cfg.data.resident = config::ResidentMode::automatic;  // 203 samples fit
         const auto automatic = train_gpu(cfg, data, true);
         REQUIRE(resident == copied);
         REQUIRE(automatic == copied);

@@ -128,8 +128,9 @@ TEST_CASE("Steps replayed as CUDA graphs give the weights of steps run call by c
     data::DataSplits data;
     data.train = fixture::blobs(203, 3);  // batches of 16: 12 full steps and one of 11
     for (const bool dropout : {true, false}) {  // dropout: a new mask key every step, from device memory
-        for (const std::string resident : {"true", "false"}) {  // gathered on the device, or copied in turn
-            INFO("dropout " << dropout << ", data.resident " << resident);
+        for (const config::ResidentMode resident : {config::ResidentMode::on, config::ResidentMode::off}) {
+            // gathered on the device, or copied in turn
+            INFO("dropout " << dropout << ", data.resident " << config::name_of(resident));
             auto cfg = dropout ? fixture::small_job(2, 16) : without_dropout(2, 16);
             cfg.data.resident = resident;
             fixture::TempDir direct_dir, graph_dir;
@@ -154,7 +155,7 @@ TEST_CASE("Steps replayed as CUDA graphs give the weights of steps run call by c
 TEST_CASE("CUDA graphs are off, with the reason, for replicas sharing the GPU; fp16 records its step too") {
     auto fp16 = fixture::small_job(1, 16);
     auto gpu = gpu_replicas(fp16);
-    fp16.training.precision = "fp16";  // the loss scale lives in device memory
+    fp16.training.precision = config::Precision::fp16;  // the loss scale lives in device memory
     REQUIRE(train::step_graphs_unusable(fp16, *gpu[0]).empty());
     auto two = fixture::small_job(1, 16);
     two.strategy.replicas_per_gpu = 2;
@@ -169,7 +170,7 @@ TEST_CASE("fp16 on the GPU: replayed steps, overflows among them, give the weigh
     data.train = fixture::blobs(203, 3);
     data.train.inputs[6 * 20] = std::numeric_limits<float>::infinity();  // sample 20: the second batch overflows
     auto cfg = without_dropout(2, 16);
-    cfg.training.precision = "fp16";
+    cfg.training.precision = config::Precision::fp16;
     cfg.training.shuffle = false;
     fixture::TempDir direct_dir, graph_dir;
     cfg.training.cuda_graphs = false;

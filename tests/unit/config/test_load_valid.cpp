@@ -59,20 +59,20 @@ TEST_CASE("a full config parses to the expected structs") {
     CHECK(hidden.params == std::map<std::string, std::string>{{"units", "128"}, {"activation", "relu"}});
     CHECK(c.model.layers[2].params.at("rate") == "0.2");
     CHECK(c.model.layers[3].params.at("kernel_size") == "3,3");
-    CHECK(c.loss.name == "categorical_crossentropy");
+    CHECK(c.loss.name == LossKind::categorical_crossentropy);
     CHECK(c.loss.from_logits);
     CHECK(c.metrics == std::vector<std::string>{"accuracy", "loss"});
-    CHECK(c.optimizer.type == "sgd");
+    CHECK(c.optimizer.type == OptimizerType::sgd);
     CHECK(c.optimizer.learning_rate == 0.05);
     CHECK(c.optimizer.momentum == 0.9);
     CHECK(c.optimizer.nesterov);
-    CHECK(c.optimizer.schedule.type == "step_decay");
+    CHECK(c.optimizer.schedule.type == ScheduleType::step_decay);
     CHECK(c.optimizer.schedule.decay_rate == 0.5);
     CHECK(c.optimizer.schedule.decay_epochs == 3);
     CHECK(c.optimizer.schedule.warmup_epochs == 1);
     CHECK(c.data.dataset.empty());
     CHECK(c.data.path == "/data/fashion");
-    CHECK(c.data.format == "csv");
+    CHECK(c.data.format == DataFormat::csv);
     CHECK(c.data.scale == 0.5);
     CHECK(c.data.validation_split == 0.1);
     CHECK(c.data.limit == 1000);
@@ -81,16 +81,16 @@ TEST_CASE("a full config parses to the expected structs") {
     CHECK(c.training.batch_size == 64);
     CHECK_FALSE(c.training.shuffle);
     CHECK(c.training.seed == 7);
-    CHECK(c.strategy.type == "mirrored");
+    CHECK(c.strategy.type == StrategyType::mirrored);
     CHECK(c.strategy.devices == "0,1");
     CHECK(c.checkpoint.dir == "ckpt");
     CHECK(c.checkpoint.every_epochs == 2);
     CHECK(c.checkpoint.keep_last == 0);
     CHECK_FALSE(c.checkpoint.save_best);
-    CHECK(c.checkpoint.monitor == "val_accuracy");
-    CHECK(c.checkpoint.mode == "max");
-    CHECK(c.logging.level == "debug");
-    CHECK(c.logging.progress == "lines");
+    CHECK(c.checkpoint.monitor == Monitor::val_accuracy);
+    CHECK(c.checkpoint.mode == MonitorMode::max);
+    CHECK(c.logging.level == LogLevel::debug);
+    CHECK(c.logging.progress == ProgressStyle::lines);
     CHECK(c.logging.metrics_file.empty());
     CHECK(c.logging.every_steps == 25);
     CHECK(c.digest.size() == 16);
@@ -111,36 +111,36 @@ TEST_CASE("left-out keys get the documented defaults") {
     const RunConfig c = load_text(kMinimal);
     const RunConfig d;  // run_config.hpp's defaults
     CHECK(c.run_dir == "runs/default");
-    CHECK(c.loss.name == "sparse_categorical_crossentropy");
+    CHECK(c.loss.name == LossKind::sparse_categorical_crossentropy);
     CHECK_FALSE(c.loss.from_logits);
     CHECK(c.metrics == std::vector<std::string>{"accuracy"});
-    CHECK(c.optimizer.type == "adam");
+    CHECK(c.optimizer.type == OptimizerType::adam);
     CHECK(c.optimizer.learning_rate == 0.001);
     CHECK(c.optimizer.weight_decay == 0);
     CHECK(c.optimizer.beta1 == 0.9);
     CHECK(c.optimizer.beta2 == 0.999);
     CHECK(c.optimizer.epsilon == 1e-7);
-    CHECK(c.optimizer.schedule.type == "constant");
+    CHECK(c.optimizer.schedule.type == ScheduleType::constant);
     CHECK(c.data.dataset == "fashion-mnist");
-    CHECK(c.data.format == "idx");
+    CHECK(c.data.format == DataFormat::idx);
     CHECK(c.data.scale == 1.0 / 255.0);
     CHECK(c.data.validation_split == 0);
     CHECK(c.training.epochs == 5);
     CHECK(c.training.batch_size == 32);
     CHECK(c.training.shuffle);
     CHECK(c.training.seed == 42);
-    CHECK(c.strategy.type == "mirrored");
+    CHECK(c.strategy.type == StrategyType::mirrored);
     CHECK(c.strategy.devices == "all");
     CHECK(c.strategy.replicas == 0);
     CHECK(c.checkpoint.dir.empty());
     CHECK(c.checkpoint.every_epochs == 1);
     CHECK(c.checkpoint.keep_last == 3);
     CHECK(c.checkpoint.save_best);
-    CHECK(c.checkpoint.monitor == "val_loss");
-    CHECK(c.checkpoint.mode == "auto");
+    CHECK(c.checkpoint.monitor == Monitor::val_loss);
+    CHECK(c.checkpoint.mode == MonitorMode::automatic);
     CHECK(!c.early_stopping.enabled);
-    CHECK(c.logging.level == "info");
-    CHECK(c.logging.progress == "auto");
+    CHECK(c.logging.level == LogLevel::info);
+    CHECK(c.logging.progress == ProgressStyle::automatic);
     CHECK(c.logging.metrics_file == "metrics.csv");
     CHECK(c.logging.every_steps == 0);
     CHECK(c.data.synthetic_samples == d.data.synthetic_samples);
@@ -157,7 +157,7 @@ TEST_CASE("optimizer defaults follow the type") {
 
 TEST_CASE("the short forms: loss as a name, one metric, empty sections") {
     const RunConfig c = load_text(kMinimal + "loss: mean_squared_error\nmetrics: loss\ntraining:\nlogging: {}\n");
-    CHECK(c.loss.name == "mean_squared_error");
+    CHECK(c.loss.name == LossKind::mean_squared_error);
     CHECK(c.metrics == std::vector<std::string>{"loss"});
     CHECK(c.training.epochs == 5);
     CHECK(load_text(kMinimal + "metrics: []\n").metrics.empty());
@@ -179,13 +179,13 @@ TEST_CASE("strategy.devices: all, cpu, one id, a list or its text") {
 TEST_CASE("synthetic data: dataset synthetic or format synthetic") {
     const std::string model = "model: {input_shape: [4], layers: [{type: dense, units: 3}]}\n";
     const RunConfig a = load_text(model + "data: {dataset: synthetic, synthetic: {samples: 100, classes: 3, seed: 9}}\n");
-    CHECK(a.data.format == "synthetic");
+    CHECK(a.data.format == DataFormat::synthetic);
     CHECK(a.data.dataset == "synthetic");
     CHECK(a.data.synthetic_samples == 100);
     CHECK(a.data.synthetic_classes == 3);
     CHECK(a.data.synthetic_seed == 9);
     const RunConfig b = load_text(model + "data: {format: synthetic}\n");
-    CHECK(b.data.format == "synthetic");
+    CHECK(b.data.format == DataFormat::synthetic);
     CHECK(b.data.dataset.empty());
 }
 
@@ -207,10 +207,10 @@ TEST_CASE("load reads a file and names it in places") {
 TEST_CASE("early_stopping: on with the section, Keras' defaults, true/false as a switch") {
     const RunConfig given = load_text(kMinimal + "early_stopping: {patience: 3, min_delta: 0.01, start_from_epoch: 2}\n");
     CHECK(given.early_stopping.enabled);
-    CHECK(given.early_stopping.monitor == "val_loss");
+    CHECK(given.early_stopping.monitor == Monitor::val_loss);
     CHECK(given.early_stopping.patience == 3);
     CHECK(given.early_stopping.min_delta == 0.01);
-    CHECK(given.early_stopping.mode == "auto");
+    CHECK(given.early_stopping.mode == MonitorMode::automatic);
     CHECK(given.early_stopping.start_from_epoch == 2);
     const RunConfig keras = load_text(kMinimal + "early_stopping: {}\n");
     CHECK(keras.early_stopping.enabled);
@@ -225,7 +225,7 @@ TEST_CASE("reduce_lr_on_plateau: on with the section, Keras' defaults") {
     const ReduceLrOnPlateauConfig& p = keras.reduce_lr_on_plateau;
     CHECK(p.enabled);
     CHECK(std::tie(p.monitor, p.factor, p.patience, p.min_delta, p.cooldown, p.min_lr, p.mode) ==
-          std::make_tuple(std::string("val_loss"), 0.1, int64_t{10}, 1e-4, int64_t{0}, 0.0, std::string("auto")));
+          std::make_tuple(Monitor::val_loss, 0.1, int64_t{10}, 1e-4, int64_t{0}, 0.0, MonitorMode::automatic));
     const RunConfig given = load_text(kMinimal + "reduce_lr_on_plateau: {factor: 0.5, patience: 2, cooldown: 1, min_lr: 1e-5}\n");
     CHECK(given.reduce_lr_on_plateau.factor == 0.5);
     CHECK(given.reduce_lr_on_plateau.cooldown == 1);

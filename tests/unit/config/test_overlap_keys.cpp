@@ -11,12 +11,12 @@ using namespace gputrain::config::testing;
 TEST_CASE("strategy.bucket_mb and data.resident have defaults and take valid values") {
     const RunConfig defaults = load_text(kMinimal);
     CHECK(defaults.strategy.bucket_mb == 4.0);
-    CHECK(defaults.data.resident == "auto");
+    CHECK(defaults.data.resident == ResidentMode::automatic);
     const RunConfig set = load_text(kModel + "data: {dataset: fashion-mnist, resident: false}\nstrategy: {bucket_mb: 0.5}\n");
     CHECK(set.strategy.bucket_mb == 0.5);
-    CHECK(set.data.resident == "false");
+    CHECK(set.data.resident == ResidentMode::off);
     CHECK(load_text(kMinimal, {"strategy.bucket_mb=25", "data.resident=true"}).strategy.bucket_mb == 25.0);
-    CHECK(load_text(kMinimal, {"data.resident=true"}).data.resident == "true");
+    CHECK(load_text(kMinimal, {"data.resident=true"}).data.resident == ResidentMode::on);
 }
 
 TEST_CASE("A negative bucket_mb or an unknown resident mode is an error naming the key") {
@@ -30,7 +30,7 @@ TEST_CASE("bucket_mb and resident round-trip through the resolved YAML but stay 
     const RunConfig a = load_text(kMinimal, {"strategy.bucket_mb=0.25", "data.resident=false"});
     const RunConfig b = load_text(a.resolved_yaml);
     CHECK(b.strategy.bucket_mb == 0.25);
-    CHECK(b.data.resident == "false");
+    CHECK(b.data.resident == ResidentMode::off);
     CHECK(a.resolved_yaml.find("bucket_mb: 0.25") != std::string::npos);
     CHECK(a.resolved_yaml.find("resident: false") != std::string::npos);
     const RunConfig defaults = load_text(kMinimal);

@@ -14,9 +14,9 @@ TEST_CASE("valid overrides change, add and replace keys; values are YAML") {
                                    "run_dir=runs/b", "model.input_shape=[784]", "checkpoint.dir="});
     CHECK(c.training.epochs == 3);
     CHECK_FALSE(c.training.shuffle);
-    CHECK(c.optimizer.type == "sgd");
+    CHECK(c.optimizer.type == OptimizerType::sgd);
     CHECK(c.optimizer.learning_rate == 0.01);  // the default follows the overridden type
-    CHECK(c.optimizer.schedule.type == "cosine");
+    CHECK(c.optimizer.schedule.type == ScheduleType::cosine);
     CHECK(c.strategy.devices == "0,1");
     CHECK(c.metrics == std::vector<std::string>{"loss"});
     CHECK(c.run_dir == "runs/b");
@@ -31,10 +31,10 @@ TEST_CASE("the last override of a key wins; spaces around the key are ignored") 
 
 TEST_CASE("loss: NAME takes loss.from_logits and loss.name overrides") {
     const RunConfig c = load_text(kMinimal + "loss: categorical_crossentropy\n", {"loss.from_logits=true"});
-    CHECK(c.loss.name == "categorical_crossentropy");
+    CHECK(c.loss.name == LossKind::categorical_crossentropy);
     CHECK(c.loss.from_logits);
-    CHECK(load_text(kMinimal, {"loss=mean_squared_error"}).loss.name == "mean_squared_error");
-    CHECK(load_text(kMinimal, {"loss.name=categorical_crossentropy"}).loss.name == "categorical_crossentropy");
+    CHECK(load_text(kMinimal, {"loss=mean_squared_error"}).loss.name == LossKind::mean_squared_error);
+    CHECK(load_text(kMinimal, {"loss.name=categorical_crossentropy"}).loss.name == LossKind::categorical_crossentropy);
     // The expanded name still points at the file.
     REQUIRE(error_of(kMinimal + "loss: mse\n", {"loss.from_logits=true"}) ==
             "cfg.yaml:3:7: loss.name: unknown loss 'mse'; known losses: sparse_categorical_crossentropy, "

@@ -97,7 +97,7 @@ TEST_CASE("checkpoint.monitor on accuracy needs the accuracy metric") {
     REQUIRE(error_of(kMinimal + "metrics: [loss]\ncheckpoint: {monitor: val_accuracy}\n") ==
             "cfg.yaml:4:23: checkpoint.monitor: 'val_accuracy' needs the accuracy metric; add accuracy to metrics "
             "or monitor val_loss");
-    CHECK(load_text(kMinimal + "checkpoint: {monitor: accuracy}\n").checkpoint.monitor == "accuracy");
+    CHECK(load_text(kMinimal + "checkpoint: {monitor: accuracy}\n").checkpoint.monitor == Monitor::accuracy);
     REQUIRE(error_of(kMinimal + "metrics: [loss]\nearly_stopping: {monitor: accuracy}\n") ==
             "cfg.yaml:4:27: early_stopping.monitor: 'accuracy' needs the accuracy metric; add accuracy to metrics "
             "or monitor val_loss");

@@ -21,7 +21,7 @@ config::RunConfig load_model(const std::string& model_yaml, const std::string& b
 
 config::LossConfig cross_entropy() {
     config::LossConfig l;
-    l.name = "sparse_categorical_crossentropy";
+    l.name = config::LossKind::sparse_categorical_crossentropy;
     return l;
 }
 
@@ -143,7 +143,7 @@ TEST_CASE("Merge layers compute Keras' Add, Concatenate and Multiply") {
                                               "    - {type: flatten}\n")
                                        .model;
     config::LossConfig mse;
-    mse.name = "mean_squared_error";
+    mse.name = config::LossKind::mean_squared_error;
     nn::Model model(mc, mse, be, 2, 1, nn::ModelUse::inference);
     REQUIRE(model.output_shape() == Shape{6});
     const std::vector<float> x{0.5f, -2.0f, 1.5f, 0.25f};

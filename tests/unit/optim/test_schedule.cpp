@@ -6,6 +6,7 @@
 #include "optim/schedule.hpp"
 
 using gputrain::config::OptimizerConfig;
+using gputrain::config::ScheduleType;
 using gputrain::optim::continued_at;
 using gputrain::optim::EpochStepsHistory;
 using gputrain::optim::format_epoch_steps;
@@ -15,7 +16,7 @@ using gputrain::optim::steps_before_epoch;
 
 namespace {
 
-OptimizerConfig with_schedule(const std::string& type, double lr) {
+OptimizerConfig with_schedule(ScheduleType type, double lr) {
     OptimizerConfig cfg;
     cfg.learning_rate = lr;
     cfg.schedule.type = type;
@@ -25,12 +26,12 @@ OptimizerConfig with_schedule(const std::string& type, double lr) {
 }  // namespace
 
 TEST_CASE("constant schedule returns the base rate at every step") {
-    const Schedule s(with_schedule("constant", 0.003), 100, 5);
+    const Schedule s(with_schedule(ScheduleType::constant, 0.003), 100, 5);
     for (int64_t step : {0, 1, 99, 100, 499, 500, 10000}) REQUIRE(s.learning_rate(step) == Approx(0.003));
 }
 
 TEST_CASE("step_decay multiplies by decay_rate every decay_epochs whole epochs") {
-    auto cfg = with_schedule("step_decay", 0.1);
+    auto cfg = with_schedule(ScheduleType::step_decay, 0.1);
     cfg.schedule.decay_rate = 0.5;
     cfg.schedule.decay_epochs = 2;
     const Schedule s(cfg, 10, 8);  // 10 steps per epoch
@@ -44,7 +45,7 @@ TEST_CASE("step_decay multiplies by decay_rate every decay_epochs whole epochs")
 }
 
 TEST_CASE("exponential_decay: lr * rate^(step / decay_steps), floored with staircase") {
-    auto cfg = with_schedule("exponential_decay", 0.2);
+    auto cfg = with_schedule(ScheduleType::exponential_decay, 0.2);
     cfg.schedule.decay_rate = 0.5;
     cfg.schedule.decay_steps = 100;
     SECTION("smooth") {
@@ -69,7 +70,7 @@ TEST_CASE("exponential_decay: lr * rate^(step / decay_steps), floored with stair
 }
 
 TEST_CASE("cosine decays from the base rate to min_lr over training") {
-    auto cfg = with_schedule("cosine", 0.1);
+    auto cfg = with_schedule(ScheduleType::cosine, 0.1);
     const double min_lr = GENERATE(0.0, 0.01);
     cfg.schedule.min_lr = min_lr;
     const Schedule s(cfg, 25, 4);  // 100 steps in all
@@ -86,7 +87,7 @@ TEST_CASE("cosine decays from the base rate to min_lr over training") {
 
 TEST_CASE("warmup ramps linearly over whole epochs, then the schedule takes over") {
     SECTION("constant after warmup") {
-        auto cfg = with_schedule("constant", 0.08);
+        auto cfg = with_schedule(ScheduleType::constant, 0.08);
         cfg.schedule.warmup_epochs = 2;
         const Schedule s(cfg, 4, 10);  // warmup is 8 steps
         // step t of warmup gets base * (t + 1) / 8: the first update is not wasted at zero.
@@ -98,7 +99,7 @@ TEST_CASE("warmup ramps linearly over whole epochs, then the schedule takes over
         REQUIRE(s.learning_rate(39) == Approx(0.08));
     }
     SECTION("cosine after warmup spans the remaining steps") {
-        auto cfg = with_schedule("cosine", 0.1);
+        auto cfg = with_schedule(ScheduleType::cosine, 0.1);
         cfg.schedule.warmup_epochs = 1;
         cfg.schedule.min_lr = 0.0;
         const Schedule s(cfg, 10, 5);  // 50 steps: 10 of warmup, 40 of cosine
@@ -110,7 +111,7 @@ TEST_CASE("warmup ramps linearly over whole epochs, then the schedule takes over
         REQUIRE(s.learning_rate(50) == Approx(0.0).margin(1e-12));
     }
     SECTION("exponential decay counts its steps from the end of warmup") {
-        auto cfg = with_schedule("exponential_decay", 0.1);
+        auto cfg = with_schedule(ScheduleType::exponential_decay, 0.1);
         cfg.schedule.warmup_epochs = 1;
         cfg.schedule.decay_rate = 0.5;
         cfg.schedule.decay_steps = 10;
@@ -124,7 +125,7 @@ TEST_CASE("warmup ramps linearly over whole epochs, then the schedule takes over
 TEST_CASE("epoch-based schedules follow the epoch, not the step count, when steps per epoch change (a resume "
           "with another batch size)") {
     SECTION("step_decay: 1 epoch of 13 steps at batch 16, then 4 steps an epoch at batch 64") {
-        auto cfg = with_schedule("step_decay", 0.01);
+        auto cfg = with_schedule(ScheduleType::step_decay, 0.01);
         cfg.schedule.decay_rate = 0.5;
         cfg.schedule.decay_epochs = 1;
         const Schedule resumed(cfg, 4, 3);
@@ -134,7 +135,7 @@ TEST_CASE("epoch-based schedules follow the epoch, not the step count, when step
         CHECK(resumed.learning_rate(13) == Approx(0.00125));  // what counting steps alone gave
     }
     SECTION("warmup and cosine: the position within the epoch, at this run's steps per epoch") {
-        auto cfg = with_schedule("cosine", 0.1);
+        auto cfg = with_schedule(ScheduleType::cosine, 0.1);
         cfg.schedule.warmup_epochs = 1;
         const Schedule s(cfg, 10, 5);
         CHECK(s.learning_rate(40, 0, 4) == Approx(0.05));  // warmup whatever the global count
@@ -144,7 +145,7 @@ TEST_CASE("epoch-based schedules follow the epoch, not the step count, when step
 
 TEST_CASE("exponential_decay after warmup counts from the step where warmup ended, whatever batch each epoch "
           "had") {
-    auto cfg = with_schedule("exponential_decay", 0.1);
+    auto cfg = with_schedule(ScheduleType::exponential_decay, 0.1);
     cfg.schedule.warmup_epochs = 2;
     cfg.schedule.decay_rate = 0.5;
     cfg.schedule.decay_steps = 10;
@@ -214,12 +215,12 @@ TEST_CASE("steps_per_epoch metadata reads back what was written and names what i
 }
 
 TEST_CASE("schedules of absurd lengths do not overflow") {
-    auto cfg = with_schedule("constant", 0.1);
+    auto cfg = with_schedule(ScheduleType::constant, 0.1);
     cfg.schedule.warmup_epochs = 100000000000000;  // 1e14 epochs of 100000 steps: past int64 in steps
     const Schedule s(cfg, 100000, 5);
     CHECK(s.learning_rate(0) == Approx(0.1 / 1e19));
     CHECK(s.learning_rate(0) > 0.0);
-    auto cosine = with_schedule("cosine", 0.1);
+    auto cosine = with_schedule(ScheduleType::cosine, 0.1);
     const Schedule long_run(cosine, 100000, 1000000000000000000);
     CHECK(long_run.learning_rate(0) == Approx(0.1));
     CHECK(long_run.learning_rate(1000) <= 0.1);

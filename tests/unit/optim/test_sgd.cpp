@@ -7,12 +7,13 @@
 
 using gputrain::CpuBackend;
 using gputrain::config::OptimizerConfig;
+using gputrain::config::OptimizerType;
 
 namespace {
 
 OptimizerConfig sgd_config(double lr, double momentum, bool nesterov) {
     OptimizerConfig cfg;
-    cfg.type = "sgd";
+    cfg.type = OptimizerType::sgd;
     cfg.learning_rate = lr;
     cfg.momentum = momentum;
     cfg.nesterov = nesterov;

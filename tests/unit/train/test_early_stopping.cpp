@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-config::EarlyStoppingConfig watching(const std::string& monitor, int64_t patience) {
+config::EarlyStoppingConfig watching(config::Monitor monitor, int64_t patience) {
     config::EarlyStoppingConfig c;
     c.enabled = true;
     c.monitor = monitor;
@@ -49,7 +49,7 @@ int64_t stop_epoch(const train::EarlyStopping& rule, const std::vector<double>& 
 TEST_CASE("early stopping follows Keras' rule: patience, min_delta, mode, start_from_epoch") {
     // val_loss per epoch: best at 2 (0.8), then 4 (0.79, by 0.01), then 7.
     const std::vector<double> losses{1.0, 0.8, 0.85, 0.79, 0.9, 0.95, 0.7};
-    auto cfg = watching("val_loss", 2);
+    auto cfg = watching(config::Monitor::val_loss, 2);
     CHECK(stop_epoch(train::EarlyStopping(cfg, true), losses) == 6);
     cfg.patience = 0;  // the first epoch without improvement
     CHECK(stop_epoch(train::EarlyStopping(cfg, true), losses) == 3);
@@ -74,28 +74,28 @@ TEST_CASE("early stopping follows Keras' rule: patience, min_delta, mode, start_
     CHECK(stop_epoch(train::EarlyStopping(cfg, true), losses) == 5);
     // Higher is better for accuracy (mode auto), or for anything under mode max.
     const std::vector<double> accuracies{0.5, 0.6, 0.6, 0.59};
-    auto acc = watching("val_accuracy", 1);
+    auto acc = watching(config::Monitor::val_accuracy, 1);
     CHECK(stop_epoch(train::EarlyStopping(acc, true), accuracies) == 3);
-    acc.mode = "min";
+    acc.mode = config::MonitorMode::min;
     CHECK(stop_epoch(train::EarlyStopping(acc, true), accuracies) == 2);
-    auto max_loss = watching("val_loss", 0);
-    max_loss.mode = "max";
+    auto max_loss = watching(config::Monitor::val_loss, 0);
+    max_loss.mode = config::MonitorMode::max;
     CHECK(stop_epoch(train::EarlyStopping(max_loss, true), losses) == 2);
 }
 
 TEST_CASE("early stopping: NaN is never a best, the first epoch never stops, val_* falls back without validation") {
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    const train::EarlyStopping rule(watching("val_loss", 0), true);
+    const train::EarlyStopping rule(watching(config::Monitor::val_loss, 0), true);
     CHECK(stop_epoch(rule, {nan, 1.0, 1.1}) == 3);  // epoch 1's NaN counts, but epoch 1 never stops
     train::EarlyStoppingState end;
     CHECK(stop_epoch(rule, {1.0, nan}, &end) == 2);
     CHECK(rule.reason(end) == "val_loss did not improve on 1 (epoch 1) for 1 epoch (early_stopping.patience: 0)");
-    CHECK(stop_epoch(train::EarlyStopping(watching("val_loss", 1), true), {nan, nan}, &end) == 2);
+    CHECK(stop_epoch(train::EarlyStopping(watching(config::Monitor::val_loss, 1), true), {nan, nan}, &end) == 2);
     CHECK(!end.has_best);
-    CHECK(train::EarlyStopping(watching("val_loss", 1), true).reason(end) ==
+    CHECK(train::EarlyStopping(watching(config::Monitor::val_loss, 1), true).reason(end) ==
           "val_loss was NaN for 2 epochs (early_stopping.patience: 1)");
     // Without validation data val_loss watches the training loss.
-    const train::EarlyStopping no_validation(watching("val_loss", 0), false);
+    const train::EarlyStopping no_validation(watching(config::Monitor::val_loss, 0), false);
     CHECK(no_validation.metric().describe() == "loss min");
     train::EarlyStoppingState state;
     train::EpochRecord rec;
@@ -114,15 +114,15 @@ TEST_CASE("early stopping: a restored state stops at once when patience is spent
     train::EarlyStoppingState restored;
     restored.of = "val_loss min", restored.has_best = true, restored.best = 0.3, restored.best_epoch = 4,
     restored.wait = 2;
-    CHECK(train::EarlyStopping(watching("val_loss", 2), true).stops(restored, 6));
-    CHECK(!train::EarlyStopping(watching("val_loss", 3), true).stops(restored, 6));
-    config::EarlyStoppingConfig off = watching("val_loss", 0);
+    CHECK(train::EarlyStopping(watching(config::Monitor::val_loss, 2), true).stops(restored, 6));
+    CHECK(!train::EarlyStopping(watching(config::Monitor::val_loss, 3), true).stops(restored, 6));
+    config::EarlyStoppingConfig off = watching(config::Monitor::val_loss, 0);
     off.enabled = false;
     CHECK(!train::EarlyStopping(off, true).stops(restored, 6));
     train::EarlyStoppingState kept = restored;
-    CHECK(train::EarlyStopping(watching("val_loss", 2), true).adopt(kept).empty());
+    CHECK(train::EarlyStopping(watching(config::Monitor::val_loss, 2), true).adopt(kept).empty());
     CHECK(kept.wait == 2);
-    CHECK(train::EarlyStopping(watching("val_accuracy", 2), true).adopt(kept) ==
+    CHECK(train::EarlyStopping(watching(config::Monitor::val_accuracy, 2), true).adopt(kept) ==
           "early stopping watched val_loss min, now val_accuracy max: its count of epochs without improvement starts "
           "over");
     CHECK(kept.of.empty());
@@ -141,8 +141,8 @@ struct OverfitJob {
         data.train = fixture::blobs(24, 11);
         data.validation = fixture::blobs(40, 12);
         cfg.optimizer.learning_rate = 0.05;
-        cfg.early_stopping = watching("val_loss", 1);
-        cfg.checkpoint.monitor = "val_loss";
+        cfg.early_stopping = watching(config::Monitor::val_loss, 1);
+        cfg.checkpoint.monitor = config::Monitor::val_loss;
         cfg.checkpoint.every_epochs = 0;
     }
 };
@@ -269,7 +269,7 @@ TEST_CASE("a resume whose min_delta or start_from_epoch differs starts the count
     train::EarlyStoppingState restored;
     restored.of = "val_loss min", restored.has_best = true, restored.best = 0.3, restored.best_epoch = 4,
     restored.wait = 2;
-    auto cfg = watching("val_loss", 2);
+    auto cfg = watching(config::Monitor::val_loss, 2);
     train::EarlyStoppingState kept = restored;
     cfg.min_delta = 0.5;
     CHECK(train::EarlyStopping(cfg, true).adopt(kept) ==

@@ -39,7 +39,7 @@ std::vector<std::unique_ptr<train::Replica>> bf16_replicas(const config::RunConf
     const int64_t rows = (cfg.training.batch_size + count - 1) / count;
     for (int r = 0; r < count; ++r) {
         auto backend = std::make_unique<fixture::RecordingBackend>();
-        backend->set_bf16_gemm(true, copies, cfg.training.precision == "fp16");
+        backend->set_bf16_gemm(true, copies, cfg.training.precision == config::Precision::fp16);
         out.push_back(std::make_unique<train::Replica>(cfg, std::move(backend), std::move(comms[r]), rows));
     }
     return out;
@@ -53,9 +53,9 @@ TEST_CASE("Dense layers' own 16-bit copies train to the weights of gemm() roundi
     const bool graphs = GENERATE(false, true);
     const int replicas = GENERATE(1, 2);
     const bool fused = GENERATE(true, false);  // dz's copy made in the gradient pass, or after it
-    const std::string precision = GENERATE("bf16", "fp16");
+    const config::Precision precision = GENERATE(config::Precision::bf16, config::Precision::fp16);
     INFO("training.cuda_graphs " << graphs << ", " << replicas << " replica(s), fused_kernels " << fused << ", "
-                                 << precision);
+                                 << config::name_of(precision));
     using specs::layer;
     auto cfg = fixture::small_job(2, 16);
     // relu, linear without bias, gelu, a dropout between, the softmax output.
@@ -86,7 +86,7 @@ TEST_CASE("Dense layers' own 16-bit copies train to the weights of gemm() roundi
         CHECK(recording(*copies[r]).copied_gemms == recording(*rounding[r]).plain_gemms);
         if (fused) CHECK(recording(*copies[r]).fused_copies > 0);  // (evaluation always runs the fused passes)
         // Graphs: one replica, and not under fp16 (its loss scale is a host value).
-        if (graphs && replicas == 1 && precision != "fp16") CHECK(recording(*copies[r]).replays > 0);
+        if (graphs && replicas == 1 && precision != config::Precision::fp16) CHECK(recording(*copies[r]).replays > 0);
     }
     CHECK(copies_run.history.back().loss == rounding_run.history.back().loss);
     CHECK(copies_run.history.back().val_loss == rounding_run.history.back().val_loss);
@@ -194,23 +194,24 @@ TEST_CASE("The memory estimate counts a GPU's 16-bit GEMM copies only where they
     auto cfg = fixture::small_job(1, 16);
     cfg.model.layers = {specs::layer("dense", {{"units", "200"}, {"activation", "relu"}}),
                         specs::layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
-    const auto with = [&](const std::string& precision, bool cast, bool on_gpu) {
+    using config::Precision;
+    const auto with = [&](Precision precision, bool cast, bool on_gpu) {
         cfg.training.precision = precision;
         cfg.training.cast_gemm_inputs = cast;
         return train::estimate_memory(cfg, 16, on_gpu);
     };
     // Kernels' and inputs' copies; the workspace grows by the widest dz's copy.
     const size_t kept = copy_bytes(6, 200) + copy_bytes(16, 6) + copy_bytes(200, 3) + copy_bytes(16, 200);
-    CHECK(with("bf16", true, true).gemm_copy_bytes == kept);
-    CHECK(with("bf16", true, true).workspace_bytes == 16 * 200 * 4 + 16 * 200 * 2);
-    CHECK(with("bf16", false, true).workspace_bytes == 16 * 200 * 4);
-    CHECK(with("fp16", true, true).gemm_copy_bytes == with("bf16", true, true).gemm_copy_bytes);
-    CHECK(with("bf16", true, true).total_bytes() ==
-          with("bf16", false, true).total_bytes() + kept + 16 * 200 * 2);
-    CHECK(with("bf16", false, true).gemm_copy_bytes == 0);
-    CHECK(with("tf32", true, true).gemm_copy_bytes == 0);
-    CHECK(with("fp32", true, true).gemm_copy_bytes == 0);
-    CHECK(with("bf16", true, false).gemm_copy_bytes == 0);
+    CHECK(with(Precision::bf16, true, true).gemm_copy_bytes == kept);
+    CHECK(with(Precision::bf16, true, true).workspace_bytes == 16 * 200 * 4 + 16 * 200 * 2);
+    CHECK(with(Precision::bf16, false, true).workspace_bytes == 16 * 200 * 4);
+    CHECK(with(Precision::fp16, true, true).gemm_copy_bytes == with(Precision::bf16, true, true).gemm_copy_bytes);
+    CHECK(with(Precision::bf16, true, true).total_bytes() ==
+          with(Precision::bf16, false, true).total_bytes() + kept + 16 * 200 * 2);
+    CHECK(with(Precision::bf16, false, true).gemm_copy_bytes == 0);
+    CHECK(with(Precision::tf32, true, true).gemm_copy_bytes == 0);
+    CHECK(with(Precision::fp32, true, true).gemm_copy_bytes == 0);
+    CHECK(with(Precision::bf16, true, false).gemm_copy_bytes == 0);
 }
 
 TEST_CASE("With copies, dense layers take no GEMM epilogue (they multiply fp32 operands) and train the same bits") {

@@ -30,15 +30,16 @@ int64_t replays_of(train::Replica& r) { return static_cast<fixture::RecordingBac
 }  // namespace
 
 TEST_CASE("Recorded and replayed steps train to the weights of direct steps") {
-    const std::string optimizer = GENERATE(as<std::string>{}, "adam", "sgd");
-    const std::string resident = GENERATE(as<std::string>{}, "true", "false");
+    const config::OptimizerType optimizer = GENERATE(config::OptimizerType::adam, config::OptimizerType::sgd);
+    const config::ResidentMode resident = GENERATE(config::ResidentMode::on, config::ResidentMode::off);
     const bool device_memory = GENERATE(false, true);  // true: staged copies into two buffers, as on a GPU
-    INFO(optimizer << ", data.resident " << resident << ", device memory " << device_memory);
+    INFO(config::name_of(optimizer) << ", data.resident " << config::name_of(resident) << ", device memory "
+                                    << device_memory);
     data::DataSplits data;
     data.train = fixture::blobs(203, 3);  // batches of 16: 12 full steps and one of 11
     auto cfg = fixture::small_job(3, 16, optimizer);  // with dropout
     cfg.data.resident = resident;
-    cfg.optimizer.schedule.type = "exponential_decay";  // a new learning rate every step
+    cfg.optimizer.schedule.type = config::ScheduleType::exponential_decay;  // a new learning rate every step
     cfg.optimizer.schedule.decay_steps = 7;
     cfg.optimizer.schedule.decay_rate = 0.5;
     fixture::TempDir direct_dir, graph_dir;
@@ -48,7 +49,7 @@ TEST_CASE("Recorded and replayed steps train to the weights of direct steps") {
     REQUIRE(train::step_graphs_unusable(cfg, *graphs[0]).empty());
     const auto graph_run = fixture::fit(cfg, graphs, data, graph_dir.path.string());
     REQUIRE(graphs[0]->graphs().failure().empty());
-    REQUIRE(graphs[0]->stages_ahead() == (device_memory && resident == "false"));
+    REQUIRE(graphs[0]->stages_ahead() == (device_memory && resident == config::ResidentMode::off));
     // 3 epochs x 13 steps: each shape (full and last batch; with staged
     // copies, in each of the two buffers) runs directly once, then is replayed.
     const int64_t shapes = graphs[0]->stages_ahead() ? 4 : 2;
@@ -117,7 +118,7 @@ TEST_CASE("fp16: replayed steps, overflows among them, give the direct weights a
     data.train = fixture::blobs(203, 3);
     data.train.inputs[6 * 20] = std::numeric_limits<float>::infinity();  // sample 20: the second batch overflows
     auto cfg = fixture::small_job(3, 16);
-    cfg.training.precision = "fp16";
+    cfg.training.precision = config::Precision::fp16;
     cfg.training.shuffle = false;
     fixture::TempDir direct_dir, graph_dir;
     auto direct = fixture::replicas(cfg, 1);
@@ -138,7 +139,7 @@ TEST_CASE("fp16 at loss scale 1: a non-finite step found at a report stops with 
     // A first run ends with loss scale 1 in its checkpoint (the metadata
     // rewritten), so that the resumed run's non-finite step is divergence.
     auto t = fixture::late_nan();
-    t.cfg.training.precision = "fp16";
+    t.cfg.training.precision = config::Precision::fp16;
     t.cfg.training.epochs = 1;
     fixture::TempDir first;
     auto warm = fixture::replicas(t.cfg, 1);
@@ -185,7 +186,8 @@ TEST_CASE("A step records one operation per call of the reference MLP's step; fu
     auto cfg = fixture::small_job(1, 16);
     cfg.model.layers = {layer("dense", {{"units", "16"}, {"activation", "relu"}}),
                         layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
-    const auto nodes = [&](bool fused, const std::string& resident, bool epilogues = false) {
+    using config::ResidentMode;
+    const auto nodes = [&](bool fused, ResidentMode resident, bool epilogues = false) {
         cfg.training.fused_kernels = fused;
         cfg.data.resident = resident;
         cfg.training.gemm_epilogues = epilogues;
@@ -195,12 +197,12 @@ TEST_CASE("A step records one operation per call of the reference MLP's step; fu
         REQUIRE(graphs[0]->graphs().replays() > 0);
         return graphs[0]->graphs().first_graph_nodes();
     };
-    CHECK(nodes(true, "true") == 13);
-    CHECK(nodes(false, "true") == 15);  // relu and its bias apart, each way
-    CHECK(nodes(true, "false") == 12);  // staged copies arrive before the step, outside it
+    CHECK(nodes(true, ResidentMode::on) == 13);
+    CHECK(nodes(false, ResidentMode::on) == 15);  // relu and its bias apart, each way
+    CHECK(nodes(true, ResidentMode::off) == 12);  // staged copies arrive before the step, outside it
     // GEMM epilogues: each forward GEMM takes its bias (and relu), the output
     // layer's weight-gradient GEMM its bias gradient.
-    CHECK(nodes(true, "true", true) == 10);
+    CHECK(nodes(true, ResidentMode::on, true) == 10);
 }
 
 TEST_CASE("A second fit on the same replicas records its steps again: resident, then staged, then resident") {
@@ -214,8 +216,11 @@ TEST_CASE("A second fit on the same replicas records its steps again: resident, 
     auto graphs = recording_replicas(cfg, /*device_memory=*/true);
     auto direct = fixture::replicas(cfg, 1);
     int run = 0;
-    for (const auto& [resident, data] : {std::pair{"true", &first}, std::pair{"false", &second}, std::pair{"true", &second}}) {
-        INFO("fit " << ++run << ", data.resident " << resident);
+    using config::ResidentMode;
+    for (const auto& [resident, data] :
+         {std::pair{ResidentMode::on, &first}, std::pair{ResidentMode::off, &second},
+          std::pair{ResidentMode::on, &second}}) {
+        INFO("fit " << ++run << ", data.resident " << config::name_of(resident));
         cfg.data.resident = resident;
         fixture::TempDir graph_dir, direct_dir;
         fixture::fit(cfg, graphs, *data, graph_dir.path.string());

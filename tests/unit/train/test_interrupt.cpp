@@ -134,9 +134,9 @@ TEST_CASE("on_nan: skip_step skips exactly the poisoned steps") {
     poisoned.train.inputs[6 * 20] = std::numeric_limits<float>::infinity();  // batch 3 of 4 (samples 16..23)
     // Plain SGD, no dropout, no shuffle: skipping batch 3 in every epoch is the
     // same as training on a data set without its samples.
-    auto cfg = fixture::small_job(2, 8, "sgd");
+    auto cfg = fixture::small_job(2, 8, config::OptimizerType::sgd);
     cfg.training.shuffle = false;
-    cfg.training.on_nan = "skip_step";
+    cfg.training.on_nan = config::OnNan::skip_step;
     cfg.optimizer.momentum = 0.0;
     cfg.model.layers.erase(cfg.model.layers.begin() + 1);
     without.train = poisoned.train;

@@ -50,7 +50,7 @@ TEST_CASE("Workers x replicas train the weights of one replica on the same globa
     data.train = fixture::blobs(47, 3);  // 4 batches of 10 + 7: uneven shards over 2, 3, 4 replicas
     data.validation = fixture::blobs(13, 9);
     auto cfg = fixture::small_job(2, 10);
-    cfg.strategy.type = "multi_worker_mirrored";
+    cfg.strategy.type = config::StrategyType::multi_worker_mirrored;
     fixture::TempDir one_dir;
     auto one = fixture::replicas(cfg, 1);
     const auto reference_result = fixture::fit(cfg, one, data, one_dir.path.string());
@@ -84,7 +84,7 @@ TEST_CASE("A checkpoint of one process resumes on two workers as if never interr
     data::DataSplits data;
     data.train = fixture::blobs(40, 5);
     auto cfg = fixture::small_job(2, 8);
-    cfg.strategy.type = "multi_worker_mirrored";
+    cfg.strategy.type = config::StrategyType::multi_worker_mirrored;
     fixture::TempDir straight, resumed, other;
     auto one = fixture::replicas(cfg, 1);
     fixture::fit(cfg, one, data, straight.path.string());
@@ -112,7 +112,7 @@ TEST_CASE("Workers on one machine split its GPUs evenly, or use the ones the lau
 
 TEST_CASE("One worker is exactly mirrored") {
     auto cfg = fixture::small_job(1, 8);
-    cfg.strategy.type = "multi_worker_mirrored";
+    cfg.strategy.type = config::StrategyType::multi_worker_mirrored;
     auto procs = fake::make_processes(1);
     device::Discovery found;
     found.cpu.logical_cores = 1;

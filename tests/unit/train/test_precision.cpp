@@ -83,7 +83,7 @@ TEST_CASE("precision fp16 on the CPU trains exactly like fp32 (the scale is a po
     data.train = fixture::blobs(40, 7);
     auto fp32 = fixture::small_job(2, 8);
     auto fp16 = fp32;
-    fp16.training.precision = "fp16";
+    fp16.training.precision = config::Precision::fp16;
     fixture::TempDir d1, d2;
     const int replicas = GENERATE(1, 2);
     auto a = fixture::replicas(fp32, replicas);
@@ -102,7 +102,7 @@ TEST_CASE("precision fp16: an overflowing step is skipped and the scale halved, 
     poisoned.train.inputs[6 * 20] = std::numeric_limits<float>::infinity();  // batch 3 of 4 (samples 16..23)
     // As the on_nan: skip_step test: plain SGD, no dropout, no shuffle, so
     // skipping batch 3 equals training without its samples.
-    auto cfg = fixture::small_job(2, 8, "sgd");
+    auto cfg = fixture::small_job(2, 8, config::OptimizerType::sgd);
     cfg.training.shuffle = false;
     cfg.optimizer.momentum = 0.0;
     cfg.model.layers.erase(cfg.model.layers.begin() + 1);
@@ -116,7 +116,7 @@ TEST_CASE("precision fp16: an overflowing step is skipped and the scale halved, 
                         Catch::StartsWith("training diverged: NaN or Inf in the gradients at epoch 1, step 3/4"));
 
     auto fp16 = cfg;
-    fp16.training.precision = "fp16";
+    fp16.training.precision = config::Precision::fp16;
     auto a = fixture::replicas(fp16, 2);
     std::FILE* out = std::tmpfile();
     train::FitOptions options;
@@ -142,9 +142,9 @@ TEST_CASE("precision fp16: resume continues with the checkpoint's loss scale") {
     data::DataSplits poisoned;
     poisoned.train = fixture::blobs(32, 3);
     poisoned.train.inputs[6 * 20] = std::numeric_limits<float>::infinity();
-    auto cfg = fixture::small_job(1, 8, "sgd");
+    auto cfg = fixture::small_job(1, 8, config::OptimizerType::sgd);
     cfg.training.shuffle = false;
-    cfg.training.precision = "fp16";
+    cfg.training.precision = config::Precision::fp16;
     fixture::TempDir dir;
     auto a = fixture::replicas(cfg, 1);
     fixture::fit(cfg, a, poisoned, dir.path.string());
@@ -160,15 +160,15 @@ TEST_CASE("precision fp16: resume continues with the checkpoint's loss scale") {
 TEST_CASE("precision fp16: an epoch that only overflowed, with a NaN loss, is divergence, not calibration") {
     data::DataSplits data;
     data.train = fixture::blobs(64, 3);  // 8 steps of 8
-    auto cfg = fixture::small_job(3, 8, "sgd");
-    cfg.training.precision = "fp16";
+    auto cfg = fixture::small_job(3, 8, config::OptimizerType::sgd);
+    cfg.training.precision = config::Precision::fp16;
     cfg.optimizer.learning_rate = 1e30;  // step 1 applies, then every forward is NaN/Inf
     fixture::TempDir dir;
     auto a = fixture::replicas(cfg, 1);
     REQUIRE_THROWS_WITH(fixture::fit(cfg, a, data, dir.path.string()),
                         Catch::StartsWith("training diverged: NaN or Inf in the gradients at epoch 2, step 1/8;"));
     // With on_nan: skip_step the user asked to go on.
-    cfg.training.on_nan = "skip_step";
+    cfg.training.on_nan = config::OnNan::skip_step;
     fixture::TempDir dir2;
     auto b = fixture::replicas(cfg, 1);
     REQUIRE(fixture::fit(cfg, b, data, dir2.path.string()).epochs_done == 3);

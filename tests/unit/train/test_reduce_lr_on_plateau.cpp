@@ -61,7 +61,7 @@ TEST_CASE("reduce_lr_on_plateau follows Keras' rule: patience, factor, cooldown,
     CHECK(rates(plateau_of(0, 0.5), {1.0, 1.1, 0.5, 0.6}) == std::vector<double>{0.1, 0.05, 0.05, 0.025});
     // mode max (auto for accuracy).
     auto acc = plateau_of(1, 0.5);
-    acc.monitor = "val_accuracy";
+    acc.monitor = config::Monitor::val_accuracy;
     CHECK(rates(acc, {0.5, 0.6, 0.55}) == std::vector<double>{0.1, 0.1, 0.05});
     // A gain of exactly min_delta is no improvement, in Keras' rounding
     // (13/60 > 10/60 + 0.05 is false in doubles; 13/60 - 0.05 > 10/60 is true).
@@ -89,7 +89,7 @@ TEST_CASE("reduce_lr_on_plateau: NaN never improves; the message; a restored sta
     CHECK(state.learning_rate == Approx(1e-4).epsilon(1e-15));
     // Another metric: the count starts over, the rate stays.
     auto by_accuracy = plateau_of(2, 0.1);
-    by_accuracy.monitor = "val_accuracy";
+    by_accuracy.monitor = config::Monitor::val_accuracy;
     train::PlateauState restored = state;
     CHECK(train::ReduceLrOnPlateau(by_accuracy, true, 0.001).adopt(restored) ==
           "reduce_lr_on_plateau watched val_loss min, now val_accuracy max: its count of epochs without improvement "

@@ -8,9 +8,9 @@ using namespace gputrain;
 TEST_CASE("N replicas train the same weights as one replica on the same global batch") {
     data::DataSplits data;
     data.train = fixture::blobs(47, 3);  // 47 = 4 batches of 10 + a last batch of 7
-    for (const std::string optimizer : {"adam", "sgd"}) {
+    for (const config::OptimizerType optimizer : {config::OptimizerType::adam, config::OptimizerType::sgd}) {
         for (int64_t batch : {10, 2}) {  // batch 2 over 3 replicas leaves one shard empty every step
-            INFO("optimizer " << optimizer << ", batch " << batch);
+            INFO("optimizer " << config::name_of(optimizer) << ", batch " << batch);
             const auto cfg = fixture::small_job(2, batch, optimizer);
             fixture::TempDir d1;
             auto one = fixture::replicas(cfg, 1);
@@ -75,13 +75,13 @@ TEST_CASE("CPU replicas that copy their rows from the data set (data.resident) t
         for (int n : {1, 3}) {
             INFO(n << " replicas, batch " << batch);
             auto cfg = fixture::small_job(2, batch);
-            cfg.data.resident = "false";
+            cfg.data.resident = config::ResidentMode::off;
             fixture::TempDir d_loader;
             auto loader_fed = fixture::replicas(cfg, n);
             fixture::fit(cfg, loader_fed, data, d_loader.path.string());
             REQUIRE_FALSE(loader_fed[0]->resident());
-            for (const std::string mode : {"true", "auto"}) {
-                INFO("data.resident " << mode);
+            for (const config::ResidentMode mode : {config::ResidentMode::on, config::ResidentMode::automatic}) {
+                INFO("data.resident " << config::name_of(mode));
                 cfg.data.resident = mode;
                 fixture::TempDir d_resident;
                 auto resident = fixture::replicas(cfg, n);

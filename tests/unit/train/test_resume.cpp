@@ -86,7 +86,7 @@ TEST_CASE("Loading a checkpoint into a different model names the tensor that dif
     } catch (const DataError& e) {
         REQUIRE(std::string(e.what()) == path + ": tensor 'dense/kernel' has shape [6, 16] but the model expects [6, 17]");
     }
-    auto sgd = fixture::small_job(1, 8, "sgd");
+    auto sgd = fixture::small_job(1, 8, config::OptimizerType::sgd);
     auto sgd_reps = fixture::replicas(sgd, 1);
     try {
         train::restore(path, sgd_reps, sgd, true);
@@ -220,7 +220,7 @@ TEST_CASE("a resume whose checkpoint.monitor differs starts best over; the same 
     data::DataSplits data;
     data.train = fixture::blobs(53, 6);
     auto cfg = fixture::small_job(2, 8);
-    cfg.checkpoint.monitor = "accuracy";
+    cfg.checkpoint.monitor = config::Monitor::accuracy;
     fixture::TempDir dir;
     auto a = fixture::replicas(cfg, 1);
     fixture::fit(cfg, a, data, dir.path.string());
@@ -228,7 +228,7 @@ TEST_CASE("a resume whose checkpoint.monitor differs starts best over; the same 
     REQUIRE(first.metadata.at("best_of") == "accuracy max");
 
     auto by_loss = fixture::small_job(3, 8);
-    by_loss.checkpoint.monitor = "loss";
+    by_loss.checkpoint.monitor = config::Monitor::loss;
     auto b = fixture::replicas(by_loss, 1);
     fixture::fit(by_loss, b, data, dir.path.string(), train::latest_checkpoint(dir.path.string()));
     // Epoch 3 is the first of the new run measured by loss: it is the best, whatever the accuracy was.

@@ -23,7 +23,7 @@ std::vector<std::unique_ptr<train::Replica>> rounding_replicas(const config::Run
     const int64_t rows = (cfg.training.batch_size + count - 1) / count;
     for (int r = 0; r < count; ++r) {
         auto backend = std::make_unique<fixture::RecordingBackend>();
-        backend->set_bf16_gemm(true, false, cfg.training.precision == "fp16");
+        backend->set_bf16_gemm(true, false, cfg.training.precision == config::Precision::fp16);
         out.push_back(std::make_unique<train::Replica>(cfg, std::move(backend), std::move(comms[r]), rows));
     }
     return out;
@@ -48,7 +48,7 @@ Trained train_like_bench(const config::RunConfig& cfg, const data::Dataset& data
     const std::vector<int64_t> shards = data::shard_offsets(batch, count);
     Trained out;
     train::run_on_replicas(replicas, [&](train::Replica& r) {
-        train::LossScaler scaler(r.backend(), cfg.training.precision == "fp16");
+        train::LossScaler scaler(r.backend(), cfg.training.precision == config::Precision::fp16);
         train::Step step(cfg, r, scaler, /*sticky=*/false);
         const int64_t begin = shards[r.rank()], end = shards[r.rank() + 1];
         const int rows = static_cast<int>(end - begin);
@@ -98,7 +98,7 @@ Trained train_like_bench(const config::RunConfig& cfg, const data::Dataset& data
 config::RunConfig fp16_job(int64_t epochs) {
     auto cfg = fixture::small_job(epochs, 256);
     cfg.training.shuffle = false;
-    cfg.training.precision = "fp16";
+    cfg.training.precision = config::Precision::fp16;
     cfg.training.cuda_graphs = false;
     return cfg;
 }
@@ -107,8 +107,8 @@ config::RunConfig fp16_job(int64_t epochs) {
 
 TEST_CASE("Step as bench runs it trains to fit's weights bit for bit, fp16's loss scale included") {
     const int replicas = GENERATE(1, 2);
-    const std::string precision = GENERATE("fp16", "bf16");
-    INFO(replicas << " replica(s), " << precision);
+    const config::Precision precision = GENERATE(config::Precision::fp16, config::Precision::bf16);
+    INFO(replicas << " replica(s), " << config::name_of(precision));
     auto cfg = fp16_job(2);
     cfg.training.precision = precision;
     data::DataSplits data;
@@ -123,7 +123,7 @@ TEST_CASE("Step as bench runs it trains to fit's weights bit for bit, fp16's los
     const Trained parts = train_like_bench(cfg, data.train, replicas, Way::parts_observed);
     REQUIRE(queued.params == fitted);
     REQUIRE(parts.params == fitted);
-    if (precision == "fp16") {
+    if (precision == config::Precision::fp16) {
         // The scaler ran every step: 6 good steps at the first scale.
         CHECK(queued.scale.scale == 65536.0f);
         CHECK(queued.scale.good_steps == 6);

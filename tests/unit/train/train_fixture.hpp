@@ -20,20 +20,22 @@ namespace fixture {
 
 using namespace gputrain;
 
-inline config::RunConfig small_job(int64_t epochs, int64_t batch, const std::string& optimizer = "adam") {
+inline config::RunConfig small_job(int64_t epochs, int64_t batch,
+                                   config::OptimizerType optimizer = config::OptimizerType::adam) {
     config::RunConfig cfg;
     cfg.model.input_shape = {6};
     cfg.model.layers = {specs::layer("dense", {{"units", "16"}, {"activation", "relu"}}),
                         specs::layer("dropout", {{"rate", "0.25"}}),
                         specs::layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
     cfg.optimizer.type = optimizer;
-    cfg.optimizer.learning_rate = optimizer == "sgd" ? 0.05 : 0.01;
-    cfg.optimizer.momentum = optimizer == "sgd" ? 0.9 : 0.0;
+    const bool sgd = optimizer == config::OptimizerType::sgd;
+    cfg.optimizer.learning_rate = sgd ? 0.05 : 0.01;
+    cfg.optimizer.momentum = sgd ? 0.9 : 0.0;
     cfg.training.epochs = epochs;
     cfg.training.batch_size = batch;
     cfg.training.seed = 5;
     cfg.checkpoint.keep_last = 0;
-    cfg.checkpoint.monitor = "loss";
+    cfg.checkpoint.monitor = config::Monitor::loss;
     cfg.logging.metrics_file = "metrics.csv";
     cfg.digest = "test-digest";
     return cfg;

@@ -1,0 +1,187 @@
+// The config's closed sets of names, each a scoped enum with its table
+// (enum_table.hpp): the names in the order docs/config.md and error messages
+// list them. The modules that implement them (optim/, nn/, train/, data/)
+// switch on the enums.
+#pragma once
+
+#include <array>
+
+#include "config/enum_table.hpp"
+
+namespace gputrain::config {
+
+// loss, loss.name
+enum class LossKind { sparse_categorical_crossentropy, categorical_crossentropy, mean_squared_error };
+template <>
+struct EnumTable<LossKind> {
+    static constexpr const char* noun = "loss";
+    static constexpr const char* plural = "losses";
+    static constexpr std::array<EnumName<LossKind>, 3> entries{{
+        {LossKind::sparse_categorical_crossentropy, "sparse_categorical_crossentropy"},
+        {LossKind::categorical_crossentropy, "categorical_crossentropy"},
+        {LossKind::mean_squared_error, "mean_squared_error"},
+    }};
+};
+
+// optimizer.type
+enum class OptimizerType { sgd, adam, adamw };
+template <>
+struct EnumTable<OptimizerType> {
+    static constexpr const char* noun = "optimizer";
+    static constexpr const char* plural = "optimizers";
+    static constexpr std::array<EnumName<OptimizerType>, 3> entries{{
+        {OptimizerType::sgd, "sgd"},
+        {OptimizerType::adam, "adam"},
+        {OptimizerType::adamw, "adamw"},
+    }};
+};
+
+// optimizer.schedule.type
+enum class ScheduleType { constant, step_decay, exponential_decay, cosine };
+template <>
+struct EnumTable<ScheduleType> {
+    static constexpr const char* noun = "schedule";
+    static constexpr const char* plural = "schedules";
+    static constexpr std::array<EnumName<ScheduleType>, 4> entries{{
+        {ScheduleType::constant, "constant"},
+        {ScheduleType::step_decay, "step_decay"},
+        {ScheduleType::exponential_decay, "exponential_decay"},
+        {ScheduleType::cosine, "cosine"},
+    }};
+};
+
+// data.format
+enum class DataFormat { idx, csv, synthetic };
+template <>
+struct EnumTable<DataFormat> {
+    static constexpr const char* noun = "data format";
+    static constexpr const char* plural = "data formats";
+    static constexpr std::array<EnumName<DataFormat>, 3> entries{{
+        {DataFormat::idx, "idx"},
+        {DataFormat::csv, "csv"},
+        {DataFormat::synthetic, "synthetic"},
+    }};
+};
+
+// data.resident: auto | true | false
+enum class ResidentMode { automatic, on, off };
+template <>
+struct EnumTable<ResidentMode> {
+    static constexpr const char* noun = "resident mode";
+    static constexpr const char* plural = "resident modes";
+    static constexpr std::array<EnumName<ResidentMode>, 3> entries{{
+        {ResidentMode::automatic, "auto"},
+        {ResidentMode::on, "true"},
+        {ResidentMode::off, "false"},
+    }};
+};
+
+// training.on_nan
+enum class OnNan { stop, skip_step };
+template <>
+struct EnumTable<OnNan> {
+    static constexpr const char* noun = "on_nan action";
+    static constexpr const char* plural = "on_nan actions";
+    static constexpr std::array<EnumName<OnNan>, 2> entries{{
+        {OnNan::stop, "stop"},
+        {OnNan::skip_step, "skip_step"},
+    }};
+};
+
+// training.precision (train/ passes it on as the backend's Precision)
+enum class Precision { fp32, tf32, bf16, fp16 };
+template <>
+struct EnumTable<Precision> {
+    static constexpr const char* noun = "precision";
+    static constexpr const char* plural = "precisions";
+    static constexpr std::array<EnumName<Precision>, 4> entries{{
+        {Precision::fp32, "fp32"},
+        {Precision::tf32, "tf32"},
+        {Precision::bf16, "bf16"},
+        {Precision::fp16, "fp16"},
+    }};
+};
+
+// strategy.type
+enum class StrategyType { one_device, mirrored, multi_worker_mirrored };
+template <>
+struct EnumTable<StrategyType> {
+    static constexpr const char* noun = "strategy";
+    static constexpr const char* plural = "strategies";
+    static constexpr std::array<EnumName<StrategyType>, 3> entries{{
+        {StrategyType::one_device, "one_device"},
+        {StrategyType::mirrored, "mirrored"},
+        {StrategyType::multi_worker_mirrored, "multi_worker_mirrored"},
+    }};
+};
+
+// strategy.communicator: auto | nccl | device
+enum class CommunicatorKind { automatic, nccl, device };
+template <>
+struct EnumTable<CommunicatorKind> {
+    static constexpr const char* noun = "communicator";
+    static constexpr const char* plural = "communicators";
+    static constexpr std::array<EnumName<CommunicatorKind>, 3> entries{{
+        {CommunicatorKind::automatic, "auto"},
+        {CommunicatorKind::nccl, "nccl"},
+        {CommunicatorKind::device, "device"},
+    }};
+};
+
+// checkpoint.monitor, early_stopping.monitor, reduce_lr_on_plateau.monitor
+enum class Monitor { loss, accuracy, val_loss, val_accuracy };
+template <>
+struct EnumTable<Monitor> {
+    static constexpr const char* noun = "monitored metric";
+    static constexpr const char* plural = "monitored metrics";
+    static constexpr std::array<EnumName<Monitor>, 4> entries{{
+        {Monitor::loss, "loss"},
+        {Monitor::accuracy, "accuracy"},
+        {Monitor::val_loss, "val_loss"},
+        {Monitor::val_accuracy, "val_accuracy"},
+    }};
+};
+
+// The `mode` of checkpoint, early_stopping and reduce_lr_on_plateau: min | max | auto
+enum class MonitorMode { min, max, automatic };
+template <>
+struct EnumTable<MonitorMode> {
+    static constexpr const char* noun = "mode";
+    static constexpr const char* plural = "modes";
+    static constexpr std::array<EnumName<MonitorMode>, 3> entries{{
+        {MonitorMode::min, "min"},
+        {MonitorMode::max, "max"},
+        {MonitorMode::automatic, "auto"},
+    }};
+};
+
+// logging.level
+enum class LogLevel { trace, debug, info, warn, error };
+template <>
+struct EnumTable<LogLevel> {
+    static constexpr const char* noun = "log level";
+    static constexpr const char* plural = "log levels";
+    static constexpr std::array<EnumName<LogLevel>, 5> entries{{
+        {LogLevel::trace, "trace"},
+        {LogLevel::debug, "debug"},
+        {LogLevel::info, "info"},
+        {LogLevel::warn, "warn"},
+        {LogLevel::error, "error"},
+    }};
+};
+
+// logging.progress: auto | bar | lines | none
+enum class ProgressStyle { automatic, bar, lines, none };
+template <>
+struct EnumTable<ProgressStyle> {
+    static constexpr const char* noun = "progress style";
+    static constexpr const char* plural = "progress styles";
+    static constexpr std::array<EnumName<ProgressStyle>, 4> entries{{
+        {ProgressStyle::automatic, "auto"},
+        {ProgressStyle::bar, "bar"},
+        {ProgressStyle::lines, "lines"},
+        {ProgressStyle::none, "none"},
+    }};
+};
+
+}  // namespace gputrain::config
