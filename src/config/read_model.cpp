@@ -2,6 +2,7 @@
 // places; nn/ checks them against the layer kind.
 #include "config/read_sections.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <optional>
@@ -207,6 +208,7 @@ struct Scope {
     std::string prefix;                          // "" or "stage2/block1/"
     const BlockDef* block = nullptr;             // null at the top level
     std::map<std::string, std::string> values;   // block parameters -> text
+    std::map<std::string, std::string> value_places;  // block parameters -> where their value was written
     LayerInput input;                            // what `input` means here
     std::map<std::string, int> names;            // local names (and instance names) -> layer index
     std::vector<std::string> active;             // blocks being expanded, outermost first
@@ -317,10 +319,32 @@ private:
             return text;  // reported where the layer is read
         }
     }
+    // NAME when `text` is exactly $NAME or ${NAME}.
+    static std::string sole_reference(const std::string& text) {
+        if (text.size() > 3 && text.compare(0, 2, "${") == 0 && text.back() == '}' &&
+            text.find('$', 1) == std::string::npos)
+            return text.substr(2, text.size() - 3);
+        if (text.size() > 1 && text[0] == '$' &&
+            std::all_of(text.begin() + 1, text.end(),
+                        [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }))
+            return text.substr(1);
+        return "";
+    }
+    // Where a value that is one parameter was written: the instance's key
+    // (or the parameter's default), so that an error in it points there.
+    static std::string place_of_value(const std::string& text, const Scope& scope, const std::string& fallback) {
+        const std::string name = sole_reference(text);
+        auto it = name.empty() ? scope.value_places.end() : scope.value_places.find(name);
+        return it != scope.value_places.end() ? it->second : fallback;
+    }
     void substitute(LayerSpec& spec, const Scope& scope) const {
         spec.type = substitute_text(spec.type, scope, spec.where.at("type"), "type");
         if (!spec.name.empty()) spec.name = substitute_text(spec.name, scope, spec.where.at("name"), "name");
-        for (auto& [key, value] : spec.params) value = substitute_text(value, scope, spec.where.at(key), key);
+        for (auto& [key, value] : spec.params) {
+            const std::string written = value;
+            value = substitute_text(value, scope, spec.where.at(key), key);
+            spec.where[key] = place_of_value(written, scope, spec.where.at(key));
+        }
         for (auto& in : spec.inputs) in.name = substitute_text(in.name, scope, spec.where.at("inputs"), "inputs");
     }
 
@@ -399,7 +423,7 @@ private:
             input = holder.inputs[0];
         }
         // Parameters: the instance's keys, given in the outer scope's terms.
-        std::map<std::string, std::string> values;
+        std::map<std::string, std::string> values, places;
         for (const auto& key : inst.keys()) {
             if (key == "block" || key == "repeat" || key == "name" || key == "inputs") continue;
             if (!def.params.count(key)) {
@@ -408,7 +432,9 @@ private:
                 inst.value(key).fail("unknown parameter for block '" + block_name + "'" + did_you_mean(key, known),
                                      "it takes: " + join_names(known));
             }
-            values[key] = substitute_text(param_text(inst.value(key)), outer, inst.key_place(key), key);
+            const std::string written = param_text(inst.value(key));
+            values[key] = substitute_text(written, outer, inst.key_place(key), key);
+            places[key] = place_of_value(written, outer, inst.value(key).place);
         }
         for (const auto& name : def.param_order) {
             if (values.count(name)) continue;
@@ -417,6 +443,7 @@ private:
                 bv.fail("block '" + block_name + "' needs parameter '" + name + "'",
                         "e.g. {block: " + block_name + ", " + name + ": ...}");
             values[name] = *fallback;
+            places[name] = def.param_refs.at(name).place;
         }
         const size_t saved_first = first_of_copy_;
         for (int64_t copy = 1; copy <= repeat; ++copy) {
@@ -424,6 +451,7 @@ private:
             scope.prefix = outer.prefix + local + "/" + (repeat > 1 ? "block" + std::to_string(copy) + "/" : "");
             scope.block = &def;
             scope.values = values;
+            scope.value_places = places;
             scope.input = input;
             scope.active = outer.active;
             scope.active.push_back(block_name);

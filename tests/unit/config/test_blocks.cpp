@@ -57,8 +57,14 @@ TEST_CASE("A block instance expands into scoped layers, its parameters put in") 
     CHECK(inputs_of(l[10]) == "#9");  // an instance's name stands for its last layer
     CHECK(l[1].scoped);
     CHECK(!l[0].scoped);
-    // Places point into the block's definition.
-    CHECK(l[4].where.at("units") == "cfg.yaml:5:23");
+    // A value that is one parameter points where that parameter's value was
+    // written: the instance's key, or the parameter's default; any other
+    // value points into the block's definition.
+    CHECK(l[4].where.at("units") == "cfg.yaml:13:51");
+    CHECK(l[5].where.at("units") == "cfg.yaml:13:51");
+    CHECK(l[4].where.at("activation") == "cfg.yaml:3:29");
+    CHECK(l[1].where.at("activation") == "cfg.yaml:12:35");
+    CHECK(l[6].where.at("inputs").rfind("cfg.yaml:7:", 0) == 0);
 }
 
 TEST_CASE("Blocks nest, and an instance may name its input") {
