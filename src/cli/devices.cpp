@@ -3,6 +3,7 @@
 // how the GPUs reach each other.
 #include <cstdio>
 
+#include "backend/cpu/conv_description.hpp"
 #include "cli/commands.hpp"
 #include "device/devices.hpp"
 #include "device/render.hpp"
@@ -23,6 +24,8 @@ int run_devices(const DevicesOptions& options) {
                              : options.topology ? device::render_topology(d)
                                                 : device::render_table(d);
     std::fputs(text.c_str(), stdout);
+    if (!options.json && !options.topology)
+        std::printf("CPU convolutions: %s\n", cpu_conv_description().c_str());
     return 0;
 }
 

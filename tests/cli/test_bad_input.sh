@@ -138,6 +138,8 @@ cases=(
 "0|out|Done: 1 epoch|OMP_NUM_THREADS=abc OPENBLAS_NUM_THREADS=-5|fit @CFG@ --run-dir @TMP@/run --set training.epochs=1 --replicas 2"
 "0|out|Done: 1 epoch|OMP_NUM_THREADS=0 OPENBLAS_NUM_THREADS=100000|fit @CFG@ --run-dir @TMP@/run --set training.epochs=1"
 "0|out|Done: 1 epoch|HOME=/nonexistent TMPDIR=/nonexistent|fit @CFG@ --run-dir @TMP@/run --set training.epochs=1"
+"1|err|environment variable GPUTRAIN_CPU_CONV='fast': expected auto, onednn or im2col|GPUTRAIN_CPU_CONV=fast|fit @CFG@ $run"
+"0|out|Done: 1 epoch|GPUTRAIN_CPU_CONV=im2col|fit @CFG@ --run-dir @TMP@/run --set training.epochs=1"
 )
 
 # The libcuda.so.1 stand-in of the device unit tests, when built: a driver with

@@ -10,6 +10,10 @@ run_expect 0 devices
 cat "$TMP/out"
 grep -q '^No GPU' "$TMP/out" || grep -q '^GPU ' "$TMP/out" || fail "neither 'No GPU' nor a GPU table"
 grep -q '^CPU ' "$TMP/out" || fail "no CPU line"
+grep -Eq '^CPU convolutions: (oneDNN [0-9.]+ where it has a fast kernel|im2col \+ OpenBLAS \(this build has no oneDNN)' "$TMP/out" ||
+    fail "no 'CPU convolutions:' line saying oneDNN or im2col"
+GPUTRAIN_CPU_CONV=im2col run_expect 0 devices
+grep -q '^CPU convolutions: im2col + OpenBLAS' "$TMP/out" || fail "GPUTRAIN_CPU_CONV=im2col not shown by devices"
 
 step "devices --json"
 run_expect 0 devices --json

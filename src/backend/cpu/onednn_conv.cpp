@@ -15,6 +15,7 @@
 #include <map>
 #include <string>
 
+#include "backend/cpu/conv_description.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "core/error.hpp"
 
@@ -129,6 +130,18 @@ dnnl::convolution_backward_weights::primitive_desc backward_filter_pd(
 }  // namespace
 
 bool have_onednn() { return true; }
+
+std::string cpu_conv_description() {
+    const dnnl_version_t* v = dnnl_version();
+    const std::string onednn = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                               std::to_string(v->patch);
+    switch (cpu_conv_path_from_environment()) {
+    case CpuConvPath::im2col: return "im2col + OpenBLAS (GPUTRAIN_CPU_CONV=im2col; " + onednn + " is built in)";
+    case CpuConvPath::onednn: return onednn + " for every shape it takes (GPUTRAIN_CPU_CONV=onednn)";
+    case CpuConvPath::automatic: break;
+    }
+    return onednn + " where it has a fast kernel, im2col + OpenBLAS elsewhere";
+}
 
 void set_onednn_threads(int threads) { g_threads.store(kBlasOnCallingThread ? 1 : std::max(1, threads)); }
 

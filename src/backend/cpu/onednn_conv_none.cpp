@@ -1,11 +1,13 @@
 // A build without oneDNN: every CPU convolution runs im2col + OpenBLAS.
 #include "backend/cpu/onednn_conv.hpp"
 
+#include "backend/cpu/conv_description.hpp"
 #include "core/error.hpp"
 
 namespace gputrain {
 
 bool have_onednn() { return false; }
+std::string cpu_conv_description() { return "im2col + OpenBLAS (this build has no oneDNN: meson -Donednn=enabled)"; }
 void set_onednn_threads(int) {}
 
 struct OneDnnConvolutions::Impl {};
