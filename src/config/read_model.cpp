@@ -212,6 +212,7 @@ struct Scope {
     LayerInput input;                            // what `input` means here
     std::map<std::string, int> names;            // local names (and instance names) -> layer index
     std::vector<std::string> active;             // blocks being expanded, outermost first
+    std::set<std::string> local_names;           // every layer name of this copy (given or automatic)
 };
 
 class Expander {
@@ -227,6 +228,22 @@ public:
                 const YAML::Node n = list.node[i];
                 if (n.IsMap() && n["name"] && n["name"].IsScalar()) given.insert(substitute_raw(n["name"].Scalar(), scope));
             }
+        // The names this copy's layers will get, so that reading one listed
+        // later is told apart from reading a name the block does not have.
+        if (scope.block) {
+            std::map<std::string, int> counts;
+            for (size_t i = 0; i < list.node.size(); ++i) {
+                const YAML::Node n = list.node[i];
+                if (!n.IsMap()) continue;
+                if (n["name"] && n["name"].IsScalar()) {
+                    scope.local_names.insert(substitute_raw(n["name"].Scalar(), scope));
+                } else if (n["type"] && n["type"].IsScalar()) {
+                    const std::string type = substitute_raw(n["type"].Scalar(), scope);
+                    const int k = counts[type]++;
+                    scope.local_names.insert(k == 0 ? type : type + "_" + std::to_string(k));
+                }
+            }
+        }
         for (size_t i = 0; i < list.node.size(); ++i) {
             const ValueRef item = list_item(list, i);
             if (item.node.IsMap() && item.node["block"]) {
@@ -265,8 +282,10 @@ private:
                                      const std::string& hint = "") {
         auto it = spec.where.find(key);
         if (it == spec.where.end()) it = spec.where.find("");
-        std::string text = (it != spec.where.end() && !it->second.empty() ? it->second + ": " : "") + "layer (" +
-                           spec.type + ")" + (key.empty() ? "" : ": " + key) + ": " + problem;
+        const std::string label = spec.name.empty() ? "layer (" + spec.type + ")"
+                                                    : "layer '" + spec.name + "' (" + spec.type + ")";
+        std::string text = (it != spec.where.end() && !it->second.empty() ? it->second + ": " : "") + label +
+                           (key.empty() ? "" : ": " + key) + ": " + problem;
         if (!hint.empty()) text += "; " + hint;
         throw ConfigError(text);
     }
@@ -360,6 +379,11 @@ private:
             auto it = scope.names.find(in.name);
             if (it != scope.names.end()) {
                 in.layer = it->second;
+            } else if (scope.block && scope.local_names.count(in.name)) {
+                fail_at(spec, "inputs",
+                        "reads '" + in.name + "', which is listed after it in block '" + scope.block->name +
+                            "' (a cycle, if it reads this layer back); a block's layers run in list order: list each "
+                            "layer after the layers it reads");
             } else if (scope.block) {
                 std::vector<std::string> known{"input"};
                 for (const auto& [name, index] : scope.names) known.push_back(name);

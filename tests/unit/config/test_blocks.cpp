@@ -113,6 +113,14 @@ TEST_CASE("Block errors name the place, the block and what it takes") {
           "${NAME} as its own; write $NAME, or quote the value (\"${NAME}\")");
     CHECK(error_of(with_model("    - {block: res, units: 2, repeat: 0}\n")) ==
           "cfg.yaml:11:38: model.layers[0].repeat: expected a positive integer, got '0'");
+    const std::string cycle = "blocks:\n  x:\n    layers:\n      - {type: dense, units: 4, name: a, inputs: b}\n"
+                              "      - {type: dense, units: 4, name: b, inputs: a}\n";
+    CHECK(error_of(with_model("    - {block: x}\n", cycle)) ==
+          "cfg.yaml:4:42: layer 'a' (dense): inputs: reads 'b', which is listed after it in block 'x' (a cycle, if it "
+          "reads this layer back); a block's layers run in list order: list each layer after the layers it reads");
+    const std::string later = "blocks:\n  x:\n    layers: [{type: relu, inputs: add}, {type: add, inputs: [relu, input]}]\n";
+    CHECK(error_of(with_model("    - {block: x}\n", later)).find("layer (relu): inputs: reads 'add', which is listed "
+                                                                  "after it in block 'x'") != std::string::npos);
     const std::string unused = "blocks:\n  x:\n    params: {units: ~, act: relu}\n    layers: [{type: dense, units: $units}]\n";
     CHECK(error_of(with_model("    - {block: x, units: 3}\n", unused)) ==
           "cfg.yaml:3:29: blocks.x.params.act: parameter 'act' of block 'x' is used by none of its layers; write $act "
