@@ -152,6 +152,14 @@ const ConvCase kCases[] = {
     {3, 8, 8, 3, 5, 3, 3, 2, 2, 1, 1, 0, -1, 0, -1},   // 'valid' at stride 2: the last input row and column unread
     {4, 8, 8, 4, 6, 1, 1, 2, 2, 1, 1, 0, -1, 0, -1},   // the same at 1x1: a ResNet projection shortcut
     {16, 8, 8, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    // 4 channels in and out (oneDNN pads them to its blocks)
+    {32, 8, 8, 1, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    // tiny_resnet's stem at its batch
+    {32, 8, 8, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    // its basic block
+    {32, 8, 8, 4, 6, 3, 3, 2, 2, 1, 1, 0, 1, 0, 1},    // its stride-2 conv
+    {32, 4, 4, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    // and the conv after it
+    {24, 8, 8, 1, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},    // the same at the last batch of 24
+    {24, 8, 8, 4, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
+    {24, 8, 8, 4, 6, 3, 3, 2, 2, 1, 1, 0, 1, 0, 1},
+    {24, 4, 4, 6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},
     {2, 6, 6, 32, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1},   // 'same' with channel counts oneDNN blocks by 8
 };
 
