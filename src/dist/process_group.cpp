@@ -32,11 +32,11 @@ void require_same_config(ProcessGroup& processes, const std::string& fingerprint
     processes.allreduce_sum(&differing, 1);
     if (differing == 0) return;
     if (differs)
-        throw ConfigError("strategy: worker " + std::to_string(processes.rank()) + " trains another config than worker "
+        throw WorkersDisagree("strategy: worker " + std::to_string(processes.rank()) + " trains another config than worker "
                           "0 (fingerprint " + std::string(mine) + " against " + std::string(first) +
                           "); start every worker with the same config and --set options (data paths, checkpoint "
                           "and logging keys and strategy.devices may differ)");
-    throw ConfigError("strategy: " + std::to_string(static_cast<int64_t>(differing)) + " of " +
+    throw WorkersDisagree("strategy: " + std::to_string(static_cast<int64_t>(differing)) + " of " +
                       std::to_string(processes.size()) + " workers train another config than worker 0; start every "
                       "worker with the same config and --set options");
 }

@@ -9,7 +9,19 @@
 #include <cstddef>
 #include <string>
 
+#include "core/error.hpp"
+
 namespace gputrain::dist {
+
+// A config error that every worker of the job raises at the same point, from
+// the same collective verdict: no worker is left waiting for another, so each
+// ends normally (prints its error, finalizes MPI, exits 2) instead of aborting
+// the job. Concurrent MPI_Abort calls from every rank can crash Open MPI 4.1's
+// mpirun (seen in its PMIx log handler), turning exit 2 into a segfault.
+class WorkersDisagree : public ConfigError {
+public:
+    using ConfigError::ConfigError;
+};
 
 class ProcessGroup {
 public:
@@ -34,7 +46,7 @@ void require_same_replica_count(ProcessGroup& processes, int local_replicas);
 
 // Every worker must train the same config: `fingerprint` of each (a hash of
 // what must agree, cli/workers.cpp) is compared with worker 0's. A
-// collective: when any differs, every worker throws ConfigError (the ones
+// collective: when any differs, every worker throws WorkersDisagree (the ones
 // that differ name themselves), so none waits for the others in a collective
 // that would never match.
 void require_same_config(ProcessGroup& processes, const std::string& fingerprint);

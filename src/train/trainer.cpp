@@ -9,6 +9,7 @@
 
 #include "config/resolved_yaml.hpp"
 #include "core/error.hpp"
+#include "dist/process_group.hpp"
 #include "data/loader.hpp"
 #include "optim/schedule.hpp"
 #include "train/evaluator.hpp"
@@ -227,7 +228,7 @@ void Trainer::require_same_state_on_workers() {
                                  ? std::string("a fresh start")
                                  : options_.resume_from + " at epoch " + std::to_string(s.epochs_done) + ", step " +
                                        std::to_string(s.global_step);
-    throw ConfigError("the workers go on from different training states (this worker's: " + here +
+    throw dist::WorkersDisagree("the workers go on from different training states (this worker's: " + here +
                       "); start every worker with the same --resume checkpoint, or all without one");
 }
 
