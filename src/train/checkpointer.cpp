@@ -29,11 +29,7 @@ namespace gputrain::train {
 
 namespace {
 
-std::string number(double v) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return buf;
-}
+std::string number(double v) { return metadata_number(v); }
 
 // The replica's buffers as the host sees them, one view per tensor, in a
 // fixed order: host copies of a GPU's, the CPU's own memory (nothing copied:
@@ -76,17 +72,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
     return s + "]";
 }
 
-// A whole number >= 0 (epochs, steps): all of the text, no sign.
 int64_t meta_int(const checkpoint::Contents& c, const std::string& path, const std::string& key) {
-    auto it = c.metadata.find(key);
-    if (it == c.metadata.end()) throw DataError(path + ": metadata has no '" + key + "'; not a gputrain checkpoint?");
-    const std::string& text = it->second;
-    int64_t value = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (text.empty() || error != std::errc() || end != text.data() + text.size() || value < 0)
-        throw DataError(path + ": metadata '" + key + "' is not a whole number >= 0: '" + text +
-                        "'; the file is damaged or not a gputrain checkpoint");
-    return value;
+    return MetadataReader(c.metadata, path).whole(key);
 }
 
 // The resolved config a checkpoint stores: metadata "config", or
@@ -102,87 +89,8 @@ std::string stored_config(const checkpoint::Contents& c, const std::string& path
 }
 
 double meta_real(const checkpoint::Contents& c, const std::string& path, const std::string& key, double fallback,
-                 bool finite = true);
-
-// What a watching callback keeps under `prefix` ("early_stopping_"): _of,
-// _wait, _best and _best_epoch, checked against the epochs done.
-void restore_watched(const checkpoint::Contents& c, const std::string& path, const std::string& prefix,
-                     int64_t epochs_done, WatchedBest& w) {
-    const auto damaged = [&](const std::string& problem) {
-        return DataError(path + ": metadata " + problem + "; the file is damaged: resume from another checkpoint");
-    };
-    const std::string of = prefix + "of", wait = prefix + "wait", best = prefix + "best",
-                      best_epoch = prefix + "best_epoch";
-    w.of = c.metadata.at(of);
-    if (!EarlyStopping::valid_of(w.of))
-        throw damaged("'" + of + "' is not a monitored metric and direction such as 'val_loss min'");
-    w.wait = meta_int(c, path, wait);
-    const bool has = c.metadata.count(best) > 0;
-    if (has != (c.metadata.count(best_epoch) > 0))
-        throw damaged("'" + best + "' and '" + best_epoch + "' come only together, not one alone");
-    if (has) {
-        w.best = meta_real(c, path, best, 0.0, /*finite=*/false);
-        w.best_epoch = meta_int(c, path, best_epoch);
-        w.has_best = !std::isnan(w.best);
-    }
-    // The best is one of the epochs done, and every epoch since it counts.
-    const std::string epochs = " (epoch " + std::to_string(epochs_done) + ")";
-    if (has && (w.best_epoch < 1 || w.best_epoch > epochs_done))
-        throw damaged("'" + best_epoch + "' (" + std::to_string(w.best_epoch) + ") is not an epoch done" + epochs);
-    if (w.wait > (has ? epochs_done - w.best_epoch : epochs_done))
-        throw damaged("'" + wait + "' (" + std::to_string(w.wait) + ") counts more epochs than " +
-                      (has ? "followed the best one (" + std::to_string(w.best_epoch) + ")" : std::string("were done")) +
-                      epochs);
-}
-
-void write_watched(std::map<std::string, std::string>& meta, const std::string& prefix, const WatchedBest& w) {
-    meta[prefix + "of"] = w.of;
-    meta[prefix + "wait"] = std::to_string(w.wait);
-    if (!w.has_best) return;
-    meta[prefix + "best"] = number(w.best);
-    meta[prefix + "best_epoch"] = std::to_string(w.best_epoch);
-}
-
-EarlyStoppingState restore_early_stopping(const checkpoint::Contents& c, const std::string& path, int64_t epochs_done) {
-    EarlyStoppingState e;
-    for (const char* key : {"early_stopping_min_delta", "early_stopping_start_from_epoch"})
-        if (!c.metadata.count(key))
-            throw DataError(path + ": metadata 'early_stopping_of' comes without '" + key +
-                            "'; the file is damaged: resume from another checkpoint");
-    restore_watched(c, path, "early_stopping_", epochs_done, e);
-    e.min_delta = meta_real(c, path, "early_stopping_min_delta", 0.0);
-    e.start_from_epoch = meta_int(c, path, "early_stopping_start_from_epoch");
-    return e;
-}
-
-PlateauState restore_plateau(const checkpoint::Contents& c, const std::string& path, int64_t epochs_done) {
-    PlateauState p;
-    restore_watched(c, path, "reduce_lr_", epochs_done, p);
-    p.cooldown_left = meta_int(c, path, "reduce_lr_cooldown_left");
-    p.learning_rate = meta_real(c, path, "reduce_lr_learning_rate", 0.0);
-    if (c.metadata.count("reduce_lr_learning_rate") && !(static_cast<float>(p.learning_rate) > 0))
-        throw DataError(path + ": metadata 'reduce_lr_learning_rate' (" + number(p.learning_rate) +
-                        ") is not a rate above 0; the file is damaged: resume from another checkpoint");
-    return p;
-}
-
-// An optional real-valued metadata entry (`fallback` when absent).
-// `finite`: NaN and infinities are damage (sums); else they are values (a best loss may be NaN).
-double meta_real(const checkpoint::Contents& c, const std::string& path, const std::string& key, double fallback,
-                 bool finite) {
-    auto it = c.metadata.find(key);
-    if (it == c.metadata.end()) return fallback;
-    size_t used = 0;
-    double value = 0;
-    try {
-        value = std::stod(it->second, &used);
-    } catch (const std::exception&) {
-        used = 0;
-    }
-    if (used == 0 || used != it->second.size() || (finite && !std::isfinite(value)))
-        throw DataError(path + ": metadata '" + key + "' is not a" + (finite ? " finite" : "") + " number: '" + it->second +
-                        "'; the file is damaged or not a gputrain checkpoint");
-    return value;
+                 bool finite = true) {
+    return MetadataReader(c.metadata, path).real(key, fallback, finite);
 }
 
 }  // namespace
@@ -200,7 +108,7 @@ std::string Checkpointer::path_for_epoch(int64_t epoch) const {
 }
 
 void Checkpointer::write(const std::string& path, Replica& replica0, const TrainingState& state,
-                         const EpochRecord& record, const std::string& interrupted) {
+                         const EpochRecord& record, const Metadata& callbacks, const std::string& interrupted) {
     HostTensors tensors = gather(replica0);
     // A checkpoint is a promise that training can continue from it.
     for (const auto& ref : tensors.refs)
@@ -243,15 +151,9 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
     if (!state.epoch_steps.empty()) meta["steps_per_epoch"] = optim::format_epoch_steps(state.epoch_steps);
     if (state.has_best) meta["best_value"] = number(state.best_value);
     if (state.has_best && !state.best_of.empty()) meta["best_of"] = state.best_of;
-    if (const EarlyStoppingState& e = state.early_stopping; !e.of.empty()) {
-        write_watched(meta, "early_stopping_", e);
-        meta["early_stopping_min_delta"] = number(e.min_delta);
-        meta["early_stopping_start_from_epoch"] = std::to_string(e.start_from_epoch);
-    }
-    if (const PlateauState& p = state.plateau; !p.of.empty()) {
-        write_watched(meta, "reduce_lr_", p);
-        meta["reduce_lr_cooldown_left"] = std::to_string(p.cooldown_left);
-        if (p.learning_rate > 0) meta["reduce_lr_learning_rate"] = number(p.learning_rate);
+    for (const auto& [key, value] : callbacks) {
+        if (meta.count(key)) throw Error("internal: a callback's metadata key '" + key + "' is the trainer's");
+        meta[key] = value;
     }
     if (state.step_in_epoch > 0) {
         meta["step_in_epoch"] = std::to_string(state.step_in_epoch);
@@ -268,7 +170,8 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
 }
 
 std::vector<std::string> Checkpointer::save_epoch(Replica& replica0, const TrainingState& state,
-                                                  const EpochRecord& record, bool is_best, bool final_epoch) {
+                                                  const EpochRecord& record, const Metadata& callbacks, bool is_best,
+                                                  bool final_epoch) {
     std::error_code ec;
     fs::create_directories(dir_, ec);
     if (ec) throw Error("cannot create checkpoint folder '" + dir_ + "': " + ec.message());
@@ -277,14 +180,14 @@ std::vector<std::string> Checkpointer::save_epoch(Replica& replica0, const Train
     const bool last_epoch = final_epoch || state.epochs_done == cfg_.training.epochs;
     if (every > 0 && (state.epochs_done % every == 0 || last_epoch)) {
         written.push_back(path_for_epoch(state.epochs_done));
-        write(written.back(), replica0, state, record);
+        write(written.back(), replica0, state, record, callbacks);
         prune_old_epochs(state.epochs_done);
     }
     written.push_back((fs::path(dir_) / "last.safetensors").string());
-    write(written.back(), replica0, state, record);
+    write(written.back(), replica0, state, record, callbacks);
     if (is_best && cfg_.checkpoint.save_best) {
         written.push_back((fs::path(dir_) / "best.safetensors").string());
-        write(written.back(), replica0, state, record);
+        write(written.back(), replica0, state, record, callbacks);
     }
     return written;
 }
@@ -304,9 +207,10 @@ int64_t Checkpointer::best_file_epoch() const {
 std::string Checkpointer::last_path() const { return (fs::path(dir_) / "last.safetensors").string(); }
 
 std::string Checkpointer::save_interrupted(Replica& replica0, const TrainingState& state,
-                                           const EpochRecord& partial, const std::string& signal) {
+                                           const EpochRecord& partial, const Metadata& callbacks,
+                                           const std::string& signal) {
     const std::string path = last_path();
-    write(path, replica0, state, partial, signal);
+    write(path, replica0, state, partial, callbacks, signal);
     return path;
 }
 
@@ -526,24 +430,12 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
                             ") and 'step_in_epoch' (" + std::to_string(st.step_in_epoch) +
                             "); the file is damaged: resume from another checkpoint");
     }
-    // Each callback's keys come with the one that names what it watched.
-    for (const char* prefix : {"early_stopping_", "reduce_lr_"}) {
-        const std::string of = std::string(prefix) + "of";
-        if (contents.metadata.count(of)) continue;
-        for (const auto& [key, value] : contents.metadata)
-            if (key.rfind(prefix, 0) == 0)
-                throw DataError(path + ": metadata '" + key + "' comes without '" + of +
-                                "'; the file is damaged: resume from another checkpoint");
-    }
-    if (const auto it = contents.metadata.find("early_stopping_of"); it != contents.metadata.end())
-        st.early_stopping = restore_early_stopping(contents, path, st.epochs_done);
-    if (const auto it = contents.metadata.find("reduce_lr_of"); it != contents.metadata.end())
-        st.plateau = restore_plateau(contents, path, st.epochs_done);
     if (contents.metadata.count("loss_scale")) {
         st.loss_scale = meta_real(contents, path, "loss_scale", 0.0);
         st.loss_scale_good_steps = meta_int(contents, path, "loss_scale_good_steps");
     }
     st.config_yaml = stored_config(contents, path);
+    st.metadata = contents.metadata;
     if (warning) {
         auto it = contents.metadata.find("config_digest");
         // A checkpoint of an earlier gputrain (which left layer defaults out of the digest) may match the other one.

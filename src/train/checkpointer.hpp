@@ -14,9 +14,8 @@
 
 #include "config/run_config.hpp"
 #include "optim/schedule.hpp"
-#include "train/early_stopping.hpp"
+#include "train/checkpoint_metadata.hpp"
 #include "train/metrics_file.hpp"
-#include "train/reduce_lr_on_plateau.hpp"
 #include "train/monitored_metric.hpp"
 #include "train/replica.hpp"
 
@@ -44,11 +43,9 @@ struct TrainingState {
     // training.precision: fp16's dynamic loss scale (0 = not scaling).
     double loss_scale = 0;
     int64_t loss_scale_good_steps = 0;
-    // early_stopping's best and count (metadata "early_stopping_*"); empty
-    // when the run that wrote it watched nothing.
-    EarlyStoppingState early_stopping;
-    // reduce_lr_on_plateau's rate and count (metadata "reduce_lr_*").
-    PlateauState plateau;
+    // The checkpoint's whole metadata, as restore() read it: the callbacks
+    // (train/callback.hpp) restore their own state from it.
+    Metadata metadata;
     // The resolved config the checkpoint was trained with (metadata "config");
     // "" for checkpoints written before it was stored.
     std::string config_yaml;
@@ -64,14 +61,15 @@ public:
     MonitoredMetric best_metric(bool has_validation) const;
 
     // Writes the files due after an epoch; returns the paths written.
+    // `callbacks`: the callbacks' metadata, stored beside the trainer's.
     // `final_epoch`: training ends after it (early stopping), so epoch-NNN is
     // written as after training.epochs' last.
     std::vector<std::string> save_epoch(Replica& replica0, const TrainingState& state, const EpochRecord& record,
-                                        bool is_best, bool final_epoch = false);
+                                        const Metadata& callbacks, bool is_best, bool final_epoch = false);
 
     // last.safetensors in the middle of an epoch (state.step_in_epoch > 0); `signal` names why.
     std::string save_interrupted(Replica& replica0, const TrainingState& state, const EpochRecord& partial,
-                                 const std::string& signal);
+                                 const Metadata& callbacks, const std::string& signal);
 
     std::string path_for_epoch(int64_t epoch) const;  // epoch is 1-based
 
@@ -91,7 +89,7 @@ public:
 
 private:
     void write(const std::string& path, Replica& replica0, const TrainingState& state, const EpochRecord& record,
-               const std::string& interrupted = "");
+               const Metadata& callbacks, const std::string& interrupted = "");
     // Keeps the newest keep_last epoch-NNN files up to `epoch` (by number:
     // epoch-1000 is newer than epoch-999). Files past it are another run's
     // (a resume from an older epoch): left alone, not counted.
@@ -106,7 +104,8 @@ size_t checkpoint_bytes(Replica& replica0);
 
 // Loads the weights and state (and, when `with_optimizer`, the optimizer state) of the
 // file into every replica, checking each tensor's name, dtype and shape; returns
-// the training state from its metadata. DataError names the file and tensor.
+// the training state from its metadata (the callbacks' keys are theirs to
+// check, on --resume). DataError names the file and tensor.
 TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Replica>>& replicas,
                       const config::RunConfig& cfg, bool with_optimizer, std::string* warning = nullptr);
 

@@ -49,4 +49,37 @@ std::string EarlyStopping::reason(const EarlyStoppingState& state) const {
            std::to_string(cfg_.patience) + ")";
 }
 
+std::vector<std::string> EarlyStoppingCallback::restore(const MetadataReader& metadata) {
+    state_ = EarlyStoppingState{};
+    if (!metadata.has("early_stopping_of")) {
+        for (const auto& [key, value] : metadata.all())
+            if (key.rfind("early_stopping_", 0) == 0) throw metadata.damaged("'" + key + "' comes without 'early_stopping_of'");
+        return {};
+    }
+    for (const char* key : {"early_stopping_min_delta", "early_stopping_start_from_epoch"})
+        if (!metadata.has(key)) throw metadata.damaged(std::string("'early_stopping_of' comes without '") + key + "'");
+    metadata.watched("early_stopping_", state_);
+    state_.min_delta = metadata.real("early_stopping_min_delta", 0.0);
+    state_.start_from_epoch = metadata.whole("early_stopping_start_from_epoch");
+    // Early stopping goes on counting where the resumed run was; off, its
+    // count would be stale by the next resume that turns it on.
+    if (!rule_.enabled()) {
+        state_ = EarlyStoppingState{};
+        return {};
+    }
+    const std::string restarted = rule_.adopt(state_);
+    return restarted.empty() ? std::vector<std::string>{} : std::vector<std::string>{restarted};
+}
+
+void EarlyStoppingCallback::after_epoch(const EpochRecord& record, EpochDecision& decision) {
+    if (rule_.after_epoch(state_, record)) decision.stop = true;
+}
+
+void EarlyStoppingCallback::save(Metadata& metadata) const {
+    if (state_.of.empty()) return;
+    write_watched(metadata, "early_stopping_", state_);
+    metadata["early_stopping_min_delta"] = metadata_number(state_.min_delta);
+    metadata["early_stopping_start_from_epoch"] = std::to_string(state_.start_from_epoch);
+}
+
 }  // namespace gputrain::train

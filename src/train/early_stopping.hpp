@@ -11,6 +11,7 @@
 #include <string>
 
 #include "config/run_config.hpp"
+#include "train/callback.hpp"
 #include "train/metrics_file.hpp"
 #include "train/monitored_metric.hpp"
 
@@ -48,6 +49,26 @@ public:
 private:
     config::EarlyStoppingConfig cfg_;
     MonitoredMetric metric_;
+};
+
+// The rule as the trainer runs it, with its state (metadata "early_stopping_*";
+// none while it has watched nothing).
+class EarlyStoppingCallback : public Callback {
+public:
+    EarlyStoppingCallback(const config::EarlyStoppingConfig& cfg, bool has_validation) : rule_(cfg, has_validation) {}
+    const EarlyStopping& rule() const { return rule_; }
+    const EarlyStoppingState& state() const { return state_; }
+    // Training is over after `epochs_done` epochs (a resumed run that stopped early).
+    bool stops(int64_t epochs_done) const { return rule_.stops(state_, epochs_done); }
+    std::string reason() const { return rule_.reason(state_); }
+
+    std::vector<std::string> restore(const MetadataReader& metadata) override;
+    void after_epoch(const EpochRecord& record, EpochDecision& decision) override;
+    void save(Metadata& metadata) const override;
+
+private:
+    EarlyStopping rule_;
+    EarlyStoppingState state_;
 };
 
 }  // namespace gputrain::train

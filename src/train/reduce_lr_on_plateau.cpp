@@ -53,4 +53,41 @@ std::string ReduceLrOnPlateau::after_epoch(PlateauState& state, const EpochRecor
            shown_value(old_rate) + " -> " + shown_value(state.learning_rate);
 }
 
+std::vector<std::string> ReduceLrCallback::restore(const MetadataReader& metadata) {
+    state_ = PlateauState{};
+    if (!metadata.has("reduce_lr_of")) {
+        for (const auto& [key, value] : metadata.all())
+            if (key.rfind("reduce_lr_", 0) == 0) throw metadata.damaged("'" + key + "' comes without 'reduce_lr_of'");
+        return {};
+    }
+    metadata.watched("reduce_lr_", state_);
+    state_.cooldown_left = metadata.whole("reduce_lr_cooldown_left");
+    state_.learning_rate = metadata.real("reduce_lr_learning_rate", 0.0);
+    if (metadata.has("reduce_lr_learning_rate") && !(static_cast<float>(state_.learning_rate) > 0))
+        throw metadata.damaged("'reduce_lr_learning_rate' (" + metadata_number(state_.learning_rate) +
+                               ") is not a rate above 0");
+    std::vector<std::string> notes;
+    if (std::string changed = rule_.adopt(state_); !changed.empty()) notes.push_back(std::move(changed));
+    // A rate the rule has cut stands, whatever optimizer.learning_rate says now.
+    if (rule_.enabled() && state_.learning_rate > 0)
+        notes.push_back("Learning rate " + shown_value(state_.learning_rate) +
+                        ", as reduce_lr_on_plateau set it (optimizer.learning_rate, " + shown_value(rule_.base_rate()) +
+                        ", applies only until its first cut)");
+    return notes;
+}
+
+void ReduceLrCallback::after_epoch(const EpochRecord& record, EpochDecision& decision) {
+    const std::string lowered = rule_.after_epoch(state_, record);
+    if (lowered.empty()) return;
+    decision.learning_rate = learning_rate();
+    decision.notes.push_back("reduce_lr_on_plateau: " + lowered);
+}
+
+void ReduceLrCallback::save(Metadata& metadata) const {
+    if (state_.of.empty()) return;
+    write_watched(metadata, "reduce_lr_", state_);
+    metadata["reduce_lr_cooldown_left"] = std::to_string(state_.cooldown_left);
+    if (state_.learning_rate > 0) metadata["reduce_lr_learning_rate"] = metadata_number(state_.learning_rate);
+}
+
 }  // namespace gputrain::train

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "config/run_config.hpp"
+#include "train/callback.hpp"
 #include "train/metrics_file.hpp"
 #include "train/monitored_metric.hpp"
 
@@ -27,6 +28,7 @@ public:
     // `base_rate`: optimizer.learning_rate.
     ReduceLrOnPlateau(const config::ReduceLrOnPlateauConfig& cfg, bool has_validation, double base_rate);
     bool enabled() const { return cfg_.enabled; }
+    double base_rate() const { return base_rate_; }  // optimizer.learning_rate
     // The base rate the schedule (constant, maybe warmup) now starts from.
     double learning_rate(const PlateauState& state) const;
 
@@ -43,6 +45,23 @@ private:
     config::ReduceLrOnPlateauConfig cfg_;
     MonitoredMetric metric_;
     double base_rate_;
+};
+
+// The rule as the trainer runs it, with its state (metadata "reduce_lr_*").
+class ReduceLrCallback : public Callback {
+public:
+    ReduceLrCallback(const config::ReduceLrOnPlateauConfig& cfg, bool has_validation, double base_rate)
+        : rule_(cfg, has_validation, base_rate) {}
+    // The base rate the schedule starts from now.
+    double learning_rate() const { return rule_.learning_rate(state_); }
+
+    std::vector<std::string> restore(const MetadataReader& metadata) override;
+    void after_epoch(const EpochRecord& record, EpochDecision& decision) override;
+    void save(Metadata& metadata) const override;
+
+private:
+    ReduceLrOnPlateau rule_;
+    PlateauState state_;
 };
 
 }  // namespace gputrain::train

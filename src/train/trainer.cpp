@@ -188,29 +188,33 @@ std::vector<double> Trainer::sum_over_workers(std::vector<double> values) {
     return values;
 }
 
-bool Trainer::early_stop_agreed(bool mine) {
+bool Trainer::stop_agreed(bool mine) {
     // Workers decide from the same all-reduced metrics; should a rounding of
     // the reduction ever differ between processes, one that stopped alone
     // would leave the others waiting in the next epoch's first collective.
-    const int local_replicas = static_cast<int>(replicas_.size());
-    if (!cfg_.early_stopping.enabled || replicas_[0]->comm().size() == local_replicas) return mine;
+    if (replicas_[0]->comm().size() == static_cast<int>(replicas_.size())) return mine;
     return sum_over_workers({mine ? 1.0 : 0.0})[0] > 0;
+}
+
+Metadata Trainer::callbacks_metadata() const {
+    Metadata metadata;
+    for (const auto& c : callbacks_) c->save(metadata);
+    return metadata;
+}
+
+void Trainer::info(const std::string& line) {
+    if (writer_ && options_.info) std::fprintf(options_.out, "%s\n", line.c_str());
 }
 
 void Trainer::require_same_state_on_workers() {
     if (replicas_[0]->comm().size() == static_cast<int>(replicas_.size())) return;
     const TrainingState& s = state_;
-    const EarlyStoppingState& e = s.early_stopping;
-    char text[512];
-    const PlateauState& p = s.plateau;
-    std::snprintf(text, sizeof text,
-                  "%lld %lld %lld %.17g %.17g %.17g %.17g %lld | %s %.17g %lld %lld %d %.17g %lld | %s %d %.17g %lld "
-                  "%lld %.17g",
-                  (long long)s.epochs_done, (long long)s.global_step, (long long)s.step_in_epoch, s.partial_loss_sum,
-                  s.partial_correct, s.partial_samples, s.loss_scale, (long long)s.loss_scale_good_steps,
-                  e.of.c_str(), e.min_delta, (long long)e.start_from_epoch, (long long)e.wait, e.has_best ? 1 : 0,
-                  e.best, (long long)e.best_epoch, p.of.c_str(), p.has_best ? 1 : 0, p.best, (long long)p.wait,
-                  (long long)p.cooldown_left, p.learning_rate);
+    char numbers[256];
+    std::snprintf(numbers, sizeof numbers, "%lld %lld %lld %.17g %.17g %.17g %.17g %lld", (long long)s.epochs_done,
+                  (long long)s.global_step, (long long)s.step_in_epoch, s.partial_loss_sum, s.partial_correct,
+                  s.partial_samples, s.loss_scale, (long long)s.loss_scale_good_steps);
+    std::string text = numbers;
+    for (const auto& [key, value] : callbacks_metadata()) text += " | " + key + "=" + value;
     const uint64_t hash = std::stoull(config::fnv1a64_hex(text), nullptr, 16);
     // The same value on every worker exactly when n * sum(c^2) == sum(c)^2
     // for each 16-bit part c of the hash (exact in doubles for up to 2^20 workers).
@@ -251,7 +255,7 @@ void Trainer::stop_interrupted(int64_t epoch, const EpochTotals& totals, double 
     partial.accuracy = totals.correct / totals.samples;
     partial.learning_rate = learning_rate;  // the epoch's, as a finished epoch's record has
     const std::string path = replicas_[0]->rank() == 0
-                                 ? checkpointer.save_interrupted(*replicas_[0], st, partial, signal_name(signal))
+                                 ? checkpointer.save_interrupted(*replicas_[0], st, partial, callbacks_metadata(), signal_name(signal))
                                  : checkpointer.last_path();
     throw Interrupted("interrupted by " + signal_name(signal) + " at epoch " + std::to_string(epoch + 1) + ", step " +
                           std::to_string(totals.steps_done) + "/" + std::to_string(steps_per_epoch_) +
@@ -303,99 +307,44 @@ FitResult Trainer::fit() {
     data::Loader loader(data_.train, cfg_.training.batch_size, global_replicas, cfg_.training.shuffle,
                         cfg_.training.seed, /*prefetch_depth=*/4, local_replicas);
     // Only the worker holding global rank 0 writes files and logs.
-    const bool writer = replicas_[0]->rank() == 0;
+    writer_ = replicas_[0]->rank() == 0;
     steps_per_epoch_ = loader.steps_per_epoch();
     poll_every_ = std::max<int64_t>(1, steps_per_epoch_ / 100);
     report_every_ = cfg_.logging.every_steps > 0 ? cfg_.logging.every_steps
                                                  : std::max<int64_t>(1, steps_per_epoch_ / 100);
-
     Checkpointer checkpointer(cfg_, options_.run_dir);
-    if (writer) checkpointer.prepare(checkpoint_bytes(*replicas_[0]));
+    if (writer_) checkpointer.prepare(checkpoint_bytes(*replicas_[0]));
     const bool has_validation = data_.validation.size() > 0;
     const MonitoredMetric best_metric = checkpointer.best_metric(has_validation);
-    const EarlyStopping early(cfg_.early_stopping, has_validation);
-    const ReduceLrOnPlateau plateau(cfg_.reduce_lr_on_plateau, has_validation, cfg_.optimizer.learning_rate);
+    auto early = std::make_unique<EarlyStoppingCallback>(cfg_.early_stopping, has_validation);
+    auto plateau = std::make_unique<ReduceLrCallback>(cfg_.reduce_lr_on_plateau, has_validation,
+                                                      cfg_.optimizer.learning_rate);
+    early_ = early.get();
+    plateau_ = plateau.get();
+    callbacks_.clear();
+    callbacks_.push_back(std::move(early));
+    callbacks_.push_back(std::move(plateau));
+
+    const bool resuming = !options_.resume_from.empty();
     std::string resume_warning;
     bool stale_best_file = false;  // best.safetensors is a later run's (a resume from an older epoch)
-    if (!options_.resume_from.empty())
-        state_ = restore(options_.resume_from, replicas_, cfg_, /*with_optimizer=*/true, &resume_warning);
-    require_same_state_on_workers();  // before anything is written
-    if (!options_.resume_from.empty()) {
-        if (writer && !resume_warning.empty() && !options_.on_start) warn(resume_warning);
-        if (state_.loss_scale > 0)
-            for (auto& s : scalers_) s->restore(state_.loss_scale, state_.loss_scale_good_steps);
-        if (writer && options_.info)
-            std::fprintf(options_.out, "Resuming from %s after epoch %lld (step %lld)\n", options_.resume_from.c_str(),
-                         (long long)state_.epochs_done, (long long)state_.global_step);
-        last_good_checkpoint_ = options_.resume_from;
-        // A resume from an older epoch: what a run past it left in the folder.
-        bool stale_best = false;
-        if (writer) {
-            const std::vector<std::string> later = checkpointer.files_past(state_.epochs_done);
-            if (!later.empty()) {
-                std::string list;
-                for (size_t i = 0; i < later.size(); ++i) list += (i ? ", " : "") + later[i];
-                stale_best = later.back() == "best.safetensors";
-                warn("--resume from epoch " + std::to_string(state_.epochs_done) + ": " + checkpointer.dir() +
-                     " holds checkpoints of a run that went past it (" + list + "); epoch files are left as they "
-                     "are and not counted by keep_last" +
-                     (stale_best ? ", and best.safetensors is not this run's best (see below)" : ""));
-            }
-        }
-        // A best of another metric (checkpoint.monitor or mode changed, or
-        // validation added) cannot be compared with this run's values.
-        if (state_.has_best && !state_.best_of.empty() && state_.best_of != best_metric.describe()) {
-            if (writer && options_.info)
-                std::fprintf(options_.out, "The best so far was by %s; now by %s: best.safetensors starts over\n",
-                             state_.best_of.c_str(), best_metric.describe().c_str());
-            state_.has_best = false;
-        }
-        stale_best_file = stale_best;
-        // Early stopping goes on counting where the resumed run was; off, its
-        // count would be stale by the next resume that turns it on.
-        const std::string restarted = early.enabled() ? early.adopt(state_.early_stopping) : std::string();
-        if (!early.enabled()) state_.early_stopping = EarlyStoppingState{};
-        if (writer && options_.info && !restarted.empty()) std::fprintf(options_.out, "%s\n", restarted.c_str());
-        // The rate reduce_lr_on_plateau set, and its count (dropped when it is off now).
-        if (const std::string changed = plateau.adopt(state_.plateau); writer && options_.info && !changed.empty())
-            std::fprintf(options_.out, "%s\n", changed.c_str());
-        // A rate the rule has cut stands, whatever optimizer.learning_rate says now.
-        if (plateau.enabled() && state_.plateau.learning_rate > 0 && writer && options_.info)
-            std::fprintf(options_.out,
-                         "Learning rate %g, as reduce_lr_on_plateau set it (optimizer.learning_rate, %g, applies "
-                         "only until its first cut)\n",
-                         state_.plateau.learning_rate, cfg_.optimizer.learning_rate);
-        // In the middle of an epoch, the steps done were whole global batches:
-        // another batch size would start at another sample, skipping or
-        // repeating some of the epoch's.
-        const double batch = static_cast<double>(cfg_.training.batch_size);
-        if (state_.step_in_epoch > 0 && state_.partial_samples != static_cast<double>(state_.step_in_epoch) * batch)
-            throw ConfigError(options_.resume_from + ": stopped at step " + std::to_string(state_.step_in_epoch) +
-                              " of an epoch, after " + std::to_string(static_cast<int64_t>(state_.partial_samples)) +
-                              " samples: batches of " +
-                              std::to_string(static_cast<int64_t>(state_.partial_samples) / state_.step_in_epoch) +
-                              ", not training.batch_size " + std::to_string(cfg_.training.batch_size) +
-                              "; resume with that batch size to finish this epoch (a resume from the end of an epoch "
-                              "may change it)");
-        if (state_.step_in_epoch >= steps_per_epoch_)
-            throw ConfigError(options_.resume_from + ": stopped at step " + std::to_string(state_.step_in_epoch) +
-                              " of an epoch that now has " + std::to_string(steps_per_epoch_) +
-                              " steps; resume with the training.batch_size and data it was written with");
-    }
+    if (resuming) resume(checkpointer, best_metric, resume_warning, stale_best_file);
+    else require_same_state_on_workers();
     // A resume with no epoch left to train touches no file: all epochs done,
     // or a run that early stopping ended (with the patience it has now).
-    const bool stopped_before = early.stops(state_.early_stopping, state_.epochs_done);
-    if (stopped_before) result.stopped_early = early.reason(state_.early_stopping);
+    const bool stopped_before = early_->stops(state_.epochs_done);
+    if (stopped_before) result.stopped_early = early_->reason();
     const bool nothing_to_do = state_.epochs_done >= cfg_.training.epochs || stopped_before;
-    if (writer && !options_.resume_from.empty() && !nothing_to_do) restore_best_file(checkpointer, stale_best_file);
-    const bool logs = writer && !nothing_to_do;
+    if (writer_ && resuming && !nothing_to_do) restore_best_file(checkpointer, stale_best_file);
+
     // The logs open first: a metrics file or TensorBoard folder that cannot be
     // written stops the run before on_start deletes an earlier run's
     // checkpoints (--overwrite) or rewrites config.yaml.
+    const bool logs = writer_ && !nothing_to_do;
     MetricsFile metrics(cfg_.logging.metrics_file.empty() || !logs
                             ? std::string()
                             : (std::filesystem::path(options_.run_dir) / cfg_.logging.metrics_file).string(),
-                        /*append=*/!options_.resume_from.empty(), state_.epochs_done);
+                        /*append=*/resuming, state_.epochs_done);
     TensorBoardWriter tensorboard(cfg_.logging.tensorboard && logs
                                       ? (std::filesystem::path(options_.run_dir) / "tensorboard").string()
                                       : std::string(),
@@ -414,152 +363,44 @@ FitResult Trainer::fit() {
     }
     if (logs && options_.on_start)
         options_.on_start(resume_warning);
-    else if (writer && nothing_to_do && options_.on_start && !resume_warning.empty())
+    else if (writer_ && nothing_to_do && options_.on_start && !resume_warning.empty())
         warn(resume_warning);
-    // The steps per epoch so far, this run's from its first epoch on. A
-    // checkpoint of an earlier gputrain stored none: its epochs had the same
-    // count if it divides the steps done, else take this run's.
-    if (state_.epoch_steps.empty()) {
-        const int64_t done = state_.global_step - state_.step_in_epoch;
-        const int64_t epochs = state_.epochs_done;
-        state_.epoch_steps = {{0, epochs > 0 && done > 0 && done % epochs == 0 ? done / epochs : steps_per_epoch_}};
-    }
-    state_.epoch_steps = optim::continued_at(state_.epoch_steps, state_.epochs_done, steps_per_epoch_);
-    // The schedule from the rate reduce_lr_on_plateau has set (optimizer.learning_rate until it lowers it).
-    const auto schedule_now = [&] {
+
+    continue_epoch_steps();
+    // The schedule from a base rate: optimizer.learning_rate until reduce_lr_on_plateau lowers it.
+    const auto schedule_from = [&](double base_rate) {
         config::OptimizerConfig optimizer = cfg_.optimizer;
-        optimizer.learning_rate = plateau.learning_rate(state_.plateau);
+        optimizer.learning_rate = base_rate;
         return optim::Schedule(optimizer, steps_per_epoch_, cfg_.training.epochs, state_.epoch_steps);
     };
-    optim::Schedule schedule = schedule_now();
-    // data.resident: before any collective runs (it allocates device memory).
-    // A worker's part (data.shard_files) is gathered by the loader in its own
-    // order, which the resident index does not follow: copy its batches instead.
-    const config::ResidentMode resident =
-        data_.train.part.count > 1 ? config::ResidentMode::off : cfg_.data.resident;
-    bool all_resident = true;
-    for (auto& r : replicas_) all_resident = r->make_resident(data_.train, resident) && all_resident;
-    // Replicas that copy their own rows need no loader thread gathering batches.
-    loader.set_index_only(all_resident);
-    for (auto& r : replicas_) r->graphs().set_enabled(step_graphs_unusable(cfg_, *r).empty());
+    optim::Schedule schedule = schedule_from(plateau_->learning_rate());
+    prepare_replicas(loader);
 
     for (int64_t epoch = state_.epochs_done; epoch < cfg_.training.epochs && !stopped_before; ++epoch) {
         const auto start = std::chrono::steady_clock::now();
         // The epoch's rate: at its first step, also when it resumes in the middle.
         const double lr = schedule.learning_rate(state_.global_step - state_.step_in_epoch, epoch, 0);
-        progress_.begin_epoch(epoch, cfg_.training.epochs, steps_per_epoch_);
         const int64_t start_step = state_.step_in_epoch;
         const double samples_before = state_.partial_samples;  // of an epoch resumed in the middle
-        loader.start_epoch(epoch, start_step);
-        if (start_step > 0 && writer && options_.info)
-            std::fprintf(options_.out, "Continuing epoch %lld at step %lld\n", (long long)epoch + 1,
-                         (long long)start_step);
-        EpochTotals totals;
-        try {
-            run_on_replicas(replicas_, [&](Replica& r) {
-                run_epoch(r, epoch, start_step, loader, schedule, totals, tensorboard);
-            });
-        } catch (const NonFiniteGradients& e) {
-            progress_.abandon_epoch();
-            throw Error("training diverged: NaN or Inf in the gradients at epoch " + std::to_string(e.epoch + 1) +
-                        ", step " + std::to_string(e.step + 1) + "/" + std::to_string(steps_per_epoch_) +
-                        (last_good_checkpoint_.empty() ? "; no checkpoint was written yet"
-                                                       : "; the last good checkpoint is " + last_good_checkpoint_) +
-                        "; lower optimizer.learning_rate, or set training.on_nan: skip_step to skip such steps");
-        }
-        if (totals.interrupted) {
-            state_.global_step += totals.steps_done - start_step;
-            record_loss_scale();
-            stop_interrupted(epoch, totals, lr, checkpointer);
-        }
-        state_.global_step += steps_per_epoch_ - start_step;
-        state_.epochs_done = epoch + 1;
-        record_loss_scale();
-        state_.step_in_epoch = 0;
-        state_.partial_loss_sum = state_.partial_correct = state_.partial_samples = 0;
-        // Recording a step failed (some call could not be recorded): say so once; the steps ran call by call.
-        if (writer && !graphs_warned_ && !replicas_[0]->graphs().failure().empty()) {
-            graphs_warned_ = true;
-            warn(replicas_[0]->graphs().failure() +
-                 "; steps run call by call from there on (training.cuda_graphs: false skips the attempt)");
-        }
-        if (totals.overflow_steps > 0 && writer && options_.info)  // fp16: routine at the start, as the scale finds its level
-            std::fprintf(options_.out, "epoch %lld: %lld step%s overflowed in fp16 and %s skipped; loss scale now %g\n",
-                         (long long)epoch + 1, (long long)totals.overflow_steps,
-                         totals.overflow_steps == 1 ? "" : "s", totals.overflow_steps == 1 ? "was" : "were",
-                         static_cast<double>(scalers_[0]->read().scale));
-        if (totals.skipped_steps > 0 && writer)
-            warn("epoch " + std::to_string(epoch + 1) + " skipped " + std::to_string(totals.skipped_steps) + " step" +
-                 (totals.skipped_steps == 1 ? "" : "s") + " with NaN or Inf gradients (training.on_nan: skip_step)");
-        const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const EpochTotals totals = train_epoch(epoch, lr, loader, schedule, checkpointer, tensorboard);
+        count_epoch(epoch, start_step, totals);
+        const EpochRecord rec = record_epoch(epoch, start_step, samples_before, lr, totals, start);
 
-        EpochRecord rec;
-        rec.epoch = epoch + 1;
-        rec.loss = totals.loss_sum / totals.samples;
-        rec.accuracy = totals.correct / totals.samples;
-        rec.learning_rate = lr;
-        // The samples this process trained on (a resumed epoch's later steps
-        // only). A worker's part (data.shard_files) is not the epoch: every
-        // step of it is a full global batch.
-        const double run_samples = data_.train.part.count > 1
-                                       ? static_cast<double>((steps_per_epoch_ - start_step) * cfg_.training.batch_size)
-                                       : totals.samples - samples_before;
-        rec.samples_per_second = run_samples / train_seconds;
-        MetricList shown{{"loss", rec.loss}, {"accuracy", rec.accuracy}};
-        if (has_validation) {
-            const EvalResult v = evaluate(replicas_, data_.validation, cfg_.training.batch_size);
-            rec.has_validation = true;
-            rec.val_loss = v.loss;
-            rec.val_accuracy = v.accuracy;
-            shown.push_back({"val_loss", v.loss});
-            shown.push_back({"val_accuracy", v.accuracy});
-        }
-        rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        progress_.end_epoch(shown, rec.seconds);
-
-        // A NaN best (a first epoch whose loss was NaN) is no best, as on restore.
-        const double value = best_metric.value_of(rec);
-        const bool is_best = !state_.has_best || std::isnan(state_.best_value) || best_metric.beats(value, state_.best_value);
-        if (is_best) {
-            state_.has_best = true;
-            state_.best_value = value;
-            state_.best_of = best_metric.describe();
-        }
-        const bool stop_early = early_stop_agreed(early.after_epoch(state_.early_stopping, rec));
-        // The next epoch's rate; the checkpoint below holds it.
-        if (const std::string lowered = plateau.after_epoch(state_.plateau, rec); !lowered.empty()) {
-            schedule = schedule_now();
-            if (writer && options_.info)
-                std::fprintf(options_.out, "Epoch %lld: reduce_lr_on_plateau: %s\n", (long long)epoch + 1,
-                             lowered.c_str());
-        }
+        EpochDecision decision;
+        const bool is_best = after_epoch(rec, best_metric, decision);
+        if (decision.learning_rate) schedule = schedule_from(*decision.learning_rate);  // the checkpoint holds it
+        for (const std::string& note : decision.notes) info("Epoch " + std::to_string(epoch + 1) + ": " + note);
         metrics.write(rec);
         tensorboard.write(rec);
-        if (writer) {
-            auto written = checkpointer.save_epoch(*replicas_[0], state_, rec, is_best, stop_early);
+        if (writer_) {
+            auto written = checkpointer.save_epoch(*replicas_[0], state_, rec, callbacks_metadata(), is_best,
+                                                   decision.stop);
             result.checkpoints.insert(result.checkpoints.end(), written.begin(), written.end());
         }
         result.history.push_back(rec);
         last_good_checkpoint_ = checkpointer.last_path();
-        if (stop_early) {
-            // Another worker's vote (whose metrics differed from this one's) may have stopped it.
-            result.stopped_early = early.stops(state_.early_stopping, state_.epochs_done)
-                                       ? early.reason(state_.early_stopping)
-                                       : "another worker's count of epochs without improvement reached patience";
-            // Where the best weights are: best.safetensors keeps its own best
-            // (checkpoint.monitor, any improvement), which need not be the
-            // epoch early stopping names (min_delta, start_from_epoch, resumes).
-            std::string best_file;
-            if (writer && cfg_.checkpoint.save_best)
-                if (const int64_t best_epoch = checkpointer.best_file_epoch(); best_epoch > 0)
-                    best_file = "; best.safetensors holds epoch " + std::to_string(best_epoch) + "'s weights" +
-                                (best_epoch == state_.early_stopping.best_epoch &&
-                                         best_metric.describe() == early.metric().describe()
-                                     ? std::string()
-                                     : " (the best by checkpoint.monitor, " + best_metric.describe() + ")");
-            if (writer && options_.info)
-                std::fprintf(options_.out, "Epoch %lld: early stopping: %s%s\n", (long long)epoch + 1,
-                             result.stopped_early.c_str(), best_file.c_str());
+        if (decision.stop) {
+            report_early_stop(epoch, best_metric, checkpointer, result);
             break;
         }
         // A signal seen at the epoch's last step: the epoch is saved, stop here.
@@ -575,6 +416,200 @@ FitResult Trainer::fit() {
     }
     result.epochs_done = state_.epochs_done;
     return result;
+}
+
+void Trainer::resume(Checkpointer& checkpointer, const MonitoredMetric& best_metric, std::string& resume_warning,
+                     bool& stale_best_file) {
+    state_ = restore(options_.resume_from, replicas_, cfg_, /*with_optimizer=*/true, &resume_warning);
+    const MetadataReader metadata(state_.metadata, options_.resume_from, state_.epochs_done);
+    std::vector<std::string> notes;
+    for (auto& c : callbacks_)
+        for (std::string& line : c->restore(metadata)) notes.push_back(std::move(line));
+    require_same_state_on_workers();  // before anything is written
+    if (writer_ && !resume_warning.empty() && !options_.on_start) warn(resume_warning);
+    if (state_.loss_scale > 0)
+        for (auto& s : scalers_) s->restore(state_.loss_scale, state_.loss_scale_good_steps);
+    info("Resuming from " + options_.resume_from + " after epoch " + std::to_string(state_.epochs_done) + " (step " +
+         std::to_string(state_.global_step) + ")");
+    last_good_checkpoint_ = options_.resume_from;
+    // A resume from an older epoch: what a run past it left in the folder.
+    if (writer_) {
+        const std::vector<std::string> later = checkpointer.files_past(state_.epochs_done);
+        if (!later.empty()) {
+            std::string list;
+            for (size_t i = 0; i < later.size(); ++i) list += (i ? ", " : "") + later[i];
+            stale_best_file = later.back() == "best.safetensors";
+            warn("--resume from epoch " + std::to_string(state_.epochs_done) + ": " + checkpointer.dir() +
+                 " holds checkpoints of a run that went past it (" + list + "); epoch files are left as they "
+                 "are and not counted by keep_last" +
+                 (stale_best_file ? ", and best.safetensors is not this run's best (see below)" : ""));
+        }
+    }
+    // A best of another metric (checkpoint.monitor or mode changed, or
+    // validation added) cannot be compared with this run's values.
+    if (state_.has_best && !state_.best_of.empty() && state_.best_of != best_metric.describe()) {
+        info("The best so far was by " + state_.best_of + "; now by " + best_metric.describe() +
+             ": best.safetensors starts over");
+        state_.has_best = false;
+    }
+    for (const std::string& note : notes) info(note);
+    // In the middle of an epoch, the steps done were whole global batches:
+    // another batch size would start at another sample, skipping or
+    // repeating some of the epoch's.
+    const double batch = static_cast<double>(cfg_.training.batch_size);
+    if (state_.step_in_epoch > 0 && state_.partial_samples != static_cast<double>(state_.step_in_epoch) * batch)
+        throw ConfigError(options_.resume_from + ": stopped at step " + std::to_string(state_.step_in_epoch) +
+                          " of an epoch, after " + std::to_string(static_cast<int64_t>(state_.partial_samples)) +
+                          " samples: batches of " +
+                          std::to_string(static_cast<int64_t>(state_.partial_samples) / state_.step_in_epoch) +
+                          ", not training.batch_size " + std::to_string(cfg_.training.batch_size) +
+                          "; resume with that batch size to finish this epoch (a resume from the end of an epoch "
+                          "may change it)");
+    if (state_.step_in_epoch >= steps_per_epoch_)
+        throw ConfigError(options_.resume_from + ": stopped at step " + std::to_string(state_.step_in_epoch) +
+                          " of an epoch that now has " + std::to_string(steps_per_epoch_) +
+                          " steps; resume with the training.batch_size and data it was written with");
+}
+
+void Trainer::continue_epoch_steps() {
+    // A checkpoint of an earlier gputrain stored none: its epochs had the same
+    // count if it divides the steps done, else take this run's.
+    if (state_.epoch_steps.empty()) {
+        const int64_t done = state_.global_step - state_.step_in_epoch;
+        const int64_t epochs = state_.epochs_done;
+        state_.epoch_steps = {{0, epochs > 0 && done > 0 && done % epochs == 0 ? done / epochs : steps_per_epoch_}};
+    }
+    state_.epoch_steps = optim::continued_at(state_.epoch_steps, state_.epochs_done, steps_per_epoch_);
+}
+
+void Trainer::prepare_replicas(data::Loader& loader) {
+    // data.resident: before any collective runs (it allocates device memory).
+    // A worker's part (data.shard_files) is gathered by the loader in its own
+    // order, which the resident index does not follow: copy its batches instead.
+    const config::ResidentMode resident =
+        data_.train.part.count > 1 ? config::ResidentMode::off : cfg_.data.resident;
+    bool all_resident = true;
+    for (auto& r : replicas_) all_resident = r->make_resident(data_.train, resident) && all_resident;
+    // Replicas that copy their own rows need no loader thread gathering batches.
+    loader.set_index_only(all_resident);
+    for (auto& r : replicas_) r->graphs().set_enabled(step_graphs_unusable(cfg_, *r).empty());
+}
+
+Trainer::EpochTotals Trainer::train_epoch(int64_t epoch, double learning_rate, data::Loader& loader,
+                                          const optim::Schedule& schedule, Checkpointer& checkpointer,
+                                          TensorBoardWriter& tensorboard) {
+    const int64_t start_step = state_.step_in_epoch;
+    progress_.begin_epoch(epoch, cfg_.training.epochs, steps_per_epoch_);
+    loader.start_epoch(epoch, start_step);
+    if (start_step > 0)
+        info("Continuing epoch " + std::to_string(epoch + 1) + " at step " + std::to_string(start_step));
+    EpochTotals totals;
+    try {
+        run_on_replicas(replicas_, [&](Replica& r) {
+            run_epoch(r, epoch, start_step, loader, schedule, totals, tensorboard);
+        });
+    } catch (const NonFiniteGradients& e) {
+        progress_.abandon_epoch();
+        throw Error("training diverged: NaN or Inf in the gradients at epoch " + std::to_string(e.epoch + 1) +
+                    ", step " + std::to_string(e.step + 1) + "/" + std::to_string(steps_per_epoch_) +
+                    (last_good_checkpoint_.empty() ? "; no checkpoint was written yet"
+                                                   : "; the last good checkpoint is " + last_good_checkpoint_) +
+                    "; lower optimizer.learning_rate, or set training.on_nan: skip_step to skip such steps");
+    }
+    if (totals.interrupted) {
+        state_.global_step += totals.steps_done - start_step;
+        record_loss_scale();
+        stop_interrupted(epoch, totals, learning_rate, checkpointer);
+    }
+    return totals;
+}
+
+void Trainer::count_epoch(int64_t epoch, int64_t start_step, const EpochTotals& totals) {
+    state_.global_step += steps_per_epoch_ - start_step;
+    state_.epochs_done = epoch + 1;
+    record_loss_scale();
+    state_.step_in_epoch = 0;
+    state_.partial_loss_sum = state_.partial_correct = state_.partial_samples = 0;
+    // Recording a step failed (some call could not be recorded): say so once; the steps ran call by call.
+    if (writer_ && !graphs_warned_ && !replicas_[0]->graphs().failure().empty()) {
+        graphs_warned_ = true;
+        warn(replicas_[0]->graphs().failure() +
+             "; steps run call by call from there on (training.cuda_graphs: false skips the attempt)");
+    }
+    if (totals.overflow_steps > 0) {  // fp16: routine at the start, as the scale finds its level
+        char scale[32];
+        std::snprintf(scale, sizeof scale, "%g", static_cast<double>(scalers_[0]->read().scale));
+        info("epoch " + std::to_string(epoch + 1) + ": " + std::to_string(totals.overflow_steps) + " step" +
+             (totals.overflow_steps == 1 ? "" : "s") + " overflowed in fp16 and " +
+             (totals.overflow_steps == 1 ? "was" : "were") + " skipped; loss scale now " + scale);
+    }
+    if (totals.skipped_steps > 0 && writer_)
+        warn("epoch " + std::to_string(epoch + 1) + " skipped " + std::to_string(totals.skipped_steps) + " step" +
+             (totals.skipped_steps == 1 ? "" : "s") + " with NaN or Inf gradients (training.on_nan: skip_step)");
+}
+
+EpochRecord Trainer::record_epoch(int64_t epoch, int64_t start_step, double samples_before, double learning_rate,
+                                  const EpochTotals& totals, std::chrono::steady_clock::time_point start) {
+    const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EpochRecord rec;
+    rec.epoch = epoch + 1;
+    rec.loss = totals.loss_sum / totals.samples;
+    rec.accuracy = totals.correct / totals.samples;
+    rec.learning_rate = learning_rate;
+    // The samples this process trained on (a resumed epoch's later steps
+    // only). A worker's part (data.shard_files) is not the epoch: every
+    // step of it is a full global batch.
+    const double run_samples = data_.train.part.count > 1
+                                   ? static_cast<double>((steps_per_epoch_ - start_step) * cfg_.training.batch_size)
+                                   : totals.samples - samples_before;
+    rec.samples_per_second = run_samples / train_seconds;
+    MetricList shown{{"loss", rec.loss}, {"accuracy", rec.accuracy}};
+    if (data_.validation.size() > 0) {
+        const EvalResult v = evaluate(replicas_, data_.validation, cfg_.training.batch_size);
+        rec.has_validation = true;
+        rec.val_loss = v.loss;
+        rec.val_accuracy = v.accuracy;
+        shown.push_back({"val_loss", v.loss});
+        shown.push_back({"val_accuracy", v.accuracy});
+    }
+    rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    progress_.end_epoch(shown, rec.seconds);
+    return rec;
+}
+
+bool Trainer::after_epoch(const EpochRecord& record, const MonitoredMetric& best_metric, EpochDecision& decision) {
+    // A NaN best (a first epoch whose loss was NaN) is no best, as on restore.
+    const double value = best_metric.value_of(record);
+    const bool is_best =
+        !state_.has_best || std::isnan(state_.best_value) || best_metric.beats(value, state_.best_value);
+    if (is_best) {
+        state_.has_best = true;
+        state_.best_value = value;
+        state_.best_of = best_metric.describe();
+    }
+    for (auto& c : callbacks_) c->after_epoch(record, decision);
+    decision.stop = stop_agreed(decision.stop);
+    return is_best;
+}
+
+void Trainer::report_early_stop(int64_t epoch, const MonitoredMetric& best_metric, const Checkpointer& checkpointer,
+                                FitResult& result) {
+    // Another worker's vote (whose metrics differed from this one's) may have stopped it.
+    result.stopped_early = early_->stops(state_.epochs_done)
+                               ? early_->reason()
+                               : "another worker's count of epochs without improvement reached patience";
+    // Where the best weights are: best.safetensors keeps its own best
+    // (checkpoint.monitor, any improvement), which need not be the epoch
+    // early stopping names (min_delta, start_from_epoch, resumes).
+    std::string best_file;
+    if (writer_ && cfg_.checkpoint.save_best)
+        if (const int64_t best_epoch = checkpointer.best_file_epoch(); best_epoch > 0)
+            best_file = "; best.safetensors holds epoch " + std::to_string(best_epoch) + "'s weights" +
+                        (best_epoch == early_->state().best_epoch &&
+                                 best_metric.describe() == early_->rule().metric().describe()
+                             ? std::string()
+                             : " (the best by checkpoint.monitor, " + best_metric.describe() + ")");
+    info("Epoch " + std::to_string(epoch + 1) + ": early stopping: " + result.stopped_early + best_file);
 }
 
 }  // namespace gputrain::train

@@ -8,6 +8,7 @@
 // worker holding global rank 0 prints, writes metrics.csv and checkpoints.
 #pragma once
 
+#include <chrono>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -18,10 +19,13 @@
 #include "data/dataset.hpp"
 #include "data/loader.hpp"
 #include "optim/schedule.hpp"
+#include "train/callback.hpp"
 #include "train/checkpointer.hpp"
+#include "train/early_stopping.hpp"
 #include "train/loss_scaler.hpp"
 #include "train/metrics_file.hpp"
 #include "train/progress.hpp"
+#include "train/reduce_lr_on_plateau.hpp"
 #include "train/replica.hpp"
 #include "train/tensorboard_writer.hpp"
 
@@ -71,23 +75,52 @@ private:
         int64_t skipped_steps = 0;     // non-finite gradients under on_nan: skip_step
         int64_t overflow_steps = 0;    // fp16 steps skipped by the loss scaler
     };
+
+    // fit()'s parts, in the order they run.
+    // --resume: the state of the checkpoint (callbacks' included), what it
+    // means for the run dir and best.safetensors, reported; ConfigError when
+    // this config cannot continue it.
+    void resume(Checkpointer& checkpointer, const MonitoredMetric& best_metric, std::string& resume_warning,
+                bool& stale_best_file);
+    // The steps per epoch so far, this run's from its first epoch on.
+    void continue_epoch_steps();
+    // Resident data, and whether each replica's steps can be CUDA graphs.
+    void prepare_replicas(data::Loader& loader);
+    // Epoch `epoch`'s steps on every replica; throws Error when training
+    // diverged and stop_interrupted's Interrupted when a signal stopped it.
+    EpochTotals train_epoch(int64_t epoch, double learning_rate, data::Loader& loader,
+                            const optim::Schedule& schedule, Checkpointer& checkpointer, TensorBoardWriter& tensorboard);
     void run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loader& loader,
                    const optim::Schedule& schedule, EpochTotals& totals, TensorBoardWriter& tensorboard);
+    // The state after a whole epoch, and what it is worth reporting (warnings).
+    void count_epoch(int64_t epoch, int64_t start_step, const EpochTotals& totals);
+    // The epoch's record: its training averages, then validation.
+    EpochRecord record_epoch(int64_t epoch, int64_t start_step, double samples_before, double learning_rate,
+                             const EpochTotals& totals, std::chrono::steady_clock::time_point start);
+    // best.safetensors' metric, then every callback, after one epoch; the
+    // workers agree on a stop. Returns whether the epoch is the best so far.
+    bool after_epoch(const EpochRecord& record, const MonitoredMetric& best_metric, EpochDecision& decision);
+    // Why early stopping ended training, and where the best weights are.
+    void report_early_stop(int64_t epoch, const MonitoredMetric& best_metric, const Checkpointer& checkpointer,
+                           FitResult& result);
+    Metadata callbacks_metadata() const;
+
     std::string resume_command() const;
     // Whether every worker stops after this epoch, given this one's verdict:
     // any that does stops all (one host all-reduce, in a multi-worker run only).
-    bool early_stop_agreed(bool mine);
+    bool stop_agreed(bool mine);
     // Sums `values` over the workers (each worker's replica 0 gives them):
     // one host all-reduce on every local replica.
     std::vector<double> sum_over_workers(std::vector<double> values);
     // A multi-worker run: every worker must go on from the same training
     // state (a worker resumed from another checkpoint, or not at all, would
-    // train apart and leave the others waiting): ConfigError on every worker.
+    // train apart and leave the others waiting): WorkersDisagree on every worker.
     void require_same_state_on_workers();
     LossScaler& scaler_of(const Replica& r);
     // Copies replica 0's loss scale into state_ (for checkpoints).
     void record_loss_scale();
     void warn(const std::string& text);
+    void info(const std::string& line);  // on the writing worker, unless --quiet
     // After a resume: best.safetensors made this training's best again (the
     // resumed checkpoint, when it is that best), or best started over.
     void restore_best_file(const Checkpointer& checkpointer, bool stale);
@@ -104,6 +137,12 @@ private:
     int64_t report_every_ = 1;          // logging.every_steps, or auto (steps per epoch / 100)
     int64_t poll_every_ = 1;            // signals are agreed on at least this often (1% of an epoch)
     std::vector<std::unique_ptr<LossScaler>> scalers_;  // one per local replica (training.precision: fp16), identical
+    // The callbacks, each with its state; early_ and plateau_ are two of them,
+    // for what only they tell (a stop's reason, the base learning rate).
+    std::vector<std::unique_ptr<Callback>> callbacks_;
+    EarlyStoppingCallback* early_ = nullptr;
+    ReduceLrCallback* plateau_ = nullptr;
+    bool writer_ = false;               // this worker holds global rank 0: it logs and writes files
     std::string last_good_checkpoint_;  // the newest checkpoint written or resumed from
     bool graphs_warned_ = false;        // a failed CUDA graph recording was reported
 };

@@ -254,13 +254,14 @@ TEST_CASE("early stopping metadata that cannot be is a damaged checkpoint") {
         }
         fixture::save_contents(contents, damaged);
         auto again = fixture::replicas(job.cfg, 1);
-        CHECK_THROWS_WITH(train::restore(damaged, again, job.cfg, true), damaged + ": metadata " + problem + tail);
+        CHECK_THROWS_WITH(fixture::fit(job.cfg, again, job.data, dir.path.string(), damaged),
+                          damaged + ": metadata " + problem + tail);
     }
     auto contents = good;
     contents.metadata["early_stopping_wait"] = "-1";
     fixture::save_contents(contents, damaged);
     auto again = fixture::replicas(job.cfg, 1);
-    CHECK_THROWS_WITH(train::restore(damaged, again, job.cfg, true),
+    CHECK_THROWS_WITH(fixture::fit(job.cfg, again, job.data, dir.path.string(), damaged),
                       damaged + ": metadata 'early_stopping_wait' is not a whole number >= 0: '-1'; the file is "
                                 "damaged or not a gputrain checkpoint");
 }

@@ -166,7 +166,7 @@ TEST_CASE("A checkpoint with NaN weights is refused and the previous one kept") 
     train::Checkpointer checkpointer(cfg, dir.path.string());
     train::TrainingState state;
     state.epochs_done = 2;
-    REQUIRE_THROWS_WITH(checkpointer.save_epoch(*reps[0], state, train::EpochRecord{}, false),
+    REQUIRE_THROWS_WITH(checkpointer.save_epoch(*reps[0], state, train::EpochRecord{}, {}, false),
                         Catch::StartsWith("not writing '" + (dir.path / "epoch-002.safetensors").string() +
                                           "' after epoch 2: tensor 'dense/kernel' holds NaN (a gradient or its "
                                           "square past float32's range"));

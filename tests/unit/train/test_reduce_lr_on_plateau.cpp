@@ -177,7 +177,7 @@ TEST_CASE("reduce_lr metadata that cannot be is a damaged checkpoint") {
         contents.metadata[change.first] = change.second;
         fixture::save_contents(contents, damaged);
         auto again = fixture::replicas(job.cfg, 1);
-        CHECK_THROWS_WITH(train::restore(damaged, again, job.cfg, true),
+        CHECK_THROWS_WITH(fixture::fit(job.cfg, again, job.data, dir.path.string(), damaged),
                           damaged + ": metadata " + problem + "; the file is damaged: resume from another checkpoint");
     }
     // The other keys without the one that names the metric: damage, not a count to drop silently.
@@ -185,7 +185,7 @@ TEST_CASE("reduce_lr metadata that cannot be is a damaged checkpoint") {
     orphans.metadata.erase("reduce_lr_of");
     fixture::save_contents(orphans, damaged);
     auto again = fixture::replicas(job.cfg, 1);
-    CHECK_THROWS_WITH(train::restore(damaged, again, job.cfg, true),
+    CHECK_THROWS_WITH(fixture::fit(job.cfg, again, job.data, dir.path.string(), damaged),
                       damaged + ": metadata 'reduce_lr_best' comes without 'reduce_lr_of'; the file is damaged: "
                                 "resume from another checkpoint");
 }

@@ -191,7 +191,7 @@ TEST_CASE("keep_last and the latest checkpoint go by epoch number past epoch 999
     train::TrainingState state;
     for (int64_t epoch : {998, 999, 1000, 1001}) {
         state.epochs_done = epoch;
-        checkpointer.save_epoch(*reps[0], state, train::EpochRecord{}, false);
+        checkpointer.save_epoch(*reps[0], state, train::EpochRecord{}, {}, false);
     }
     CHECK(fs::exists(dir.path / "epoch-1000.safetensors"));
     CHECK(fs::exists(dir.path / "epoch-1001.safetensors"));
@@ -201,9 +201,9 @@ TEST_CASE("keep_last and the latest checkpoint go by epoch number past epoch 999
     CHECK(train::latest_checkpoint(dir.path.string()) == (dir.path / "epoch-1001.safetensors").string());
     // A resume from an older epoch: epoch 5 written again, 1000 and 1001 (the abandoned run's) kept, not counted.
     state.epochs_done = 4;
-    checkpointer.save_epoch(*reps[0], state, train::EpochRecord{}, false);
+    checkpointer.save_epoch(*reps[0], state, train::EpochRecord{}, {}, false);
     state.epochs_done = 5;
-    checkpointer.save_epoch(*reps[0], state, train::EpochRecord{}, false);
+    checkpointer.save_epoch(*reps[0], state, train::EpochRecord{}, {}, false);
     CHECK(fs::exists(dir.path / "epoch-004.safetensors"));
     CHECK(fs::exists(dir.path / "epoch-005.safetensors"));
     CHECK(fs::exists(dir.path / "epoch-1001.safetensors"));
@@ -211,7 +211,7 @@ TEST_CASE("keep_last and the latest checkpoint go by epoch number past epoch 999
     CHECK(checkpointer.files_past(5) == std::vector<std::string>{"epoch-1000.safetensors", "epoch-1001.safetensors"});
     state.epochs_done = 1001;
     state.has_best = true;
-    checkpointer.save_epoch(*reps[0], state, train::EpochRecord{}, true);
+    checkpointer.save_epoch(*reps[0], state, train::EpochRecord{}, {}, true);
     CHECK(checkpointer.files_past(5).back() == "best.safetensors");
     CHECK(checkpointer.files_past(1001).empty());
 }
