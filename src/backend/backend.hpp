@@ -7,9 +7,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
+#include <typeinfo>
 
 #include "backend/activation.hpp"
 #include "backend/conv_geometry.hpp"
+#include "backend/kernels.hpp"
 #include "backend/math.hpp"
 #include "backend/precision.hpp"
 #include "core/error.hpp"
@@ -202,12 +205,6 @@ public:
     // key_words[1] its high 32 bits (written by upload() before each step).
     virtual void dropout_forward_keyed(const float* x, float* y, float* mask_out, size_t n, float rate,
                                        const uint32_t* key_words, uint64_t first_index) = 0;
-    virtual void multiply(const float* a, const float* b, float* out, size_t n) = 0;
-    // y[i] += x[i]: a tensor read by several layers sums their gradients; add's forward.
-    virtual void accumulate(float* y, const float* x, size_t n) = 0;
-    // dst[r * ld_dst + c] = src[r * ld_src + c] for r < rows, c < cols: a
-    // block of columns in or out of a wider matrix (concatenate along the last axis).
-    virtual void copy_strided(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols) = 0;
     // Whether every x[i] is finite (no NaN, no Inf). Waits for the result on the host.
     virtual bool all_finite(const float* x, size_t n) = 0;
     // The same test without waiting: `guard` (kGuardWords int32 of backend
@@ -323,6 +320,16 @@ public:
     virtual void sgd_step_guarded(float* params, const float* grads, float* velocity, size_t n,
                                   const math::SgdParams* s, const int32_t* skip) = 0;
 
+    // ---- Ops outside this interface (backend/kernels.hpp; run them with run_op) ----
+    // This backend's kernels for them.
+    virtual const KernelTable& kernels() const = 0;
+    // Runs `kernel` on `op` (op_bytes of a trivially copyable struct) in
+    // stream order: at once on the CPU, launched on its stream by a GPU.
+    virtual void queue(KernelTable::Fn kernel, const void* op, size_t op_bytes) {
+        (void)op_bytes;
+        kernel(*this, op);
+    }
+
     // ---- Graphs: the work of a step recorded once and replayed ----
     // Whether this backend can record what it queues (CUDA graphs on a GPU).
     virtual bool can_capture() const { return false; }
@@ -337,5 +344,15 @@ public:
     // How many operations (kernels, copies, memsets) a recorded graph holds.
     virtual size_t graph_nodes(int /*graph*/) const { return 0; }
 };
+
+// Queues op `op` (a struct of backend/ops/) on `backend`, by the backend's
+// kernel for it; Error when the backend has none.
+template <typename Op>
+void run_op(Backend& backend, const Op& op) {
+    static_assert(std::is_trivially_copyable_v<Op>, "an op is a struct of pointers and sizes");
+    const KernelTable::Fn kernel = backend.kernels().find(typeid(Op));
+    if (!kernel) throw Error(backend.name() + ": no kernel for op '" + Op::kName + "'");
+    backend.queue(kernel, &op, sizeof op);
+}
 
 }  // namespace gputrain

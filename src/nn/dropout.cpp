@@ -3,6 +3,8 @@
 #include <charconv>
 #include <string>
 
+#include "backend/ops/elementwise.hpp"
+
 namespace gputrain::nn {
 
 std::string Dropout::detail() const {
@@ -55,7 +57,7 @@ void Dropout::backward(const RunContext& ctx, const float*, const float*, const 
     if (!dx) return;
     const size_t n = static_cast<size_t>(rows) * elements_;
     if (last_forward_training_)
-        ctx.backend.multiply(dy, mask_, dx, n);
+        run_op(ctx.backend, ops::Multiply{dy, mask_, dx, n});
     else
         ctx.backend.copy(dx, dy, n * sizeof(float));
 }

@@ -1,5 +1,6 @@
 #include "nn/merge.hpp"
 
+#include "backend/ops/elementwise.hpp"
 #include "core/error.hpp"
 
 namespace gputrain::nn {
@@ -78,18 +79,18 @@ void Merge::forward(const RunContext& ctx, std::span<const float* const> x, floa
     switch (op_) {
         case MergeOp::add:
             b.copy(y, x[0], n * sizeof(float));
-            for (size_t i = 1; i < x.size(); ++i) b.accumulate(y, x[i], n);
+            for (size_t i = 1; i < x.size(); ++i) run_op(b, ops::Accumulate{y, x[i], n});
             return;
         case MergeOp::multiply:
-            b.multiply(x[0], x[1], y, n);
-            for (size_t i = 2; i < x.size(); ++i) b.multiply(y, x[i], y, n);
+            run_op(b, ops::Multiply{x[0], x[1], y, n});
+            for (size_t i = 2; i < x.size(); ++i) run_op(b, ops::Multiply{y, x[i], y, n});
             return;
         case MergeOp::concatenate: {
             const int matrix_rows = static_cast<int>(rows * rows_per_sample_);
             int64_t offset = 0;
             for (size_t i = 0; i < x.size(); ++i) {
-                b.copy_strided(y + offset, static_cast<int>(width_), x[i], static_cast<int>(widths_[i]), matrix_rows,
-                               static_cast<int>(widths_[i]));
+                run_op(b, ops::CopyStrided{y + offset, static_cast<int>(width_), x[i], static_cast<int>(widths_[i]),
+                                           matrix_rows, static_cast<int>(widths_[i])});
                 offset += widths_[i];
             }
             return;
@@ -113,7 +114,7 @@ void Merge::backward(const RunContext& ctx, std::span<const float* const> x, con
                 bool first = true;
                 for (size_t j = 0; j < x.size(); ++j) {
                     if (j == i) continue;
-                    b.multiply(first ? dy : dx[i], x[j], dx[i], n);
+                    run_op(b, ops::Multiply{first ? dy : dx[i], x[j], dx[i], n});
                     first = false;
                 }
             }
@@ -123,8 +124,8 @@ void Merge::backward(const RunContext& ctx, std::span<const float* const> x, con
             int64_t offset = 0;
             for (size_t i = 0; i < dx.size(); ++i) {
                 if (dx[i])
-                    b.copy_strided(dx[i], static_cast<int>(widths_[i]), dy + offset, static_cast<int>(width_),
-                                   matrix_rows, static_cast<int>(widths_[i]));
+                    run_op(b, ops::CopyStrided{dx[i], static_cast<int>(widths_[i]), dy + offset,
+                                               static_cast<int>(width_), matrix_rows, static_cast<int>(widths_[i])});
                 offset += widths_[i];
             }
             return;

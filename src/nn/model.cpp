@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "backend/gemm_input_cast.hpp"
+#include "backend/ops/elementwise.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "nn/graph.hpp"
@@ -431,9 +432,9 @@ void Model::run_step(const RunContext& ctx, const float* inputs, const int32_t* 
             for (size_t j = 0; j < plan.sum_into.size(); ++j)
                 if (plan.sum_into[j] >= 0) {
                     const int t = graph_.inputs[i][j];
-                    backend_.accumulate(grad_buffers_[static_cast<size_t>(plan.sum_into[j])], dxs[j],
-                                        static_cast<size_t>(rows) *
-                                            static_cast<size_t>(shape_elements(tensor_shapes_[static_cast<size_t>(t)])));
+                    run_op(backend_, ops::Accumulate{grad_buffers_[static_cast<size_t>(plan.sum_into[j])], dxs[j],
+                                                     static_cast<size_t>(rows) * static_cast<size_t>(shape_elements(
+                                                                                     tensor_shapes_[static_cast<size_t>(t)]))});
                 }
         }
         if (ready) ready(layer_offsets_[i]);

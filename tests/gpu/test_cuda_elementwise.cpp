@@ -1,8 +1,11 @@
 // Element-wise and row-wise kernels against CpuBackend on awkward sizes.
+#include "backend/ops/elementwise.hpp"
 #include "parity.hpp"
 
 using namespace gpu_test;
 using gputrain::Activation;
+using gputrain::run_op;
+namespace ops = gputrain::ops;
 
 namespace {
 
@@ -42,8 +45,25 @@ TEST_CASE("multiply matches the CPU exactly") {
     const auto run = [&](Backend& be) {
         Buffers buf(be);
         float* out = buf.zeros<float>(n);
-        be.multiply(buf.upload(a), buf.upload(b), out, n);
+        run_op(be, ops::Multiply{buf.upload(a), buf.upload(b), out, n});
         return buf.download(out, n);
+    };
+    CpuBackend cpu;
+    CudaBackend gpu(0);
+    require_identical(run(gpu), run(cpu));
+}
+
+TEST_CASE("accumulate and copy_strided match the CPU exactly") {
+    const int rows = GENERATE(1, 7, 300), cols = 5, ld = 13;
+    const size_t n = static_cast<size_t>(rows) * ld;
+    const auto a = random_vector(n, 4), b = random_vector(n, 5);
+    const auto run = [&](Backend& be) {
+        Buffers buf(be);
+        float* y = buf.upload(a);
+        run_op(be, ops::Accumulate{y, buf.upload(b), n});
+        float* wide = buf.upload(b);
+        run_op(be, ops::CopyStrided{wide + 3, ld, y, ld, rows, cols});
+        return buf.download(wide, n);
     };
     CpuBackend cpu;
     CudaBackend gpu(0);
@@ -176,7 +196,8 @@ TEST_CASE("size 0 launches nothing and touches nothing") {
     float* x = buf.upload(std::vector<float>{4.0f});
     gpu.fill(x, 0, 1.0f);
     gpu.scale(x, 0, 2.0f);
-    gpu.multiply(x, x, x, 0);
+    run_op(gpu, ops::Multiply{x, x, x, 0});
+    run_op(gpu, ops::CopyStrided{x, 1, x, 1, 0, 1});
     gpu.activation_forward(Activation::relu, x, x, 0);
     gpu.dropout_forward(x, x, x, 0, 0.5f, 1, 0);
     gpu.softmax_forward(x, x, 0, 1);

@@ -1,5 +1,7 @@
 #include "backend/cpu/cpu_backend.hpp"
 
+#include "backend/cpu/cpu_kernels.hpp"
+
 #include <cblas.h>
 
 #include <algorithm>
@@ -165,18 +167,7 @@ void CpuBackend::dropout_forward(const float* x, float* y, float* mask_out, size
     }
 }
 
-void CpuBackend::multiply(const float* a, const float* b, float* out, size_t n) {
-    for (size_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
-}
-
-void CpuBackend::accumulate(float* y, const float* x, size_t n) {
-    for (size_t i = 0; i < n; ++i) y[i] += x[i];
-}
-
-void CpuBackend::copy_strided(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols) {
-    for (int r = 0; r < rows; ++r)
-        std::copy_n(src + static_cast<size_t>(r) * ld_src, cols, dst + static_cast<size_t>(r) * ld_dst);
-}
+const KernelTable& CpuBackend::kernels() const { return cpu_kernels::table(); }
 
 // The per-row formulas are math.hpp's, as in the CUDA kernels (row_kernels.cu).
 void CpuBackend::softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols,

@@ -52,9 +52,7 @@ public:
                                const uint32_t* key_words, uint64_t first_index) override {
         dropout_forward(x, y, mask_out, n, rate, math::join_key_words(key_words), first_index);
     }
-    void multiply(const float* a, const float* b, float* out, size_t n) override;
-    void accumulate(float* y, const float* x, size_t n) override;
-    void copy_strided(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols) override;
+    const KernelTable& kernels() const override;
     bool all_finite(const float* x, size_t n) override;  // cpu_finite.cpp
     void check_finite(const float* x, size_t n, int32_t* guard) override;
     void record_finite(int32_t* guard, bool finite) override;

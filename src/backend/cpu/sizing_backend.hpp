@@ -31,6 +31,7 @@ public:
     void copy_to_device(void*, const void*, size_t) override {}
     void upload(void*, const void*, size_t) override {}
     void fill(float*, size_t, float) override {}
+    void queue(KernelTable::Fn, const void*, size_t) override {}
 
     size_t gemm_scratch_bytes(bool trans_a, bool trans_b, int m, int n, int k, int lda, int ldb) const override;
     size_t gemm_copy_bytes() const override { return casts_ ? 2 : 0; }

@@ -1,5 +1,7 @@
 #include "backend/cuda/cuda_backend.hpp"
 
+#include "backend/cuda/cuda_kernels.hpp"
+
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
@@ -502,19 +504,12 @@ void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
     CUDA_CHECK(device_, cuda_kernels::upload(stream_, dst, host_src, bytes));
 }
 
-void CudaBackend::multiply(const float* a, const float* b, float* out, size_t n) {
-    activate();
-    CUDA_CHECK(device_, cuda_kernels::multiply(stream_, a, b, out, n));
-}
+const KernelTable& CudaBackend::kernels() const { return cuda_kernels::table(); }
 
-void CudaBackend::accumulate(float* y, const float* x, size_t n) {
+void CudaBackend::queue(KernelTable::Fn kernel, const void* op, size_t op_bytes) {
+    (void)op_bytes;
     activate();
-    CUDA_CHECK(device_, cuda_kernels::accumulate(stream_, y, x, n));
-}
-
-void CudaBackend::copy_strided(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols) {
-    activate();
-    CUDA_CHECK(device_, cuda_kernels::copy_strided(stream_, dst, ld_dst, src, ld_src, rows, cols));
+    kernel(*this, op);
 }
 
 void CudaBackend::softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols,

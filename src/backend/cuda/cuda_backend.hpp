@@ -114,9 +114,8 @@ public:
                          uint64_t first_index) override;
     void dropout_forward_keyed(const float* x, float* y, float* mask_out, size_t n, float rate,
                                const uint32_t* key_words, uint64_t first_index) override;
-    void multiply(const float* a, const float* b, float* out, size_t n) override;
-    void accumulate(float* y, const float* x, size_t n) override;
-    void copy_strided(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols) override;
+    const KernelTable& kernels() const override;
+    void queue(KernelTable::Fn kernel, const void* op, size_t op_bytes) override;
     bool all_finite(const float* x, size_t n) override;
     void check_finite(const float* x, size_t n, int32_t* guard) override;
     void record_finite(int32_t* guard, bool finite) override;

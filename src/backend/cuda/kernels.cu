@@ -55,22 +55,6 @@ __global__ void dropout_keyed_kernel(const float* x, float* y, float* mask_out, 
     dropout_rows(x, y, mask_out, n, rate, keep_scale, math::join_key_words(key_words), first_index);
 }
 
-__global__ void multiply_kernel(const float* a, const float* b, float* out, size_t n) {
-    for (size_t i = thread_index(); i < n; i += thread_count()) out[i] = a[i] * b[i];
-}
-
-__global__ void accumulate_kernel(float* y, const float* x, size_t n) {
-    for (size_t i = thread_index(); i < n; i += thread_count()) y[i] += x[i];
-}
-
-// One thread an element of the rows x cols block, over a grid-stride loop.
-__global__ void copy_strided_kernel(float* dst, int ld_dst, const float* src, int ld_src, int cols, size_t n) {
-    for (size_t i = thread_index(); i < n; i += thread_count()) {
-        const size_t r = i / static_cast<size_t>(cols), c = i % static_cast<size_t>(cols);
-        dst[r * static_cast<size_t>(ld_dst) + c] = src[r * static_cast<size_t>(ld_src) + c];
-    }
-}
-
 // The optimizer updates over a grid-stride loop, shared by the plain kernels
 // (scalars as arguments) and the guarded ones (scalars in device memory).
 __device__ __forceinline__ bool aligned_16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
@@ -189,21 +173,6 @@ cudaError_t dropout_forward(cudaStream_t stream, const float* x, float* y, float
 cudaError_t dropout_forward_keyed(cudaStream_t stream, const float* x, float* y, float* mask_out, size_t n,
                                   float rate, float keep_scale, const uint32_t* key_words, uint64_t first_index) {
     return launch_1d(stream, n, dropout_keyed_kernel, x, y, mask_out, n, rate, keep_scale, key_words, first_index);
-}
-
-cudaError_t multiply(cudaStream_t stream, const float* a, const float* b, float* out, size_t n) {
-    return launch_1d(stream, n, multiply_kernel, a, b, out, n);
-}
-
-cudaError_t accumulate(cudaStream_t stream, float* y, const float* x, size_t n) {
-    return launch_1d(stream, n, accumulate_kernel, y, x, n);
-}
-
-cudaError_t copy_strided(cudaStream_t stream, float* dst, int ld_dst, const float* src, int ld_src, int rows,
-                         int cols) {
-    if (rows <= 0 || cols <= 0) return cudaSuccess;
-    const size_t n = static_cast<size_t>(rows) * cols;
-    return launch_1d(stream, n, copy_strided_kernel, dst, ld_dst, src, ld_src, cols, n);
 }
 
 cudaError_t adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, size_t n,

@@ -61,10 +61,6 @@ cudaError_t dropout_forward(cudaStream_t stream, const float* x, float* y, float
 // The key read from device memory (low word, high word).
 cudaError_t dropout_forward_keyed(cudaStream_t stream, const float* x, float* y, float* mask_out, size_t n,
                                   float rate, float keep_scale, const uint32_t* key_words, uint64_t first_index);
-cudaError_t multiply(cudaStream_t stream, const float* a, const float* b, float* out, size_t n);
-cudaError_t accumulate(cudaStream_t stream, float* y, const float* x, size_t n);
-cudaError_t copy_strided(cudaStream_t stream, float* dst, int ld_dst, const float* src, int ld_src, int rows,
-                         int cols);
 // *count += number of blocks that saw a NaN or Inf in x (finite_check.cu); the caller zeroes it.
 cudaError_t count_nonfinite(cudaStream_t stream, const float* x, size_t n, int* count);
 

@@ -4,8 +4,11 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/ops/elementwise.hpp"
 
 using gputrain::CpuBackend;
+using gputrain::run_op;
+namespace ops = gputrain::ops;
 
 namespace {
 
@@ -105,7 +108,7 @@ TEST_CASE("dropout backward: multiplying by the saved mask") {
     const auto r = run_dropout(be, x, 0.5f, 3, 0);
     std::vector<float> dy(n), dx(n);
     for (size_t i = 0; i < n; ++i) dy[i] = 1.0f - 0.003f * i;
-    be.multiply(dy.data(), r.mask.data(), dx.data(), n);
+    run_op(be, ops::Multiply{dy.data(), r.mask.data(), dx.data(), n});
     for (size_t i = 0; i < n; ++i) {
         // y = x * mask, so dy/dx = mask exactly.
         REQUIRE(dx[i] == Approx(double(dy[i]) * (r.y[i] == 0.0f ? 0.0 : r.y[i] / double(x[i]))).epsilon(1e-6));

@@ -5,12 +5,17 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/sizing_backend.hpp"
+#include "backend/ops/elementwise.hpp"
 #include "random_data.hpp"
 
 using test_data::random_vector;
 
 using gputrain::Activation;
 using gputrain::CpuBackend;
+using gputrain::SizingBackend;
+using gputrain::run_op;
+namespace ops = gputrain::ops;
 
 namespace {
 
@@ -183,8 +188,43 @@ TEST_CASE("fill, scale and multiply are element-wise") {
 
     const auto b = random_vector(n, 10);
     std::vector<float> out(n);
-    be.multiply(a.data(), b.data(), out.data(), n);
+    run_op(be, ops::Multiply{a.data(), b.data(), out.data(), n});
     for (size_t i = 0; i < n; ++i) REQUIRE(out[i] == Approx(double(a[i]) * b[i]).margin(1e-7));
+}
+
+TEST_CASE("accumulate adds in place; copy_strided moves a block of columns and nothing else") {
+    CpuBackend be;
+    const size_t n = 37;
+    const auto x = random_vector(n, 11);
+    std::vector<float> y(n + 1, 1.5f);
+    run_op(be, ops::Accumulate{y.data(), x.data(), n});
+    for (size_t i = 0; i < n; ++i) REQUIRE(y[i] == 1.5f + x[i]);
+    REQUIRE(y[n] == 1.5f);
+
+    // Columns 2..4 of a 3 x 7 matrix from a 3 x 3 one.
+    const auto src = random_vector(9, 12);
+    std::vector<float> dst(21, -1.0f);
+    run_op(be, ops::CopyStrided{dst.data() + 2, 7, src.data(), 3, 3, 3});
+    for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 7; ++c)
+            REQUIRE(dst[r * 7 + c] == (c >= 2 && c < 5 ? src[r * 3 + c - 2] : -1.0f));
+}
+
+namespace {
+struct UnknownOp {
+    static constexpr const char* kName = "unknown_op";
+    float* x;
+};
+}  // namespace
+
+TEST_CASE("an op without a kernel on this backend is an error naming both; the sizing backend runs none") {
+    CpuBackend be;
+    float x = 0;
+    REQUIRE_THROWS_WITH(run_op(be, UnknownOp{&x}), "cpu: no kernel for op 'unknown_op'");
+    SizingBackend sizing;
+    float* y = sizing.allocate_floats(4);  // an inaccessible page: a kernel that ran would fault
+    run_op(sizing, ops::Accumulate{y, y, 4});
+    sizing.release(y);
 }
 
 TEST_CASE("linear activation forward and backward are the identity, also in place") {

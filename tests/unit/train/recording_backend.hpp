@@ -98,9 +98,12 @@ public:
         GPUTRAIN_RECORDED(gather_batch(x, y, xs, ys, words, order, position, rows));
     }
     void fill(float* x, size_t n, float value) override { GPUTRAIN_RECORDED(fill(x, n, value)); }
-    void accumulate(float* y, const float* x, size_t n) override { GPUTRAIN_RECORDED(accumulate(y, x, n)); }
-    void copy_strided(float* dst, int ld_dst, const float* src, int ld_src, int rows, int cols) override {
-        GPUTRAIN_RECORDED(copy_strided(dst, ld_dst, src, ld_src, rows, cols));
+    // Ops outside the Backend interface (backend/kernels.hpp): the op's bytes are kept.
+    void queue(gputrain::KernelTable::Fn kernel, const void* op, size_t op_bytes) override {
+        if (!recording_) return kernel(*this, op);
+        std::vector<unsigned char> op_now(static_cast<const unsigned char*>(op),
+                                          static_cast<const unsigned char*>(op) + op_bytes);
+        ops_.push_back([this, kernel, op_now] { kernel(*this, op_now.data()); });
     }
     void scale(float* x, size_t n, float alpha) override { GPUTRAIN_RECORDED(scale(x, n, alpha)); }
     void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, int lda, const float* b, int ldb,
@@ -255,9 +258,6 @@ public:
     void dropout_forward_keyed(const float* x, float* y, float* mask, size_t n, float rate, const uint32_t* key,
                                uint64_t first) override {
         GPUTRAIN_RECORDED(dropout_forward_keyed(x, y, mask, n, rate, key, first));
-    }
-    void multiply(const float* a, const float* b, float* out, size_t n) override {
-        GPUTRAIN_RECORDED(multiply(a, b, out, n));
     }
     void check_finite(const float* x, size_t n, int32_t* guard) override { GPUTRAIN_RECORDED(check_finite(x, n, guard)); }
     void record_finite(int32_t* guard, bool finite) override { GPUTRAIN_RECORDED(record_finite(guard, finite)); }

@@ -89,6 +89,30 @@ TEST_CASE("A CNN with batch norm and dropout: replayed steps give the direct wei
     REQUIRE(state(*graphs[0]) == state(*direct[0]));
 }
 
+TEST_CASE("A graph with add, concatenate, multiply and a tensor read three times: replayed steps give the direct weights") {
+    using specs::layer;
+    const auto reading = [](config::LayerSpec s, std::vector<std::string> inputs) {
+        for (auto& name : inputs) s.inputs.push_back(config::LayerInput{name});
+        return s;
+    };
+    data::DataSplits data;
+    data.train = fixture::blobs(150, 4);  // batches of 16: 9 full steps and one of 6
+    auto cfg = fixture::small_job(2, 16);
+    cfg.model.layers = {layer("dense", {{"units", "5"}, {"activation", "tanh"}}, "a"),
+                        layer("dense", {{"units", "5"}, {"activation", "sigmoid"}}, "b"),
+                        reading(layer("add", {}, "sum"), {"a", "b"}),
+                        reading(layer("multiply", {}, "product"), {"sum", "a"}),
+                        reading(layer("concatenate", {}, "joined"), {"product", "a", "input"}),
+                        layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
+    fixture::TempDir direct_dir, graph_dir;
+    auto direct = fixture::replicas(cfg, 1);
+    fixture::fit(cfg, direct, data, direct_dir.path.string());
+    auto graphs = recording_replicas(cfg);
+    fixture::fit(cfg, graphs, data, graph_dir.path.string());
+    REQUIRE(replays_of(*graphs[0]) == 2 * 10 - 2);
+    REQUIRE(fixture::params_of(*graphs[0]) == fixture::params_of(*direct[0]));
+}
+
 TEST_CASE("The recording backend keeps arguments and reads memory at replay, as CUDA graphs do") {
     fixture::RecordingBackend be;
     std::vector<uint32_t> key{7, 0};

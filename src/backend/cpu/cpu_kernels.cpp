@@ -1,0 +1,14 @@
+#include "backend/cpu/cpu_kernels.hpp"
+
+namespace gputrain::cpu_kernels {
+
+const KernelTable& table() {
+    static const KernelTable kernels = [] {
+        KernelTable t;
+        add_elementwise(t);
+        return t;
+    }();
+    return kernels;
+}
+
+}  // namespace gputrain::cpu_kernels

@@ -1,0 +1,14 @@
+// The CPU backend's kernels of ops outside the Backend interface
+// (backend/kernels.hpp): one add_* function per kernel file, each adding that
+// file's kernels; cpu_kernels.cpp calls them all.
+#pragma once
+
+#include "backend/kernels.hpp"
+
+namespace gputrain::cpu_kernels {
+
+const KernelTable& table();
+
+void add_elementwise(KernelTable& table);  // elementwise_kernels.cpp
+
+}  // namespace gputrain::cpu_kernels

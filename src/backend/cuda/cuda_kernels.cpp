@@ -1,0 +1,14 @@
+#include "backend/cuda/cuda_kernels.hpp"
+
+namespace gputrain::cuda_kernels {
+
+const KernelTable& table() {
+    static const KernelTable kernels = [] {
+        KernelTable t;
+        add_elementwise(t);
+        return t;
+    }();
+    return kernels;
+}
+
+}  // namespace gputrain::cuda_kernels
