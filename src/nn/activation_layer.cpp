@@ -1,5 +1,7 @@
 #include "nn/activation_layer.hpp"
 
+#include "nn/registry.hpp"
+
 namespace gputrain::nn {
 
 Shape ActivationLayer::build(const Shape& input_shape) {
@@ -30,6 +32,19 @@ void ActivationLayer::backward(const RunContext& ctx, const float* x, const floa
         ctx.backend.softmax_backward(y, dy, dx, static_cast<int>(n / last_axis_), static_cast<int>(last_axis_));
     else
         ctx.backend.activation_backward(activation_, x, y, dy, dx, n);
+}
+
+// One layer type per element-wise activation (relu, tanh, ...; softmax too): no keys.
+void add_activation_layers(LayerRegistry& registry) {
+    for (const auto& act_name : activation_names()) {
+        Activation act;
+        parse_activation(act_name, act);
+        if (act == Activation::linear) continue;
+        registry.add(act_name, [act](LayerArgs& args) -> std::unique_ptr<Layer> {
+            args.finish({});
+            return std::make_unique<ActivationLayer>(act);
+        });
+    }
 }
 
 }  // namespace gputrain::nn

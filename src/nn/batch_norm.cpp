@@ -3,6 +3,7 @@
 #include <cstddef>
 
 #include "core/error.hpp"
+#include "nn/registry.hpp"
 
 namespace gputrain::nn {
 
@@ -114,6 +115,26 @@ void BatchNorm::backward_without_rows(const RunContext& ctx) {
     if (!ctx.training || !syncing(ctx)) return;
     ctx.backend.fill(grad_sums_, static_cast<size_t>(2 * channels_), 0.0f);
     ctx.cross_replica->allreduce_sum(grad_sums_, static_cast<size_t>(2 * channels_));
+}
+
+// batch_norm: Keras' momentum, epsilon, center, scale; sync across replicas.
+void add_batch_norm_layer(LayerRegistry& registry) {
+    registry.add("batch_norm", [](LayerArgs& args) -> std::unique_ptr<Layer> {
+        BatchNormSettings s;
+        s.momentum = args.number("momentum", s.momentum, 0.0, 1.0);
+        if (static_cast<float>(s.momentum) >= 1.0f)  // the moving statistics are updated in fp32
+            args.fail("momentum", "is 1 in float32, so the moving statistics would never change; give at most "
+                                  "0.9999999");
+        s.epsilon = args.number("epsilon", s.epsilon, 0.0, 1.0);
+        if (s.epsilon <= 0.0) args.fail("epsilon", "must be positive (e.g. epsilon: 0.001)");
+        if (static_cast<float>(s.epsilon) == 0.0f)  // computed in fp32
+            args.fail("epsilon", "is 0 in float32 (below 1.4e-45); give at least 1e-38, e.g. epsilon: 0.001");
+        s.center = args.flag("center", true);
+        s.scale = args.flag("scale", true);
+        s.sync = args.flag("sync", false);
+        args.finish({"momentum", "epsilon", "center", "scale", "sync"});
+        return std::make_unique<BatchNorm>(s);
+    });
 }
 
 }  // namespace gputrain::nn

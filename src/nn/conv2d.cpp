@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "nn/activation_step.hpp"
+#include "nn/registry.hpp"
 
 namespace gputrain::nn {
 
@@ -120,6 +121,22 @@ void Conv2d::backward(const RunContext& ctx, const float* x, const float* y, con
                                                     s_.use_bias ? bias_grad_ : nullptr, pixels, channels, ctx.fused);
     be.conv2d_backward_filter(g, x, dz, kernel_grad_, workspace_, workspace_bytes_);
     if (dx) be.conv2d_backward_data(g, dz, kernel_, dx, workspace_, workspace_bytes_);
+}
+
+// conv2d: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation.
+void add_conv2d_layer(LayerRegistry& registry) {
+    registry.add("conv2d", [](LayerArgs& args) -> std::unique_ptr<Layer> {
+        Conv2dSettings s;
+        s.filters = args.positive_int("filters");
+        s.kernel = args.int_pair("kernel_size", std::nullopt);
+        s.strides = args.int_pair("strides", IntPair{1, 1});
+        s.padding = read_padding(args);
+        s.dilation = args.int_pair("dilation_rate", IntPair{1, 1});
+        s.use_bias = args.flag("use_bias", true);
+        s.activation = args.activation("activation", Activation::linear);
+        args.finish({"filters", "kernel_size", "strides", "padding", "dilation_rate", "use_bias", "activation"});
+        return std::make_unique<Conv2d>(s);
+    });
 }
 
 }  // namespace gputrain::nn

@@ -5,6 +5,7 @@
 #include "backend/gemm_input_cast.hpp"
 #include "core/error.hpp"
 #include "nn/activation_step.hpp"
+#include "nn/registry.hpp"
 
 namespace gputrain::nn {
 
@@ -146,6 +147,17 @@ void Dense::backward(const RunContext& ctx, const float* x, const float* y, cons
         be.gemm_copied(false, true, m, k, n, 1.0f, dz_copy, n, kernel_copy_, n, 0.0f, dx, k);
     else
         be.gemm(false, true, m, k, n, 1.0f, dz, n, kernel_, n, 0.0f, dx, k);
+}
+
+// dense: units, activation, use_bias.
+void add_dense_layer(LayerRegistry& registry) {
+    registry.add("dense", [](LayerArgs& args) -> std::unique_ptr<Layer> {
+        const int64_t units = args.positive_int("units");
+        const Activation act = args.activation("activation", Activation::linear);
+        const bool use_bias = args.flag("use_bias", true);
+        args.finish({"units", "activation", "use_bias"});
+        return std::make_unique<Dense>(units, act, use_bias);
+    });
 }
 
 }  // namespace gputrain::nn

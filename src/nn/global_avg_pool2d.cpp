@@ -1,5 +1,6 @@
 #include "nn/global_avg_pool2d.hpp"
 
+#include "nn/registry.hpp"
 #include "nn/spatial.hpp"
 
 namespace gputrain::nn {
@@ -26,6 +27,14 @@ void GlobalAvgPool2d::backward(const RunContext& ctx, const float* x, const floa
     Pool2dGeometry g = g_;
     g.batch = rows;
     ctx.backend.pool2d_backward(g, x, y, dy, dx);
+}
+
+// global_avg_pool2d: no keys.
+void add_global_avg_pool2d_layer(LayerRegistry& registry) {
+    registry.add("global_avg_pool2d", [](LayerArgs& args) -> std::unique_ptr<Layer> {
+        args.finish({});
+        return std::make_unique<GlobalAvgPool2d>();
+    });
 }
 
 }  // namespace gputrain::nn

@@ -2,6 +2,7 @@
 
 #include "backend/ops/elementwise.hpp"
 #include "core/error.hpp"
+#include "nn/registry.hpp"
 
 namespace gputrain::nn {
 
@@ -130,6 +131,21 @@ void Merge::backward(const RunContext& ctx, std::span<const float* const> x, con
             }
             return;
         }
+    }
+}
+
+// add, concatenate and multiply: no keys (concatenate refuses axis).
+void add_merge_layers(LayerRegistry& registry) {
+    const std::pair<const char*, MergeOp> merges[] = {
+        {"add", MergeOp::add}, {"concatenate", MergeOp::concatenate}, {"multiply", MergeOp::multiply}};
+    for (const auto& [type, op] : merges) {
+        registry.add(type, [op = op](LayerArgs& args) -> std::unique_ptr<Layer> {
+            if (op == MergeOp::concatenate && args.has("axis"))
+                args.fail("axis", "concatenate always joins the last axis (channels for images, Keras' axis=-1); "
+                                  "remove axis");
+            args.finish({});
+            return std::make_unique<Merge>(op);
+        });
     }
 }
 

@@ -1,6 +1,7 @@
 #include "nn/pool2d.hpp"
 
 #include "core/error.hpp"
+#include "nn/registry.hpp"
 
 namespace gputrain::nn {
 
@@ -51,6 +52,20 @@ void Pool2d::backward(const RunContext& ctx, const float* x, const float* y, con
     Pool2dGeometry g = g_;
     g.batch = rows;
     ctx.backend.pool2d_backward(g, x, y, dy, dx);
+}
+
+// max_pool2d and avg_pool2d: pool_size, strides (default: pool_size), padding.
+void add_pool2d_layers(LayerRegistry& registry) {
+    const std::pair<const char*, PoolMode> pools[] = {{"max_pool2d", PoolMode::max}, {"avg_pool2d", PoolMode::average}};
+    for (const auto& [type, mode] : pools) {
+        registry.add(type, [mode = mode](LayerArgs& args) -> std::unique_ptr<Layer> {
+            const IntPair pool = args.int_pair("pool_size", IntPair{2, 2});
+            const IntPair strides = args.int_pair("strides", pool);
+            const Padding padding = read_padding(args);
+            args.finish({"pool_size", "strides", "padding"});
+            return std::make_unique<Pool2d>(mode, pool, strides, padding);
+        });
+    }
 }
 
 }  // namespace gputrain::nn

@@ -1,5 +1,7 @@
-// The layer registry: YAML `type:` -> constructor. Filled explicitly by
-// register_builtin_layers (no static initializers).
+// The layer registry: YAML `type:` -> constructor. Each layer's file adds
+// its types (reading its keys with LayerArgs) in an add_*_layer function;
+// register_builtin_layers calls them all, in the list below (no static
+// initializers: a static library's unreferenced objects would be dropped).
 #pragma once
 
 #include <functional>
@@ -31,6 +33,18 @@ private:
 };
 
 void register_builtin_layers(LayerRegistry& registry);
+
+// The layers' own files (one line each for a new layer).
+void add_flatten_layer(LayerRegistry& registry);            // flatten.cpp
+void add_dense_layer(LayerRegistry& registry);              // dense.cpp
+void add_activation_layers(LayerRegistry& registry);        // activation_layer.cpp
+void add_dropout_layer(LayerRegistry& registry);            // dropout.cpp
+void add_merge_layers(LayerRegistry& registry);             // merge.cpp
+void add_conv2d_layer(LayerRegistry& registry);             // conv2d.cpp
+void add_pool2d_layers(LayerRegistry& registry);            // pool2d.cpp
+void add_global_avg_pool2d_layer(LayerRegistry& registry);  // global_avg_pool2d.cpp
+void add_batch_norm_layer(LayerRegistry& registry);         // batch_norm.cpp
+void add_reshape_layer(LayerRegistry& registry);            // reshape.cpp
 
 // The registry with every built-in layer (built once, read-only afterwards).
 const LayerRegistry& builtin_layers();

@@ -1,6 +1,7 @@
 #include "nn/reshape.hpp"
 
 #include "core/error.hpp"
+#include "nn/registry.hpp"
 
 namespace gputrain::nn {
 
@@ -51,6 +52,23 @@ void Reshape::forward(const RunContext& ctx, const float* x, float* y, int rows)
 
 void Reshape::backward(const RunContext& ctx, const float*, const float*, const float* dy, float* dx, int rows) {
     if (dx) ctx.backend.copy(dx, dy, static_cast<size_t>(rows) * elements_ * sizeof(float));
+}
+
+// reshape: target_shape, one size may be -1.
+void add_reshape_layer(LayerRegistry& registry) {
+    registry.add("reshape", [](LayerArgs& args) -> std::unique_ptr<Layer> {
+        const std::vector<int64_t> target = args.int_list("target_shape");
+        int unknown = 0;
+        for (int64_t d : target) {
+            if (d == -1) ++unknown;
+            else if (d <= 0)
+                args.fail("target_shape", "sizes must be positive (one may be -1 to infer it), got " +
+                                              std::to_string(d));
+        }
+        if (unknown > 1) args.fail("target_shape", "only one size may be -1");
+        args.finish({"target_shape"});
+        return std::make_unique<Reshape>(target);
+    });
 }
 
 }  // namespace gputrain::nn

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "nn/layer_args.hpp"
 
 namespace gputrain::nn {
 
@@ -52,6 +53,10 @@ void require_image_input(const std::string& layer, const std::string& type, cons
     }
     throw ConfigError("layer '" + layer + "' (" + type + "): needs input (height, width, channels), got " +
                       shape_to_string(input, false) + "; " + hint);
+}
+
+Padding read_padding(LayerArgs& args) {
+    return args.choice("padding", "valid", {"same", "valid"}) == "same" ? Padding::same : Padding::valid;
 }
 
 }  // namespace gputrain::nn

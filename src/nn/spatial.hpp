@@ -8,6 +8,8 @@
 
 namespace gputrain::nn {
 
+class LayerArgs;
+
 enum class Padding { same, valid };
 
 // Output size and leading padding of one spatial axis.
@@ -37,5 +39,8 @@ const char* padding_name(Padding padding);
 // "layer 'conv2d' (conv2d): needs input (height, width, channels), got (784);
 //  add a reshape layer with target_shape [28, 28, 1]"
 void require_image_input(const std::string& layer, const std::string& type, const Shape& input);
+
+// The layer key `padding`: same or valid (default valid).
+Padding read_padding(LayerArgs& args);
 
 }  // namespace gputrain::nn
