@@ -8,18 +8,8 @@
 //   fp16  the same with IEEE half, plus dynamic loss scaling (train/loss_scaler)
 #pragma once
 
-#include <string>
-
 namespace gputrain {
 
 enum class Precision { fp32, tf32, bf16, fp16 };
-
-// The config spelling ("fp32", ...); config/ has already checked it.
-inline Precision precision_from_name(const std::string& name) {
-    if (name == "tf32") return Precision::tf32;
-    if (name == "bf16") return Precision::bf16;
-    if (name == "fp16") return Precision::fp16;
-    return Precision::fp32;
-}
 
 }  // namespace gputrain
