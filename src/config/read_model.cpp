@@ -277,6 +277,18 @@ public:
         }
     }
 
+    // A default given by --set that no instance takes (each sets the
+    // parameter itself) would change nothing: an error, not a silent no-op.
+    void require_set_defaults_used() const {
+        for (const auto& [block_name, def] : blocks_.defs)
+            for (const auto& [param, ref] : def.param_refs)
+                if (ref.place.rfind("--set ", 0) == 0 && !defaults_used_.count(block_name + "\n" + param))
+                    ref.fail("no instance of block '" + block_name + "' takes this default: each sets '" + param +
+                                 "' itself (or none is used), so it would change nothing",
+                             "set " + param + " on the instances in model.layers (--set model.layers[N]." + param +
+                                 "=...)");
+    }
+
 private:
     [[noreturn]] static void fail_at(const LayerSpec& spec, const std::string& key, const std::string& problem,
                                      const std::string& hint = "") {
@@ -468,6 +480,7 @@ private:
                         "e.g. {block: " + block_name + ", " + name + ": ...}");
             values[name] = *fallback;
             places[name] = def.param_refs.at(name).place;
+            defaults_used_.insert(block_name + "\n" + name);
         }
         const size_t saved_first = first_of_copy_;
         for (int64_t copy = 1; copy <= repeat; ++copy) {
@@ -489,6 +502,7 @@ private:
 
     const Blocks& blocks_;
     std::vector<LayerSpec>& out_;
+    std::set<std::string> defaults_used_;  // "block\nparam" whose default an instance took
     size_t first_of_copy_ = static_cast<size_t>(-1);  // index of the current copy's first layer
     std::map<std::string, int> outer_instance_counts_;
 };
@@ -518,6 +532,7 @@ ModelConfig read_model(const Section& top) {
     Scope scope;
     scope.input = LayerInput{"input", -1};
     expander.expand_list(layers, scope);
+    expander.require_set_defaults_used();
     return out;
 }
 

@@ -24,6 +24,12 @@ grep -q "stage1/block2/add (add) .*stage1/block2/batch_norm_1, stage1/block2/bat
 expect_in "$TMP/out" "stage2/shortcut (conv2d)"
 expect_in "$TMP/out" "concatenate (concatenate)"
 
+step "--set on a block's parameter default: applies where an instance takes it, an error where none does"
+run_expect 0 summary configs/fashion_mnist_densenet.yaml --set blocks.dense_layer.params.growth=16
+expect_in "$TMP/out" "Total params: 137346"
+run_expect 2 summary "$cfg" --set blocks.down.params.filters=9
+expect_in "$TMP/err" "gputrain: error: --set blocks.down.params.filters=9: blocks.down.params.filters: no instance of block 'down' takes this default: each sets 'filters' itself (or none is used), so it would change nothing; set filters on the instances in model.layers (--set model.layers[N].filters=...)"
+
 step "summary --dot"
 run_expect 0 summary "$cfg" --dot
 head -n 1 "$TMP/out" | grep -qx "digraph model {" || fail "--dot does not start a digraph"
