@@ -118,6 +118,58 @@ int first_tab_indented_line(const std::string& yaml, int last_line) {
     return -1;
 }
 
+// Where a YAML syntax error most likely comes from a misindented line: the
+// last line up to `last_line` (0-based) indented deeper than the line before
+// without that line opening a mapping or list (it ends with a value), or
+// indented to a column that no enclosing level has. "" when every line fits.
+std::string misindented_line(const std::string& yaml, int last_line) {
+    std::vector<int> levels{0};
+    std::string found;
+    bool opens = false;  // the previous content line ends with ':' or is a bare '-'
+    int depth = 0;       // [ { open across lines: their lines are not checked
+    std::string previous;
+    int line_no = 0;
+    for (size_t start = 0; start <= yaml.size() && line_no <= last_line; ++line_no) {
+        size_t end = yaml.find('\n', start);
+        if (end == std::string::npos) end = yaml.size();
+        std::string text = yaml.substr(start, end - start);
+        start = end + 1;
+        if (const size_t hash = text.find(" #"); hash != std::string::npos) text.resize(hash);
+        while (!text.empty() && (text.back() == ' ' || text.back() == '\r')) text.pop_back();
+        const size_t indent = text.find_first_not_of(' ');
+        if (indent == std::string::npos || text[indent] == '#') continue;
+        const bool checked = depth == 0;
+        for (const char c : text) depth += (c == '[' || c == '{') - (c == ']' || c == '}');
+        if (depth < 0) depth = 0;
+        if (!checked) continue;
+        const int col = static_cast<int>(indent);
+        const std::string here = "line " + std::to_string(line_no + 1);
+        if (col > levels.back()) {
+            if (!opens) {
+                found = here + " is indented deeper than the line before (" + previous +
+                        "), which ends with a value, not ':'; align it with the keys it belongs with";
+            }
+            levels.push_back(col);
+        } else {
+            while (levels.size() > 1 && levels.back() > col) levels.pop_back();
+            if (levels.back() != col) {
+                found = here + " is indented " + std::to_string(col) +
+                        std::string(col == 1 ? " space" : " spaces") + ", which matches none of the levels around it; align it with the keys it belongs with";
+                levels.push_back(col);
+            }
+        }
+        // "- key: value": the item's keys continue at the column after "- ".
+        if (text.compare(indent, 2, "- ") == 0) {
+            const size_t key = text.find_first_not_of(' ', indent + 1);
+            if (key != std::string::npos && text[key] != '{' && text[key] != '[')
+                levels.push_back(static_cast<int>(key));
+        }
+        opens = text.back() == ':' || text.back() == '-';
+        previous = "line " + std::to_string(line_no + 1);
+    }
+    return found;
+}
+
 YAML::Node parse_document(const std::string& yaml, const ConfigSource& source) {
     reject_stray_commas(yaml, source);
     check_yaml_terminates(yaml, source.name());
@@ -148,6 +200,9 @@ YAML::Node parse_document(const std::string& yaml, const ConfigSource& source) {
                                                      "write $NAME, or quote the value (\"${NAME}\")"));
             }
         }
+        // Misaligned indentation: yaml-cpp says "end of map not found" at some later line.
+        if (const std::string hint = misindented_line(yaml, e.mark.line); !hint.empty())
+            throw ConfigError(config_message(source.file_place(e.mark), "", "YAML syntax error: " + e.msg, hint));
         throw ConfigError(config_message(source.file_place(e.mark), "", "YAML syntax error: " + e.msg));
     }
     const std::string sections = "a mapping of sections (" + join_names(kTopLevelKeys) + ")";

@@ -24,6 +24,13 @@ Shape read_input_shape(const Section& model) {
     const ValueRef v = model.value("input_shape");
     const std::string example = "e.g. input_shape: [28, 28]";
     if (!model.has("input_shape")) v.fail("missing", "give the shape of one sample, " + example);
+    if (v.node.IsScalar() && !v.node.Scalar().empty() && v.node.Scalar()[0] == '(') {
+        std::string list = v.node.Scalar();
+        list.front() = '[';
+        if (list.back() == ')') list.back() = ']';
+        v.fail("expected a list of positive integers, got " + v.node.Scalar() + ", a Python tuple",
+               "YAML writes a list in brackets: input_shape: " + list);
+    }
     if (v.node.IsScalar()) return {read_positive_int(v)};
     if (!v.node.IsSequence()) v.fail("expected a list of positive integers, got " + describe(v.node), example);
     if (v.node.size() == 0) v.fail("is empty", "give the shape of one sample, " + example);
@@ -85,7 +92,23 @@ LayerSpec read_layer(const ValueRef& item) {
     spec.type = layer.text("type", "");
     if (spec.type.empty()) layer.value("type").fail("is empty", "give the layer kind, e.g. type: dense");
     spec.name = layer.text("name", "");
-    for (const auto& key : layer.keys()) {
+    const std::vector<std::string> keys = layer.keys();
+    for (size_t k = 0; k < keys.size(); ++k) {
+        // A Python tuple, `kernel_size: (3, 3)`: inside {...} YAML splits it at
+        // the comma into "(3" and a key "3)" with no value.
+        const ValueRef v = layer.value(keys[k]);
+        if (v.node.IsScalar() && !v.node.Scalar().empty() && v.node.Scalar()[0] == '(') {
+            std::string tuple = v.node.Scalar();
+            for (size_t j = k + 1; tuple.back() != ')' && j < keys.size() && layer.value(keys[j]).node.IsNull(); ++j)
+                tuple += ", " + keys[j];
+            std::string list = tuple;
+            list.front() = '[';
+            if (list.back() == ')') list.back() = ']';
+            v.fail("expected a number or a list, got " + tuple + ", a Python tuple",
+                   "YAML writes a list in brackets: " + keys[k] + ": " + list);
+        }
+    }
+    for (const auto& key : keys) {
         spec.where[key] = layer.key_place(key);
         if (key == "inputs") spec.inputs = read_inputs(layer.value(key));
         else if (key != "type" && key != "name") spec.params[key] = param_text(layer.value(key));

@@ -22,10 +22,18 @@ ScheduleConfig read_schedule(const Section& optimizer) {
 }  // namespace
 
 OptimizerConfig read_optimizer(const Section& top) {
-    const Section s = top.child("optimizer");
     OptimizerConfig out;
+    const double default_rate = 0.001, sgd_rate = 0.01, adamw_decay = 0.004;
+    // `optimizer: adam`, as Keras' compile(optimizer="adam"): the type with its defaults.
+    if (const ValueRef v = top.value("optimizer"); top.has("optimizer") && v.node.IsScalar()) {
+        out.type = read_enum<OptimizerType>(v);
+        out.learning_rate = out.type == OptimizerType::sgd ? sgd_rate : default_rate;
+        out.weight_decay = out.type == OptimizerType::adamw ? adamw_decay : 0.0;
+        return out;
+    }
+    const Section s = top.child("optimizer");
     out.type = s.choice("type", out.type);
-    out.learning_rate = s.number("learning_rate", out.type == OptimizerType::sgd ? 0.01 : 0.001, NumberRange::positive);
+    out.learning_rate = s.number("learning_rate", out.type == OptimizerType::sgd ? sgd_rate : default_rate, NumberRange::positive);
     if (static_cast<float>(out.learning_rate) == 0.0f)  // the updates run in fp32: nothing would train
         s.value("learning_rate")
             .fail("is 0 in float32 (below 1.4e-45), so no weight would ever change", "give at least 1e-38, e.g. 0.001");
@@ -45,7 +53,7 @@ OptimizerConfig read_optimizer(const Section& top) {
     out.epsilon = s.number("epsilon", out.epsilon, NumberRange::positive);
     if (static_cast<float>(out.epsilon) == 0.0f)  // Adam's update runs in fp32
         s.value("epsilon").fail("is 0 in float32 (below 1.4e-45)", "give at least 1e-38, e.g. epsilon: 1.0e-7");
-    out.weight_decay = s.number("weight_decay", out.type == OptimizerType::adamw ? 0.004 : 0.0, NumberRange::non_negative);
+    out.weight_decay = s.number("weight_decay", out.type == OptimizerType::adamw ? adamw_decay : 0.0, NumberRange::non_negative);
     out.schedule = read_schedule(s);
     return out;
 }

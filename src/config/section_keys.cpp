@@ -1,19 +1,13 @@
 #include "config/section_keys.hpp"
 
+#include "core/suggest.hpp"
+
 #include <stdexcept>
 #include <utility>
 
 namespace gputrain::config {
 
 namespace {
-
-// What users of Keras and PyTorch call some keys (a name here that is a key
-// of its own section is never looked up).
-const std::vector<std::pair<std::string, std::string>> kOtherNames{
-    {"lr", "learning_rate"}, {"batch", "batch_size"}, {"epoch", "epochs"},   {"num_epochs", "epochs"},
-    {"optim", "type"},       {"beta_1", "beta1"},     {"beta_2", "beta2"},   {"eps", "epsilon"},
-    {"layer", "layers"},     {"input", "input_shape"}, {"workers", "replicas"}, {"gpus", "devices"},
-};
 
 bool contains(const std::vector<std::string>& keys, const std::string& key) {
     for (const auto& k : keys)
@@ -33,8 +27,9 @@ const std::vector<std::string>& keys_of(const std::string& path) {
 
 std::string home_of_key(const std::string& path, const std::string& key) {
     std::vector<std::string> names{key};
-    for (const auto& [other, standard] : kOtherNames)
-        if (other == key) names.push_back(standard);
+    // What users of Keras and PyTorch call some keys (core/suggest.hpp's table).
+    for (const NameAlias& a : name_aliases())
+        if (key == a.name && *a.means) names.push_back(a.means);
     const SectionKeys* here = nullptr;  // null for a section not in the table
     for (const auto& s : section_keys())
         if (s.path == path) here = &s;

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 #include "data/idx_reader.hpp"
 
 namespace gputrain::data {
@@ -69,6 +70,18 @@ std::string dataset_not_found_message(const std::string& name, DataFormat format
     std::error_code ec;
     if (root && *root && !std::filesystem::is_directory(root, ec))
         tried += " (GPUTRAIN_DATA=" + std::string(root) + " is not a directory)";
+    // Another name that is there (fashion_mnist for fashion-mnist), or a
+    // name gputrain knows how to get.
+    std::vector<std::string> present{"fashion-mnist", "mnist"};
+    for (const std::string& dir : dataset_search_dirs(name)) {
+        const std::filesystem::path parent = std::filesystem::path(dir).parent_path();
+        for (const auto& entry : std::filesystem::directory_iterator(parent, ec))
+            if (entry.is_directory(ec) && holds_marker(entry.path().string(), format))
+                present.push_back(entry.path().filename().string());
+    }
+    const std::string meant = closest_name(name, present);
+    if (!meant.empty() && meant != name)
+        return "data.dataset: '" + name + "' not found in " + tried + " (did you mean '" + meant + "'?)";
     return "data.dataset: '" + name + "' not found in " + tried + "; " + how_to_get(name, format);
 }
 

@@ -40,8 +40,8 @@ void add_activation_layers(LayerRegistry& registry) {
         Activation act;
         parse_activation(act_name, act);
         if (act == Activation::linear) continue;
-        registry.add(act_name, [act](LayerArgs& args) -> std::unique_ptr<Layer> {
-            args.finish({});
+        registry.add(act_name, {}, [act](LayerArgs& args) -> std::unique_ptr<Layer> {
+            args.finish();
             return std::make_unique<ActivationLayer>(act);
         });
     }

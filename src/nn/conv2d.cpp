@@ -125,7 +125,7 @@ void Conv2d::backward(const RunContext& ctx, const float* x, const float* y, con
 
 // conv2d: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation.
 void add_conv2d_layer(LayerRegistry& registry) {
-    registry.add("conv2d", [](LayerArgs& args) -> std::unique_ptr<Layer> {
+    registry.add("conv2d", {"filters", "kernel_size", "strides", "padding", "dilation_rate", "use_bias", "activation"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
         Conv2dSettings s;
         s.filters = args.positive_int("filters");
         s.kernel = args.int_pair("kernel_size", std::nullopt);
@@ -134,7 +134,7 @@ void add_conv2d_layer(LayerRegistry& registry) {
         s.dilation = args.int_pair("dilation_rate", IntPair{1, 1});
         s.use_bias = args.flag("use_bias", true);
         s.activation = args.activation("activation", Activation::linear);
-        args.finish({"filters", "kernel_size", "strides", "padding", "dilation_rate", "use_bias", "activation"});
+        args.finish();
         return std::make_unique<Conv2d>(s);
     });
 }

@@ -151,11 +151,11 @@ void Dense::backward(const RunContext& ctx, const float* x, const float* y, cons
 
 // dense: units, activation, use_bias.
 void add_dense_layer(LayerRegistry& registry) {
-    registry.add("dense", [](LayerArgs& args) -> std::unique_ptr<Layer> {
+    registry.add("dense", {"units", "activation", "use_bias"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
         const int64_t units = args.positive_int("units");
         const Activation act = args.activation("activation", Activation::linear);
         const bool use_bias = args.flag("use_bias", true);
-        args.finish({"units", "activation", "use_bias"});
+        args.finish();
         return std::make_unique<Dense>(units, act, use_bias);
     });
 }

@@ -65,12 +65,12 @@ void Dropout::backward(const RunContext& ctx, const float*, const float*, const 
 
 // dropout: rate.
 void add_dropout_layer(LayerRegistry& registry) {
-    registry.add("dropout", [](LayerArgs& args) -> std::unique_ptr<Layer> {
+    registry.add("dropout", {"rate"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
         if (!args.has("rate")) args.fail("rate", "missing; give the fraction to drop, e.g. rate: 0.2");
         const double rate = args.number("rate", 0.0, 0.0, 1.0);
         if (static_cast<float>(rate) >= 1.0f)  // applied in fp32, where it would drop everything
             args.fail("rate", "is 1 in float32, which drops every input; give at most 0.9999999");
-        args.finish({"rate"});
+        args.finish();
         return std::make_unique<Dropout>(static_cast<float>(rate));
     });
 }

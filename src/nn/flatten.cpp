@@ -19,8 +19,8 @@ void Flatten::backward(const RunContext& ctx, const float*, const float*, const 
 
 // flatten: no keys.
 void add_flatten_layer(LayerRegistry& registry) {
-    registry.add("flatten", [](LayerArgs& args) -> std::unique_ptr<Layer> {
-        args.finish({});
+    registry.add("flatten", {}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
+        args.finish();
         return std::make_unique<Flatten>();
     });
 }

@@ -31,8 +31,8 @@ void GlobalAvgPool2d::backward(const RunContext& ctx, const float* x, const floa
 
 // global_avg_pool2d: no keys.
 void add_global_avg_pool2d_layer(LayerRegistry& registry) {
-    registry.add("global_avg_pool2d", [](LayerArgs& args) -> std::unique_ptr<Layer> {
-        args.finish({});
+    registry.add("global_avg_pool2d", {}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
+        args.finish();
         return std::make_unique<GlobalAvgPool2d>();
     });
 }

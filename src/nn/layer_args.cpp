@@ -17,6 +17,26 @@ std::string LayerArgs::place(const std::string& key) const {
 }
 
 void LayerArgs::fail(const std::string& key, const std::string& problem) const {
+    reject_unknown(key);
+    throw_at(key, problem);
+}
+
+void LayerArgs::reject_unknown(const std::string& except) const {
+    if (!known_set_) return;
+    for (const auto& [key, value] : spec_.params) {
+        if (key == except || used_.count(key)) continue;
+        bool known = false;
+        for (const auto& k : known_) known = known || k == key;
+        if (known) continue;
+        const std::string list = known_.empty() ? "none" : join_names(known_);
+        // Every layer also takes name and inputs: `input: a` is a typo of the latter.
+        std::vector<std::string> candidates(known_);
+        candidates.insert(candidates.end(), {"name", "inputs"});
+        throw_at(key, "unknown parameter for " + spec_.type + did_you_mean(key, candidates) + "; it takes: " + list);
+    }
+}
+
+void LayerArgs::throw_at(const std::string& key, const std::string& problem) const {
     const std::string where = place(key);
     std::string subject = "model.layers[" + std::to_string(index_) + "] (" + spec_.type;
     if (!spec_.name.empty()) subject += " '" + spec_.name + "'";
@@ -25,11 +45,6 @@ void LayerArgs::fail(const std::string& key, const std::string& problem) const {
 }
 
 void LayerArgs::missing(const std::string& key, const std::string& example) const {
-    // A misspelt required key ("unit: 32") would otherwise read as missing,
-    // with no word about the typo that finish() would have reported.
-    for (const auto& [given, value] : spec_.params)
-        if (!used_.count(given) && closest_name(given, {key}) == key)
-            fail(given, "unknown parameter for " + spec_.type + did_you_mean(given, {key}));
     fail(key, "missing; this layer needs it (e.g. " + example + ")");
 }
 
@@ -188,15 +203,6 @@ std::vector<int64_t> LayerArgs::int_list(const std::string& key) {
     return out;
 }
 
-void LayerArgs::finish(const std::vector<std::string>& known_keys) const {
-    for (const auto& [key, value] : spec_.params) {
-        if (used_.count(key)) continue;
-        const std::string known = known_keys.empty() ? "none" : join_names(known_keys);
-        // Every layer also takes name and inputs: `input: a` is a typo of the latter.
-        std::vector<std::string> candidates(known_keys);
-        candidates.insert(candidates.end(), {"name", "inputs"});
-        fail(key, "unknown parameter for " + spec_.type + did_you_mean(key, candidates) + "; it takes: " + known);
-    }
-}
+void LayerArgs::finish() const { reject_unknown(); }
 
 }  // namespace gputrain::nn

@@ -44,9 +44,18 @@ public:
     // "relu", "3,3" (a pair, both axes written), "28,28,1".
     const std::vector<std::pair<std::string, std::string>>& resolved() const { return resolved_; }
 
-    // Throws for every key not read, listing the ones this layer type takes.
-    void finish(const std::vector<std::string>& known_keys) const;
+    // The keys this layer type takes (the registry sets them before the
+    // layer's factory reads any).
+    void set_known(std::vector<std::string> known_keys) {
+        known_ = std::move(known_keys);
+        known_set_ = true;
+    }
+    // Throws for a key not read, listing the ones this layer type takes.
+    void finish() const;
 
+    // Throws ConfigError about `key`. A given key this layer does not take
+    // comes first: `{type: dropout, p: 0.2}` is told about `p` (did you mean
+    // 'rate'?), not that rate is missing.
     [[noreturn]] void fail(const std::string& key, const std::string& problem) const;
     // "FILE:LINE:COL: " of the layer's entry in the config (or of `key`
     // within it), "" when the spec carries no place.
@@ -54,14 +63,19 @@ public:
 
 private:
     const std::string* find(const std::string& key);
-    // A required key is absent: reports a given key that looks like its typo
-    // as unknown (did you mean KEY?), else KEY as missing, with `example`.
+    // A required key is absent (a given key the layer does not take, such as
+    // its typo, is reported first: see fail()).
     [[noreturn]] void missing(const std::string& key, const std::string& example) const;
 
     void record(const std::string& key, std::string text) { resolved_.emplace_back(key, std::move(text)); }
+    // Throws for the first given key this layer does not take, other than `except`.
+    void reject_unknown(const std::string& except = "") const;
+    [[noreturn]] void throw_at(const std::string& key, const std::string& problem) const;
 
     const config::LayerSpec& spec_;
     int index_;
+    std::vector<std::string> known_;
+    bool known_set_ = false;  // errors raised outside the registry's factory check no keys
     std::set<std::string> used_;
     std::vector<std::pair<std::string, std::string>> resolved_;
 };

@@ -139,11 +139,11 @@ void add_merge_layers(LayerRegistry& registry) {
     const std::pair<const char*, MergeOp> merges[] = {
         {"add", MergeOp::add}, {"concatenate", MergeOp::concatenate}, {"multiply", MergeOp::multiply}};
     for (const auto& [type, op] : merges) {
-        registry.add(type, [op = op](LayerArgs& args) -> std::unique_ptr<Layer> {
+        registry.add(type, {}, [op = op](LayerArgs& args) -> std::unique_ptr<Layer> {
             if (op == MergeOp::concatenate && args.has("axis"))
                 args.fail("axis", "concatenate always joins the last axis (channels for images, Keras' axis=-1); "
                                   "remove axis");
-            args.finish({});
+            args.finish();
             return std::make_unique<Merge>(op);
         });
     }

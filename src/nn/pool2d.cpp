@@ -58,11 +58,11 @@ void Pool2d::backward(const RunContext& ctx, const float* x, const float* y, con
 void add_pool2d_layers(LayerRegistry& registry) {
     const std::pair<const char*, PoolMode> pools[] = {{"max_pool2d", PoolMode::max}, {"avg_pool2d", PoolMode::average}};
     for (const auto& [type, mode] : pools) {
-        registry.add(type, [mode = mode](LayerArgs& args) -> std::unique_ptr<Layer> {
+        registry.add(type, {"pool_size", "strides", "padding"}, [mode = mode](LayerArgs& args) -> std::unique_ptr<Layer> {
             const IntPair pool = args.int_pair("pool_size", IntPair{2, 2});
             const IntPair strides = args.int_pair("strides", pool);
             const Padding padding = read_padding(args);
-            args.finish({"pool_size", "strides", "padding"});
+            args.finish();
             return std::make_unique<Pool2d>(mode, pool, strides, padding);
         });
     }

@@ -18,7 +18,8 @@ std::unique_ptr<Layer> LayerRegistry::create(const config::LayerSpec& spec, int 
     if (it == factories_.end())
         args.fail("type", "unknown layer type '" + spec.type + "'" + did_you_mean(spec.type, types()) +
                               "; known types: " + join_names(types()));
-    std::unique_ptr<Layer> layer = it->second(args);
+    args.set_known(it->second.keys);
+    std::unique_ptr<Layer> layer = it->second.factory(args);
     if (resolved) *resolved = args.resolved();
     return layer;
 }

@@ -20,7 +20,10 @@ using LayerFactory = std::function<std::unique_ptr<Layer>(LayerArgs&)>;
 
 class LayerRegistry {
 public:
-    void add(const std::string& type, LayerFactory factory) { factories_[type] = std::move(factory); }
+    // `keys`: the parameters the type takes (besides name and inputs).
+    void add(const std::string& type, std::vector<std::string> keys, LayerFactory factory) {
+        factories_[type] = {std::move(keys), std::move(factory)};
+    }
     std::vector<std::string> types() const;
     // Throws ConfigError for an unknown type, listing the known ones. With
     // `resolved`, fills it with the parameters the layer took, defaults
@@ -29,7 +32,11 @@ public:
                                   std::vector<std::pair<std::string, std::string>>* resolved = nullptr) const;
 
 private:
-    std::map<std::string, LayerFactory> factories_;
+    struct Entry {
+        std::vector<std::string> keys;
+        LayerFactory factory;
+    };
+    std::map<std::string, Entry> factories_;
 };
 
 void register_builtin_layers(LayerRegistry& registry);

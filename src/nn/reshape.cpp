@@ -56,7 +56,7 @@ void Reshape::backward(const RunContext& ctx, const float*, const float*, const 
 
 // reshape: target_shape, one size may be -1.
 void add_reshape_layer(LayerRegistry& registry) {
-    registry.add("reshape", [](LayerArgs& args) -> std::unique_ptr<Layer> {
+    registry.add("reshape", {"target_shape"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
         const std::vector<int64_t> target = args.int_list("target_shape");
         int unknown = 0;
         for (int64_t d : target) {
@@ -66,7 +66,7 @@ void add_reshape_layer(LayerRegistry& registry) {
                                               std::to_string(d));
         }
         if (unknown > 1) args.fail("target_shape", "only one size may be -1");
-        args.finish({"target_shape"});
+        args.finish();
         return std::make_unique<Reshape>(target);
     });
 }

@@ -37,7 +37,8 @@ TEST_CASE("loss: NAME takes loss.from_logits and loss.name overrides") {
     CHECK(load_text(kMinimal, {"loss.name=categorical_crossentropy"}).loss.name == LossKind::categorical_crossentropy);
     // The expanded name still points at the file.
     REQUIRE(error_of(kMinimal + "loss: mse\n", {"loss.from_logits=true"}) ==
-            "cfg.yaml:3:7: loss.name: unknown loss 'mse'; known losses: sparse_categorical_crossentropy, "
+            "cfg.yaml:3:7: loss.name: unknown loss 'mse' (did you mean 'mean_squared_error'?); known losses: "
+            "sparse_categorical_crossentropy, "
             "categorical_crossentropy, mean_squared_error");
 }
 
@@ -62,7 +63,7 @@ TEST_CASE("an override key in the wrong section names the right one") {
             "--set training.learning_rate=0.1: training.learning_rate: unknown key (did you mean "
             "'optimizer.learning_rate'?)");
     REQUIRE(error_of(kMinimal, {"optimizer.lr=0.1"}) ==
-            "--set optimizer.lr=0.1: optimizer.lr: unknown key (did you mean 'optimizer.learning_rate'?)");
+            "--set optimizer.lr=0.1: optimizer.lr: unknown key (did you mean 'learning_rate'?)");
 }
 
 TEST_CASE("bad values from overrides are placed at the override") {

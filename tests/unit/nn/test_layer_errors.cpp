@@ -83,7 +83,21 @@ TEST_CASE("Image layer parameters are checked key by key") {
             "or kernel_size: [3, 3])");
     REQUIRE(message_of({8, 8, 1}, {layer("conv2d", {{"filters", "4"}, {"kernel_sise", "3"}})}) ==
             "test.yaml:3:21: model.layers[0] (conv2d): kernel_sise: unknown parameter for conv2d (did you mean "
-            "'kernel_size'?)");
+            "'kernel_size'?); it takes: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation");
+    // An unknown key comes before a missing one, with Keras' and PyTorch's names answered.
+    REQUIRE(message_of({8, 8, 1}, {layer("conv2d", {{"out_channels", "4"}, {"kernel_size", "3"}})}) ==
+            "test.yaml:3:22: model.layers[0] (conv2d): out_channels: unknown parameter for conv2d (did you mean "
+            "'filters'?); it takes: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation");
+    REQUIRE(message_of({8, 8, 1}, {layer("dropout", {{"p", "0.2"}})}) ==
+            "test.yaml:3:11: model.layers[0] (dropout): p: unknown parameter for dropout (did you mean 'rate'?); it "
+            "takes: rate");
+    REQUIRE(message_of({8, 8, 1}, {layer("conv2d", {{"in_channels", "1"}, {"filters", "4"}, {"kernel_size", "3"}})}) ==
+            "test.yaml:3:21: model.layers[0] (conv2d): in_channels: unknown parameter for conv2d (gputrain infers a "
+            "layer's input channels from the layer before: remove it); it takes: filters, kernel_size, strides, "
+            "padding, dilation_rate, use_bias, activation");
+    REQUIRE(message_of({8, 8, 1}, {layer("dense", {{"unitz", "4"}, {"foo", "1"}})}) ==
+            "test.yaml:3:13: model.layers[0] (dense): foo: unknown parameter for dense; it takes: units, activation, "
+            "use_bias");
     REQUIRE(message_of({8, 8, 1}, {conv({{"padding", "sam"}})}) ==
             "test.yaml:3:17: model.layers[0] (conv2d): padding: expected same or valid, got 'sam' (did you mean "
             "'same'?)");
@@ -117,7 +131,7 @@ TEST_CASE("Image layer parameters are checked key by key") {
             "test.yaml:3:22: model.layers[0] (reshape): target_shape: expected a list of integers, got [28,x]");
     REQUIRE(message_of({784}, {layer("reshape", {{"target_shap", "28,28,1"}})}) ==
             "test.yaml:3:21: model.layers[0] (reshape): target_shap: unknown parameter for reshape (did you mean "
-            "'target_shape'?)");
+            "'target_shape'?); it takes: target_shape");
     REQUIRE(message_of({784}, {layer("reshape")}) ==
             "test.yaml:3:7: model.layers[0] (reshape): target_shape: missing; this layer needs it (e.g. target_shape: "
             "[28, 28, 1])");

@@ -173,9 +173,14 @@ TEST_CASE("Model configuration errors name the layer and what to do") {
     // A typo of a required key is reported as the typo, not as the key missing.
     mc.layers = {specs::layer("flatten"), specs::layer("dense", {{"unit", "32"}})};
     REQUIRE(message_of(mc) ==
-            "test.yaml:3:14: model.layers[1] (dense): unit: unknown parameter for dense (did you mean 'units'?)");
-    // An unknown key that is no near-miss leaves the required one missing.
+            "test.yaml:3:14: model.layers[1] (dense): unit: unknown parameter for dense (did you mean 'units'?); it "
+            "takes: units, activation, use_bias");
+    // An unknown key that is no near-miss still comes before the missing one.
     mc.layers = {specs::layer("dense", {{"colour", "32"}})};
+    REQUIRE(message_of(mc) ==
+            "test.yaml:3:16: model.layers[0] (dense): colour: unknown parameter for dense; it takes: units, "
+            "activation, use_bias");
+    mc.layers = {specs::layer("dense")};
     REQUIRE(message_of(mc) == "test.yaml:3:7: model.layers[0] (dense): units: missing; this layer needs it (e.g. units: 128)");
 }
 

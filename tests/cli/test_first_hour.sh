@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The first hour of a Keras or PyTorch user (issue 25): the mistakes they
+# really make get the message that names the fix, exactly as printed.
+source "$(dirname "$0")/lib.sh" "$@"
+
+# A small CNN on synthetic data; each case edits one line of it.
+base() {
+    cat <<'YAML'
+model:
+  input_shape: [8, 8, 1]
+  layers:
+    - {type: conv2d, filters: 4, kernel_size: 3}
+    - {type: flatten}
+    - {type: dense, units: 4, activation: softmax}
+loss: sparse_categorical_crossentropy
+data: {dataset: synthetic, format: synthetic, synthetic: {samples: 64, classes: 4}}
+training: {epochs: 1, batch_size: 16}
+YAML
+}
+# config SED [EXTRA_LINE]: writes $TMP/c.yaml
+config() {
+    base | sed "$1" >"$TMP/c.yaml"
+    if [ $# -gt 1 ]; then echo "$2" >>"$TMP/c.yaml"; fi
+}
+# error CODE TEXT: `summary` of $TMP/c.yaml exits CODE with stderr exactly "gputrain: error: $TMP/c.yaml:TEXT"
+error() {
+    run_expect "$1" summary "$TMP/c.yaml"
+    [ "$(cat "$TMP/err")" = "gputrain: error: $TMP/c.yaml:$2" ] ||
+        { echo "got:      $(cat "$TMP/err")" >&2; echo "expected: gputrain: error: $TMP/c.yaml:$2" >&2; fail "message"; }
+}
+
+step "5: a Python tuple, in a flow mapping and as a block value"
+config 's/kernel_size: 3}/kernel_size: (3, 3)}/'
+error 2 "4:47: model.layers[0].kernel_size: expected a number or a list, got (3, 3), a Python tuple; YAML writes a list in brackets: kernel_size: [3, 3]"
+config 's/input_shape: \[8, 8, 1\]/input_shape: (8, 8, 1)/'
+error 2 "2:16: model.input_shape: expected a list of positive integers, got (8, 8, 1), a Python tuple; YAML writes a list in brackets: input_shape: [8, 8, 1]"
+
+step "6: an unknown key comes before the missing one, with the name gputrain uses"
+config 's/{type: flatten}/{type: dropout, p: 0.2}/'
+error 2 "5:23: model.layers[1] (dropout): p: unknown parameter for dropout (did you mean 'rate'?); it takes: rate"
+config 's/filters: 4/out_channels: 4/'
+error 2 "4:22: model.layers[0] (conv2d): out_channels: unknown parameter for conv2d (did you mean 'filters'?); it takes: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation"
+
+step "7: Keras' and PyTorch's names"
+config 's/{type: flatten}/{type: BatchNormalization}/'
+error 2 "5:8: model.layers[1] (BatchNormalization): type: unknown layer type 'BatchNormalization' (did you mean 'batch_norm'?); known types: add, avg_pool2d, batch_norm, concatenate, conv2d, dense, dropout, flatten, gelu, global_avg_pool2d, max_pool2d, multiply, relu, reshape, sigmoid, softmax, tanh"
+config 's/{type: flatten}/{type: MaxPooling2D}/'
+error 2 "5:8: model.layers[1] (MaxPooling2D): type: unknown layer type 'MaxPooling2D' (did you mean 'max_pool2d'?); known types: add, avg_pool2d, batch_norm, concatenate, conv2d, dense, dropout, flatten, gelu, global_avg_pool2d, max_pool2d, multiply, relu, reshape, sigmoid, softmax, tanh"
+config 's/^loss: .*/loss: CrossEntropyLoss/'
+error 2 "7:7: loss: unknown loss 'CrossEntropyLoss' (did you mean 'sparse_categorical_crossentropy'? PyTorch's CrossEntropyLoss takes logits: write loss: {name: sparse_categorical_crossentropy, from_logits: true} and no softmax on the last layer); known losses: sparse_categorical_crossentropy, categorical_crossentropy, mean_squared_error"
+config 's/x/x/' "metrics: [acc]"
+error 2 "10:11: metrics[0]: unknown metric 'acc' (did you mean 'accuracy'?); known metrics: accuracy, loss"
+config 's/x/x/' "checkpoint: {monitor: val_acc}"
+error 2 "10:23: checkpoint.monitor: unknown monitored metric 'val_acc' (did you mean 'val_accuracy'?); known monitored metrics: loss, accuracy, val_loss, val_accuracy"
+config 's/x/x/' "checkpoint: {save_best_only: true}"
+error 2 "10:14: checkpoint.save_best_only: unknown key (did you mean 'save_best'?)"
+config 's/x/x/' "optimizer: {schedule: {type: step_decay, step_size: 2}}"
+error 2 "10:42: optimizer.schedule.step_size: unknown key (did you mean 'decay_epochs'?)"
+config 's/x/x/' "optimizer: {schedule: {type: step_decay, gamma: 0.5}}"
+error 2 "10:42: optimizer.schedule.gamma: unknown key (did you mean 'decay_rate'?)"
+config 's/x/x/' "optimizer: Adam"
+error 2 "10:12: optimizer: unknown optimizer 'Adam' (did you mean 'adam'?); known optimizers: sgd, adam, adamw"
+step "... and a bare optimizer name is the type with its defaults, as Keras' compile(optimizer='adam')"
+config 's/x/x/' "optimizer: sgd"
+run_expect 0 fit "$TMP/c.yaml" --run-dir "$TMP/sgd" --quiet
+grep -q "^  learning_rate: 0.01$" "$TMP/sgd/config.yaml" || fail "optimizer: sgd did not take sgd's learning rate 0.01"
+config 's/dataset: synthetic, format: synthetic, synthetic: {samples: 64, classes: 4}/dataset: fashion_mnist/'
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+    run_expect 1 fit "$TMP/c.yaml" --run-dir "$TMP/fm"
+    expect_in "$TMP/err" "data.dataset: 'fashion_mnist' not found in "
+    expect_in "$TMP/err" "/usr/share/datasets/fashion_mnist (did you mean 'fashion-mnist'?)"
+fi
+
+step "8: misindented lines are pointed at"
+base | sed 's/^data: .*/data:\n  dataset: synthetic\n    format: synthetic/' >"$TMP/c.yaml"
+error 2 "10:11: YAML syntax error: illegal map value; line 10 is indented deeper than the line before (line 9), which ends with a value, not ':'; align it with the keys it belongs with"
