@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <set>
@@ -204,7 +205,20 @@ Blocks read_blocks(const Section& top) {
                        "e.g. params: {filters: ~, strides: 1}");
             }
         }
+        for (const auto& [param, ref] : def.param_refs)
+            if (param == "block" || param == "repeat" || param == "name" || param == "inputs")
+                ref.fail("'" + param + "' is a key of every block instance (block, repeat, name, inputs), so an "
+                         "instance could not set a parameter of that name",
+                         "call it something else");
         def.layers = block.value("layers");
+        // Only --set made it: a block name that the file does not define (a typo).
+        if (!block.has("layers") && v.place.rfind("--set ", 0) == 0) {
+            std::vector<std::string> defined;
+            for (const auto& other : blocks.keys())
+                if (other != name) defined.push_back(other);
+            v.fail("unknown block '" + name + "'" + did_you_mean(name, defined),
+                   defined.empty() ? "the config defines no blocks" : "defined blocks: " + join_names(defined));
+        }
         if (!block.has("layers")) def.layers.fail("missing", "list the block's layers, " + kLayersExample);
         if (!def.layers.node.IsSequence() || def.layers.node.size() == 0)
             def.layers.fail("expected a non-empty list of layers, got " + describe(def.layers.node), kLayersExample);
@@ -294,7 +308,13 @@ public:
                 scope.names[local] = static_cast<int>(out_.size());
             } else {
                 link_inputs(spec, scope);
-                if (!spec.name.empty()) scope.names[spec.name] = static_cast<int>(out_.size());
+                if (!spec.name.empty()) {
+                    // A block instance's name (given or automatic) stands for its last layer.
+                    if (instance_names_.count(spec.name))
+                        fail_at(spec, "name", "duplicate name '" + spec.name + "': a block instance above has it; "
+                                              "names must be unique");
+                    scope.names[spec.name] = static_cast<int>(out_.size());
+                }
             }
             out_.push_back(std::move(spec));
         }
@@ -453,14 +473,30 @@ private:
             }
         if (inst.has("type")) inst.value("type").fail("a layer has either type: or block:, not both");
         int64_t repeat = 1;
-        if (inst.has("repeat")) repeat = read_positive_int(inst.value("repeat"));
+        if (inst.has("repeat")) {
+            const ValueRef rv = inst.value("repeat");
+            if (rv.node.IsScalar() && outer.block && rv.node.Scalar().find('$') != std::string::npos) {
+                // `repeat: $n` inside a block: the outer block's parameter.
+                const std::string text = substitute_text(rv.node.Scalar(), outer, inst.key_place("repeat"), "repeat");
+                char* end = nullptr;
+                const long long n = std::strtoll(text.c_str(), &end, 10);
+                if (text.empty() || *end != '\0' || n < 1)
+                    rv.fail("expected a positive integer, got '" + text + "' (from " + rv.node.Scalar() + ")");
+                repeat = n;
+            } else {
+                repeat = read_positive_int(rv);
+            }
+        }
         if (repeat > 10000) inst.value("repeat").fail("is too large; repeat a block at most 10000 times");
         std::string local = inst.has("name") ? substitute_text(read_text(inst.value("name")), outer,
                                                                inst.key_place("name"), "name")
                                              : "";
         if (local.empty()) {
-            const int n = outer_instance_counts_[outer.prefix + block_name]++;
-            local = n == 0 ? block_name : block_name + "_" + std::to_string(n);
+            // Numbered past the names taken already (a layer named `basic_1`).
+            do {
+                const int n = outer_instance_counts_[outer.prefix + block_name]++;
+                local = n == 0 ? block_name : block_name + "_" + std::to_string(n);
+            } while (outer.names.count(local));
         } else if (local.find('/') != std::string::npos) {
             inst.value("name").fail("'/' is not allowed in a block instance's name; the scope adds it");
         }
@@ -521,11 +557,13 @@ private:
         }
         first_of_copy_ = saved_first;
         outer.names[local] = static_cast<int>(out_.size()) - 1;
+        if (!outer.block) instance_names_.insert(local);
     }
 
     const Blocks& blocks_;
     std::vector<LayerSpec>& out_;
-    std::set<std::string> defaults_used_;  // "block\nparam" whose default an instance took
+    std::set<std::string> defaults_used_;
+    std::set<std::string> instance_names_;  // the top level's block instances  // "block\nparam" whose default an instance took
     size_t first_of_copy_ = static_cast<size_t>(-1);  // index of the current copy's first layer
     std::map<std::string, int> outer_instance_counts_;
 };

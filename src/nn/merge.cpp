@@ -1,5 +1,7 @@
 #include "nn/merge.hpp"
 
+#include <algorithm>
+
 #include "backend/ops/elementwise.hpp"
 #include "core/error.hpp"
 #include "nn/registry.hpp"
@@ -50,9 +52,18 @@ Shape Merge::build(std::span<const Shape> in) {
                           "; list them, e.g. inputs: [conv2d, shortcut]");
     if (op_ != MergeOp::concatenate) {
         for (size_t i = 1; i < in.size(); ++i)
-            if (in[i] != in[0])
+            if (in[i] != in[0]) {
+                // Only the last axis differs: a layer that sets it fixes that;
+                // height and width need strides, pooling or padding instead.
+                const bool last_only = in[i].size() == in[0].size() &&
+                                       std::equal(in[0].begin(), in[0].end() - 1, in[i].begin());
                 throw ConfigError(me + "its inputs must have one shape, but " + input(0) + " and " + input(i) +
-                                  " differ; make them equal (a 1x1 conv2d or a dense layer on one branch)");
+                                  " differ; make them equal (" +
+                                  (last_only ? std::string("a 1x1 conv2d or a dense layer of that width on one branch")
+                                             : std::string("the same strides, pooling and padding on both branches, "
+                                                           "or a strided 1x1 conv2d on the wider one")) +
+                                  ")");
+            }
         elements_ = shape_elements(in[0]);
         return in[0];
     }

@@ -129,3 +129,34 @@ TEST_CASE("Block errors name the place, the block and what it takes") {
                                   "  y:\n    params: {n: ~}\n    layers: [{block: x, units: $n}]\n";
     CHECK_NOTHROW(load_text(with_model("    - {block: y, n: 3}\n", passed_on)));
 }
+
+TEST_CASE("Block instances and layers share one namespace; automatic instance names skip taken ones") {
+    // A layer may not take an instance's name, given or automatic.
+    CHECK(error_of(with_model("    - {block: res, units: 4, name: s}\n    - {type: dense, units: 4, name: s}\n")) ==
+          "cfg.yaml:12:31: layer 's' (dense): name: duplicate name 's': a block instance above has it; names must be "
+          "unique");
+    CHECK(error_of(with_model("    - {block: res, units: 4}\n    - {block: res, units: 4}\n"
+                              "    - {type: dense, units: 4, name: res_1}\n")) ==
+          "cfg.yaml:13:31: layer 'res_1' (dense): name: duplicate name 'res_1': a block instance above has it; names "
+          "must be unique");
+    // A layer named like the next automatic name: the instance takes the one after.
+    const RunConfig cfg = load_text(with_model("    - {block: res, units: 4}\n    - {type: dense, units: 4, name: res_1}\n"
+                                               "    - {block: res, units: 4}\n"));
+    CHECK(cfg.model.layers.back().name == "res_2/add");
+}
+
+TEST_CASE("repeat takes an outer block's parameter; instance keys are no parameter names") {
+    const std::string nested = kBlocks + "  stage:\n    params: {n: 2}\n    layers: [{block: res, units: 4, repeat: $n}]\n";
+    CHECK(load_text(with_model("    - {block: stage, n: 3}\n", nested)).model.layers.size() == 9);
+    CHECK(error_of(with_model("    - {block: stage, n: none}\n", nested)) ==
+          "cfg.yaml:10:45: blocks.stage.layers[0].repeat: expected a positive integer, got 'none' (from $n)");
+    const std::string reserved = "blocks:\n  x:\n    params: {name: a}\n    layers: [{type: relu, name: $name}]\n";
+    CHECK(error_of(with_model("    - {block: x}\n", reserved)) ==
+          "cfg.yaml:3:20: blocks.x.params.name: 'name' is a key of every block instance (block, repeat, name, inputs), "
+          "so an instance could not set a parameter of that name; call it something else");
+}
+
+TEST_CASE("--set on a block the file does not define is an unknown block") {
+    CHECK(error_of(with_model("    - {block: res, units: 4}\n"), {"blocks.rse.params.units=3"}) ==
+          "--set blocks.rse.params.units=3: blocks.rse: unknown block 'rse' (did you mean 'res'?); defined blocks: res");
+}

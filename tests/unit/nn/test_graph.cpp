@@ -221,7 +221,13 @@ TEST_CASE("Graph errors name the layers, shapes and places") {
     CHECK(model_error(head + "    - {type: dense, units: 3}\n    - {type: dense, units: 5, inputs: input}\n"
                              "    - {type: add, inputs: [dense, dense_1]}\n") ==
           "g.yaml:6:7: layer 'add' (add): its inputs must have one shape, but 'dense' (None, 3) and 'dense_1' "
-          "(None, 5) differ; make them equal (a 1x1 conv2d or a dense layer on one branch)");
+          "(None, 5) differ; make them equal (a 1x1 conv2d or a dense layer of that width on one branch)");
+    CHECK(model_error("  input_shape: [8, 8, 1]\n  layers:\n    - {type: conv2d, filters: 2, kernel_size: 3}\n"
+                      "    - {type: conv2d, filters: 2, kernel_size: 1, inputs: input}\n"
+                      "    - {type: add, inputs: [conv2d, conv2d_1]}\n") ==
+          "g.yaml:6:7: layer 'add' (add): its inputs must have one shape, but 'conv2d' (None, 6, 6, 2) and 'conv2d_1' "
+          "(None, 8, 8, 2) differ; make them equal (the same strides, pooling and padding on both branches, or a "
+          "strided 1x1 conv2d on the wider one)");
     CHECK(model_error(head + "    - {type: dense, units: 3}\n    - {type: dense, units: 5, inputs: input}\n"
                              "    - {type: dense, units: 2}\n") ==
           "g.yaml:4:7: model.layers[0] (dense): layer 'dense': its output is read by no layer, and a model has one "
