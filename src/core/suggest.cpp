@@ -118,7 +118,8 @@ const std::vector<NameAlias>& name_aliases() {
         {"MirroredStrategy", "mirrored", "", "strategy.type"},
         {"MultiWorkerMirroredStrategy", "multi_worker_mirrored", "", "strategy.type"},
         {"OneDeviceStrategy", "one_device", "", "strategy.type"},
-        {"DistributedDataParallel", "multi_worker_mirrored", "one process per host, started by mpirun or srun",
+        {"DistributedDataParallel", "multi_worker_mirrored",
+         "across machines: one process per host, started by mpirun or srun (on one machine: mirrored)",
          "strategy.type"},
     };
     return table;
