@@ -160,6 +160,30 @@ GPUTRAIN_HD void sgd_momentum_update(float& p, float g, float& v, const SgdParam
     p += s.nesterov ? s.momentum * v - s.learning_rate * g : v;
 }
 
+// RMSprop with Keras' formula: v = rho v + (1 - rho) g^2 (centered: also
+// mg = rho mg + (1 - rho) g, and v - mg^2 in the root), step = lr g /
+// sqrt(v + epsilon); with momentum, mom = momentum mom + step and p -= mom,
+// else p -= step. AdamW-style decay first when decay > 0 (lr * weight_decay).
+struct RmspropParams {
+    float learning_rate, rho, momentum, epsilon, decay;
+    int32_t centered;  // an int: the struct is uploaded as bytes
+};
+GPUTRAIN_HD void rmsprop_update(float& p, float g, float& v, float* mom, float* mean_grad, const RmspropParams& r) {
+    p -= r.decay * p;
+    v = r.rho * v + (1.0f - r.rho) * g * g;
+    float denominator = v + r.epsilon;
+    if (r.centered) {
+        *mean_grad = r.rho * *mean_grad + (1.0f - r.rho) * g;
+        denominator = v - *mean_grad * *mean_grad + r.epsilon;
+    }
+    const float step = r.learning_rate * g / sqrtf(denominator);
+    if (mom) {
+        *mom = r.momentum * *mom + step;
+        p -= *mom;
+    } else {
+        p -= step;
+    }
+}
 
 // Batch normalization (Backend::batch_norm_*). Statistics come from the sums
 // of x and x^2 over `count` rows, so replicas can all-reduce the sums first

@@ -426,7 +426,8 @@ Action add_bench_command(CLI::App& app) {
                  "it and samples/s at it, and each dense layer's GEMM rate against the bare GEMM; writes nothing");
     cmd->add_option("config", args->common.config_path, "YAML config file")->required();
     cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set training.batch_size=512 "
-                                                     "(repeatable)");
+                                                     "(repeatable)")
+        ->allow_extra_args(false);
     cmd->add_option("--device", args->common.device, "auto, cpu or gpu: decides the replicas, as for fit")
         ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(replica_count());

@@ -70,7 +70,7 @@ void print_confusion(const train::EvalResult& r) {
 }
 
 int run_evaluate(EvaluateArgs& args) {
-    config::RunConfig cfg = load_config(args.common);
+    config::RunConfig cfg = load_config(args.common, args.checkpoint);
     apply_log_level(cfg, args.json);
 
     std::string path = args.checkpoint;
@@ -118,14 +118,17 @@ int run_evaluate(EvaluateArgs& args) {
 Action add_evaluate_command(CLI::App& app) {
     auto args = std::make_shared<EvaluateArgs>();
     CLI::App* cmd = app.add_subcommand("evaluate", "Score a checkpoint on the test set (loss, accuracy)");
-    cmd->add_option("config", args->common.config_path, "YAML config file the model was trained with")->required();
+    cmd->add_option("config", args->common.config_path,
+                    "YAML config file the model was trained with (default: RUN_DIR/config.yaml with --run-dir, else "
+                    "the config stored in --checkpoint)");
     auto* run_dir = cmd->add_option("--run-dir", args->common.run_dir,
                                     "Run folder whose best.safetensors (else its latest) is scored")
                         ->check(non_empty_path());
     cmd->add_option("--checkpoint", args->checkpoint, "Checkpoint file to score")
         ->check(non_empty_path())
         ->excludes(run_dir);
-    cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set data.test_limit=1000");
+    cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set data.test_limit=1000")
+        ->allow_extra_args(false);
     cmd->add_option("--device", args->common.device, "auto, cpu or gpu")->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(replica_count());
     cmd->add_flag("--json", args->json, "Print one JSON object: loss, accuracy, samples, checkpoint (and confusion)");

@@ -85,6 +85,20 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
                  data.validation.size() ? ", " + std::to_string(data.validation.size()) + " validation samples" : "",
                  data.train.part.count > 1 ? "; " + data.train.description : "");
 
+    // A val_* monitor without validation data watches the training metric (as
+    // the Trainer resolves it): said once, with the key that turns validation on.
+    if (lead && data.validation.size() == 0) {
+        const auto fallback = [&](const char* key, config::Monitor m) {
+            if (m != config::Monitor::val_loss && m != config::Monitor::val_accuracy) return;
+            const char* train_metric = m == config::Monitor::val_loss ? "loss" : "accuracy";
+            spdlog::warn("warning: {} is {}, but there is no validation data, so it watches the training {}; set "
+                         "data.validation_split (e.g. 0.1) to watch {}",
+                         key, config::name_of(m), train_metric, config::name_of(m));
+        };
+        if (cfg.early_stopping.enabled) fallback("early_stopping.monitor", cfg.early_stopping.monitor);
+        if (cfg.reduce_lr_on_plateau.enabled) fallback("reduce_lr_on_plateau.monitor", cfg.reduce_lr_on_plateau.monitor);
+        if (cfg.checkpoint.save_best && cfg.checkpoint.monitor_given) fallback("checkpoint.monitor", cfg.checkpoint.monitor);
+    }
     auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size, resume_from);
     check_classes(data.train, replicas[0]->model().classes(), cfg);
     spdlog::info("{}", strategy.describe(cfg.training.batch_size));
@@ -97,6 +111,12 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     if (model.softmax_under_logits_loss())
         spdlog::warn("warning: loss.from_logits is true, but the last layer '{}' ends in softmax: the loss will take "
                      "its probabilities for logits; set loss.from_logits: false, or that layer's activation to linear",
+                     model.layer(model.layer_count() - 1).name());
+    if (const std::string w = model.channels_first_warning(); !w.empty()) spdlog::warn("warning: {}", w);
+    if (model.probabilities_not_softmax())
+        spdlog::warn("warning: loss.from_logits is false, but the last layer '{}' does not end in softmax: the loss "
+                     "will take its outputs for probabilities (clipped to [1e-7, 1 - 1e-7]) and learn little; set "
+                     "that layer's activation: softmax, or loss.from_logits: true",
                      model.layer(model.layer_count() - 1).name());
     if (strategy.on_gpu()) spdlog::info("CUDA graphs: {}", train::step_graphs_note(cfg, *replicas[0]));
     if (!quiet) std::printf("%s", replicas[0]->model().summary().c_str());
@@ -189,7 +209,8 @@ Action add_fit_command(CLI::App& app) {
                                                        "(default: run_dir of the config, else runs/default)")
         ->check(non_empty_path());
     cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set training.epochs=1 "
-                                                     "(repeatable; validated like the file)");
+                                                     "(repeatable; validated like the file)")
+        ->allow_extra_args(false);
     args->resume = cmd->add_option("--resume", args->resume_path,
                                    "Continue from CHECKPOINT, or without a value from the run dir's latest "
                                    "(last.safetensors)")

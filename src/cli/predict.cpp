@@ -100,7 +100,7 @@ void require_output_apart(const PredictArgs& args) {
 
 int run_predict(PredictArgs& args) {
     require_output_apart(args);
-    config::RunConfig cfg = load_config(args.common);
+    config::RunConfig cfg = load_config(args.common, args.checkpoint);
     // Probabilities may go to stdout, which the log shares: info lines would corrupt them.
     apply_log_level(cfg, /*quiet=*/true);
     require_checkpoint_file("--checkpoint", args.checkpoint);
@@ -141,7 +141,9 @@ Action add_predict_command(CLI::App& app) {
     auto args = std::make_shared<PredictArgs>();
     CLI::App* cmd = app.add_subcommand(
         "predict", "Class probabilities of a checkpoint's model for the samples of an IDX, CSV or NPY file");
-    cmd->add_option("config", args->common.config_path, "YAML config file the model was trained with")->required();
+    cmd->add_option("config", args->common.config_path,
+                    "YAML config file the model was trained with (default: RUN_DIR/config.yaml with --run-dir, else "
+                    "the config stored in --checkpoint)");
     cmd->add_option("--checkpoint", args->checkpoint, "Checkpoint file (.safetensors) whose weights are used")
         ->check(non_empty_path())
         ->required();
@@ -155,7 +157,8 @@ Action add_predict_command(CLI::App& app) {
                     "Where to write the probabilities: *.npy (float32, N x classes), else CSV with the header "
                     "class_0,...; default: CSV on stdout")
         ->check(non_empty_path());
-    cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set data.scale=1");
+    cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set data.scale=1")
+        ->allow_extra_args(false);
     cmd->add_option("--device", args->common.device, "auto, cpu or gpu")->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     return [args] { return run_predict(*args); };
 }

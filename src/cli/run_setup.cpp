@@ -13,11 +13,39 @@
 #include "nn/resolve_layers.hpp"
 #include "config/resolved_yaml.hpp"
 #include "core/error.hpp"
+#include "train/checkpointer.hpp"
 
 namespace gputrain::cli {
 
-config::RunConfig load_config(const CommonOptions& options) {
-    config::RunConfig cfg = config::load(options.config_path, options.overrides);
+namespace {
+
+config::RunConfig read_config(const CommonOptions& options, const std::string& checkpoint) {
+    if (!options.config_path.empty()) return config::load(options.config_path, options.overrides);
+    if (!options.run_dir.empty()) {
+        const std::string path = (std::filesystem::path(options.run_dir) / "config.yaml").string();
+        std::error_code ec;
+        if (!std::filesystem::is_regular_file(path, ec))
+            throw ConfigError("no CONFIG given, and " + path +
+                              " does not exist (fit writes it into the run dir); give the config file the run was "
+                              "trained with");
+        return config::load(path, options.overrides);
+    }
+    if (!checkpoint.empty()) {
+        const std::string stored = train::checkpoint_config(checkpoint);
+        if (stored.empty())
+            throw ConfigError("no CONFIG given, and " + checkpoint +
+                              " stores no config (an earlier gputrain wrote it); give the config file it was "
+                              "trained with");
+        return config::load_from_string(stored, checkpoint + " (its config)", options.overrides);
+    }
+    throw ConfigError("give the config file (CONFIG), or --run-dir RUN_DIR to use the config.yaml that fit wrote "
+                      "there");
+}
+
+}  // namespace
+
+config::RunConfig load_config(const CommonOptions& options, const std::string& checkpoint) {
+    config::RunConfig cfg = read_config(options, checkpoint);
     if (options.replicas > cfg.training.batch_size)
         throw ConfigError("--replicas: " + std::to_string(options.replicas) + " replicas for a global batch of " +
                           std::to_string(cfg.training.batch_size) +

@@ -24,7 +24,10 @@ struct CommonOptions {
     int64_t replicas = 0;                // --replicas
 };
 
-config::RunConfig load_config(const CommonOptions& options);
+// The config of the command: CONFIG with --set, or without CONFIG (evaluate,
+// predict, summary) the one a run stored: RUN_DIR/config.yaml (--run-dir),
+// else `checkpoint`'s own copy. Checks the model too.
+config::RunConfig load_config(const CommonOptions& options, const std::string& checkpoint = "");
 
 // Sets spdlog's level from logging.level (and --quiet).
 void apply_log_level(const config::RunConfig& cfg, bool quiet);

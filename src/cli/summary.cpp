@@ -1,5 +1,7 @@
 // gputrain summary CONFIG: the model table, then the memory one replica needs
 // at the configured batch, without reading data or training.
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 
 #include "backend/cpu/sizing_backend.hpp"
@@ -40,6 +42,13 @@ int run_summary(SummaryArgs& args) {
         return 0;
     }
     std::printf("%s", model.summary().c_str());
+    // What fit warns about the model, said here too (stderr).
+    if (const std::string w = model.channels_first_warning(); !w.empty()) spdlog::warn("warning: {}", w);
+    if (model.probabilities_not_softmax())
+        spdlog::warn("warning: loss.from_logits is false, but the last layer '{}' does not end in softmax: the loss "
+                     "will take its outputs for probabilities (clipped to [1e-7, 1 - 1e-7]) and learn little; set "
+                     "that layer's activation: softmax, or loss.from_logits: true",
+                     model.layer(model.layer_count() - 1).name());
     std::printf("\nStrategy: %s\n", strategy.describe(cfg.training.batch_size).c_str());
     std::printf("Memory per replica (%lld samples, float32):\n", (long long)m.rows_per_replica);
     char label[64];
@@ -71,8 +80,11 @@ Action add_summary_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand(
         "summary", "Print the model's layers and parameters and the memory per replica at the configured batch "
                    "(weights, gradients, optimizer state, activations), without training");
-    cmd->add_option("config", args->common.config_path, "YAML config file")->required();
-    cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set training.batch_size=256");
+    cmd->add_option("config", args->common.config_path, "YAML config file (default: RUN_DIR/config.yaml with --run-dir)");
+    cmd->add_option("--run-dir", args->common.run_dir, "Run folder whose config.yaml (written by fit) to show")
+        ->check(non_empty_path());
+    cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set training.batch_size=256")
+        ->allow_extra_args(false);
     cmd->add_option("--device", args->common.device, "auto, cpu or gpu: decides the replicas, as for fit")
         ->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(replica_count());

@@ -24,15 +24,16 @@ struct EnumTable<LossKind> {
 };
 
 // optimizer.type
-enum class OptimizerType { sgd, adam, adamw };
+enum class OptimizerType { sgd, adam, adamw, rmsprop };
 template <>
 struct EnumTable<OptimizerType> {
     static constexpr const char* noun = "optimizer";
     static constexpr const char* plural = "optimizers";
-    static constexpr std::array<EnumName<OptimizerType>, 3> entries{{
+    static constexpr std::array<EnumName<OptimizerType>, 4> entries{{
         {OptimizerType::sgd, "sgd"},
         {OptimizerType::adam, "adam"},
         {OptimizerType::adamw, "adamw"},
+        {OptimizerType::rmsprop, "rmsprop"},
     }};
 };
 

@@ -16,6 +16,7 @@ ScheduleConfig read_schedule(const Section& optimizer) {
     out.staircase = s.boolean("staircase", out.staircase);
     out.min_lr = s.number("min_lr", out.min_lr, NumberRange::non_negative);
     out.warmup_epochs = s.count("warmup_epochs", out.warmup_epochs);
+    out.warmup_steps = s.count("warmup_steps", out.warmup_steps);
     return out;
 }
 
@@ -50,6 +51,8 @@ OptimizerConfig read_optimizer(const Section& top) {
     out.nesterov = s.boolean("nesterov", out.nesterov);
     out.beta1 = fraction_below_1("beta1", out.beta1);
     out.beta2 = fraction_below_1("beta2", out.beta2);
+    out.rho = fraction_below_1("rho", out.rho);
+    out.centered = s.boolean("centered", out.centered);
     out.epsilon = s.number("epsilon", out.epsilon, NumberRange::positive);
     if (static_cast<float>(out.epsilon) == 0.0f)  // Adam's update runs in fp32
         s.value("epsilon").fail("is 0 in float32 (below 1.4e-45)", "give at least 1e-38, e.g. epsilon: 1.0e-7");

@@ -141,6 +141,7 @@ CheckpointConfig read_checkpoint(const Section& top) {
     c.keep_last = s.count("keep_last", c.keep_last);
     c.save_best = s.boolean("save_best", c.save_best);
     c.monitor = s.choice("monitor", c.monitor);
+    if (s.has("monitor")) c.monitor_given = true;
     c.mode = s.choice("mode", c.mode);
     return c;
 }

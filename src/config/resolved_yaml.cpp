@@ -150,6 +150,11 @@ private:
         number("beta1", o.beta1);
         number("beta2", o.beta2);
         number("epsilon", o.epsilon);
+        // RMSprop's own keys only for it: other configs keep their digests.
+        if (o.type == OptimizerType::rmsprop) {
+            number("rho", o.rho);
+            key("centered") << o.centered;
+        }
         number("weight_decay", o.weight_decay);
         const ScheduleConfig& s = o.schedule;
         key("schedule") << YAML::BeginMap;
@@ -160,6 +165,7 @@ private:
         key("staircase") << s.staircase;
         number("min_lr", s.min_lr);
         key("warmup_epochs") << s.warmup_epochs;
+        if (s.warmup_steps > 0) key("warmup_steps") << s.warmup_steps;  // only when set: digests stay
         out_ << YAML::EndMap << YAML::EndMap;
     }
 

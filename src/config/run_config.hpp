@@ -64,16 +64,19 @@ struct ScheduleConfig {
     bool staircase = false;          // exponential_decay: integer division of step/decay_steps
     double min_lr = 0.0;             // cosine: floor reached at the end of training
     int64_t warmup_epochs = 0;       // linear warmup from 0 over this many epochs (whole epochs), then the schedule
+    int64_t warmup_steps = 0;        // or over this many optimizer steps (not both)
 };
 
 struct OptimizerConfig {
-    OptimizerType type = OptimizerType::adam;  // sgd | adam | adamw
+    OptimizerType type = OptimizerType::adam;  // sgd | adam | adamw | rmsprop
     double learning_rate = 1e-3;     // sgd default 0.01
-    double momentum = 0.0;           // sgd
+    double momentum = 0.0;           // sgd, rmsprop
     bool nesterov = false;           // sgd
     double beta1 = 0.9;              // adam/adamw
     double beta2 = 0.999;            // adam/adamw
-    double epsilon = 1e-7;           // adam/adamw
+    double epsilon = 1e-7;           // adam/adamw/rmsprop
+    double rho = 0.9;                // rmsprop: decay of the mean square
+    bool centered = false;           // rmsprop: divide by the variance estimate, not the mean square
     double weight_decay = 0.0;       // adamw default 0.004 (Keras); sgd/adam: L2-free, must be 0 unless set
     ScheduleConfig schedule;         // optimizer.schedule
 };
@@ -126,7 +129,7 @@ inline constexpr int64_t kMaxReplicas = 1024;
 struct StrategyConfig {
     StrategyType type = StrategyType::mirrored;  // one_device | mirrored | multi_worker_mirrored (processes under mpirun/srun)
     std::string devices = "all";     // "all" | "cpu" | comma-separated GPU ids "0,1"
-    int64_t replicas = 0;            // CPU replicas (threads); 0 = 1
+    int64_t replicas = 0;            // CPU replicas (threads); 0 = auto (a replica per core, 8+ samples each)
     CommunicatorKind communicator = CommunicatorKind::automatic;  // GPU replicas: auto | nccl | device (auto: nccl, or device when replicas share a GPU)
     int64_t replicas_per_gpu = 1;    // GPU replicas placed on each GPU (more than 1 needs the device communicator)
     int64_t timeout_seconds = 300;   // multi_worker_mirrored: a collective without an answer for this long is an error
@@ -140,6 +143,9 @@ struct CheckpointConfig {
     bool save_best = true;
     Monitor monitor = Monitor::val_loss;  // loss | accuracy | val_loss | val_accuracy (val_* fall back to the train metric without validation)
     MonitorMode mode = MonitorMode::automatic;  // min | max | auto (max for accuracy, min for loss)
+    // Whether the config (or --set) gave monitor: only then is its fallback
+    // without validation data worth a warning (the default falls back quietly).
+    bool monitor_given = false;
 };
 
 // early_stopping: Keras' EarlyStopping callback. On when the config has the

@@ -24,15 +24,24 @@ void check_optimizer(const OptimizerConfig& o, const ConfigSource& source) {
     if (o.type != OptimizerType::adamw && o.weight_decay != 0)
         source.fail_at("optimizer.weight_decay", "must be 0 for " + type + ", got " + format_number(o.weight_decay),
                        "use type: adamw for weight decay");
+    const bool rmsprop = o.type == OptimizerType::rmsprop;
     const std::string sgd_hint = "remove it or use type: sgd";
-    require_user(source, !sgd && o.momentum != d.momentum, "optimizer.momentum", "sgd", type, sgd_hint);
+    require_user(source, !sgd && !rmsprop && o.momentum != d.momentum, "optimizer.momentum", "sgd and rmsprop", type,
+                 "remove it or use type: sgd or rmsprop");
+    const std::string rmsprop_hint = "remove it or use type: rmsprop";
+    require_user(source, !rmsprop && o.rho != d.rho, "optimizer.rho", "rmsprop", type, rmsprop_hint);
+    require_user(source, !rmsprop && o.centered, "optimizer.centered", "rmsprop", type, rmsprop_hint);
     require_user(source, !sgd && o.nesterov, "optimizer.nesterov", "sgd", type, sgd_hint);
     if (o.nesterov && o.momentum == 0)
         source.fail_at("optimizer.nesterov", "needs momentum > 0", "set optimizer.momentum, e.g. 0.9");
     const std::string adam_users = "adam and adamw", adam_hint = "remove it or use type: adam";
     require_user(source, sgd && o.beta1 != d.beta1, "optimizer.beta1", adam_users, type, adam_hint);
     require_user(source, sgd && o.beta2 != d.beta2, "optimizer.beta2", adam_users, type, adam_hint);
-    require_user(source, sgd && o.epsilon != d.epsilon, "optimizer.epsilon", adam_users, type, adam_hint);
+    require_user(source, sgd && o.epsilon != d.epsilon, "optimizer.epsilon", "adam, adamw and rmsprop", type,
+                 "remove it or use type: adam or rmsprop");
+    if (o.schedule.warmup_epochs > 0 && o.schedule.warmup_steps > 0)
+        source.fail_at("optimizer.schedule.warmup_steps", "is set, and so is warmup_epochs",
+                       "warm up over epochs or over steps: remove one");
 
     const ScheduleConfig& s = o.schedule;
     const ScheduleConfig ds;

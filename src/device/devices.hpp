@@ -41,6 +41,7 @@ struct CpuInfo {
     std::string model;        // "AMD EPYC 7B13"
     int logical_cores = 0;    // usable by this process
     uint64_t memory_bytes = 0;
+    int physical_cores = 0;   // of those, one per core (SMT siblings counted once); 0: unknown
 };
 
 struct Discovery {

@@ -12,6 +12,7 @@
 #include "nn/layer_args.hpp"
 #include "nn/layer_names.hpp"
 #include "nn/registry.hpp"
+#include "nn/spatial.hpp"
 
 namespace gputrain::nn {
 
@@ -89,6 +90,8 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
                           " must be one vector per sample, (None, classes), for the loss; add a flatten layer "
                           "before the last dense layer");
     softmax_under_logits_loss_ = loss_.is_cross_entropy() && loss_.from_logits() && layers_.back()->ends_in_softmax();
+    probabilities_not_softmax_ =
+        loss_.is_cross_entropy() && !loss_.from_logits() && !layers_.back()->ends_in_softmax();
     if (loss_.is_cross_entropy() && !loss_.from_logits() && layers_.back()->strip_final_softmax()) {
         fused_softmax_ = true;
         loss_.set_from_logits(true);
@@ -533,6 +536,24 @@ std::string Model::dot() const {
     for (size_t i = 0; i < layers_.size(); ++i)
         for (int t : graph_.inputs[i]) out += "  n" + std::to_string(t) + " -> n" + std::to_string(i + 1) + ";\n";
     return out + "}\n";
+}
+
+std::string Model::channels_first_warning() const {
+    const Shape& in = input_shape_;
+    if (in.size() != 3 || !(in[0] == 1 || in[0] == 3 || in[0] == 4) || in[2] < 8 || in[1] < 8) return "";
+    bool image_layer = false;  // a layer reading the input as an image
+    for (size_t i = 0; i < layers_.size(); ++i)
+        for (int t : graph_.inputs[i])
+            if (t == 0) {
+                const std::string type = layers_[i]->type();
+                image_layer = image_layer || type == "conv2d" || type == "max_pool2d" || type == "avg_pool2d";
+            }
+    if (!image_layer) return "";
+    const std::string given =
+        "[" + std::to_string(in[0]) + ", " + std::to_string(in[1]) + ", " + std::to_string(in[2]) + "]";
+    return "model.input_shape " + given + " reads as images " + std::to_string(in[0]) + " pixel" +
+           (in[0] == 1 ? "" : "s") + " high and " + std::to_string(in[1]) + " wide with " + std::to_string(in[2]) +
+           " channels" + channels_first_hint(in);
 }
 
 }  // namespace gputrain::nn

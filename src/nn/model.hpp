@@ -114,6 +114,12 @@ public:
     // loss.from_logits is true but the last layer ends in softmax: the loss
     // takes probabilities for logits (a softmax twice), as Keras warns.
     bool softmax_under_logits_loss() const { return softmax_under_logits_loss_; }
+    // The reverse: a cross-entropy on probabilities (from_logits false) over a
+    // last layer that does not end in softmax, so its outputs are no probabilities.
+    bool probabilities_not_softmax() const { return probabilities_not_softmax_; }
+    // "" or why model.input_shape looks channels-first ([1, 28, 28] before a
+    // conv2d: a 1-pixel-high image of 28 channels), with the shape to write.
+    std::string channels_first_warning() const;
 
     // ---- Read-only layer access and an observed training step, for `gputrain bench`.
     size_t layer_count() const { return layers_.size(); }
@@ -177,6 +183,7 @@ private:
     size_t scratch_floats_ = 0;
     bool fused_softmax_ = false;
     bool softmax_under_logits_loss_ = false;
+    bool probabilities_not_softmax_ = false;
     float* params_ = nullptr;
     float* grads_ = nullptr;
     float* state_ = nullptr;

@@ -55,6 +55,13 @@ void require_image_input(const std::string& layer, const std::string& type, cons
                       shape_to_string(input, false) + "; " + hint);
 }
 
+std::string channels_first_hint(const Shape& in) {
+    if (in.size() != 3 || !(in[0] == 1 || in[0] == 3 || in[0] == 4) || in[1] < 8 || in[2] < 8) return "";
+    return "; gputrain's images are (height, width, channels), not PyTorch's (channels, height, width): for " +
+           std::to_string(in[0]) + "-channel images write input_shape: [" + std::to_string(in[1]) + ", " +
+           std::to_string(in[2]) + ", " + std::to_string(in[0]) + "]";
+}
+
 Padding read_padding(LayerArgs& args) {
     return args.choice("padding", "valid", {"same", "valid"}) == "same" ? Padding::same : Padding::valid;
 }

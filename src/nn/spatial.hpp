@@ -40,6 +40,11 @@ const char* padding_name(Padding padding);
 //  add a reshape layer with target_shape [28, 28, 1]"
 void require_image_input(const std::string& layer, const std::string& type, const Shape& input);
 
+// "" or, for an image input shaped like PyTorch's (channels, height, width)
+// such as (1, 28, 28): "; gputrain's images are (height, width, channels): ..."
+// with the shape to write, to append to an error about that input.
+std::string channels_first_hint(const Shape& input);
+
 // The layer key `padding`: same or valid (default valid).
 Padding read_padding(LayerArgs& args);
 

@@ -63,14 +63,21 @@ Schedule::Schedule(const config::OptimizerConfig& cfg, int64_t steps_per_epoch, 
       base_(cfg.learning_rate),
       steps_per_epoch_(std::max<int64_t>(1, steps_per_epoch)),
       total_steps_(static_cast<double>(steps_per_epoch_) * static_cast<double>(std::max<int64_t>(1, total_epochs))),
-      warmup_steps_(static_cast<double>(cfg.schedule.warmup_epochs) * static_cast<double>(steps_per_epoch_)),
-      decay_start_(history.empty() ? warmup_steps_ : steps_before_epoch(history, cfg.schedule.warmup_epochs)) {}
+      warmup_steps_(cfg.schedule.warmup_steps > 0
+                        ? static_cast<double>(cfg.schedule.warmup_steps)
+                        : static_cast<double>(cfg.schedule.warmup_epochs) * static_cast<double>(steps_per_epoch_)),
+      decay_start_(cfg.schedule.warmup_steps > 0 || history.empty()
+                       ? warmup_steps_
+                       : steps_before_epoch(history, cfg.schedule.warmup_epochs)) {}
 
 double Schedule::learning_rate(int64_t global_step, int64_t epoch, int64_t step_in_epoch) const {
     // Where the step is, in steps of this run's epochs.
     const double position = static_cast<double>(epoch) * static_cast<double>(steps_per_epoch_) +
                             static_cast<double>(step_in_epoch);
     if (epoch < cfg_.warmup_epochs) return base_ * (position + 1.0) / warmup_steps_;
+    // warmup_steps: the first optimizer steps of the training, whatever the epochs.
+    if (static_cast<double>(global_step) < static_cast<double>(cfg_.warmup_steps))
+        return base_ * (static_cast<double>(global_step) + 1.0) / warmup_steps_;
     switch (cfg_.type) {
         case config::ScheduleType::constant: break;
         case config::ScheduleType::step_decay: {

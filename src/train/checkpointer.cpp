@@ -459,6 +459,11 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     return st;
 }
 
+std::string checkpoint_config(const std::string& path) {
+    const auto contents = checkpoint::load(path, [](const std::string&) { return false; });
+    return stored_config(contents, path);
+}
+
 std::string latest_checkpoint(const std::string& dir) {
     const fs::path last = fs::path(dir) / "last.safetensors";
     if (fs::exists(last)) return last.string();

@@ -109,6 +109,10 @@ size_t checkpoint_bytes(Replica& replica0);
 TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Replica>>& replicas,
                       const config::RunConfig& cfg, bool with_optimizer, std::string* warning = nullptr);
 
+// The resolved config `path` was trained with (its metadata), "" when it
+// stores none (an earlier gputrain); DataError when the file cannot be read.
+std::string checkpoint_config(const std::string& path);
+
 // The newest checkpoint in `dir` for --resume: last.safetensors, else the
 // highest epoch-NNN. Empty when there is none.
 std::string latest_checkpoint(const std::string& dir);

@@ -28,10 +28,11 @@ std::string Progress::format_metrics(const MetricList& metrics) {
     return s;
 }
 
-void Progress::begin_epoch(int64_t epoch, int64_t epochs, int64_t steps) {
+void Progress::begin_epoch(int64_t epoch, int64_t epochs, int64_t steps, int64_t first_step) {
     epoch_ = epoch;
     epochs_ = epochs;
     steps_ = steps;
+    first_step_ = first_step;
     start_ = last_draw_ = std::chrono::steady_clock::now();
     if (mode_ == ProgressMode::bar) std::fprintf(out_, "Epoch %lld/%lld\n", (long long)epoch + 1, (long long)epochs);
 }
@@ -55,7 +56,8 @@ void Progress::update(int64_t steps_done, const MetricList& metrics) {
     if (steps_done < steps_ && now - last_draw_ < std::chrono::milliseconds(50)) return;
     last_draw_ = now;
     const double elapsed = std::chrono::duration<double>(now - start_).count();
-    const double eta = steps_done > 0 ? elapsed / steps_done * (steps_ - steps_done) : 0.0;
+    const int64_t run = steps_done - first_step_;  // steps this run has trained
+    const double eta = run > 0 ? elapsed / static_cast<double>(run) * static_cast<double>(steps_ - steps_done) : 0.0;
     std::fprintf(out_, "\r%s - ETA: %.0fs - %s\033[K", bar(steps_done).c_str(), eta, format_metrics(metrics).c_str());
     std::fflush(out_);
 }
@@ -66,16 +68,19 @@ void Progress::abandon_epoch() {
 }
 
 void Progress::end_epoch(const MetricList& metrics, double seconds) {
-    const double ms_per_step = steps_ > 0 ? seconds * 1000.0 / steps_ : 0.0;
+    const int64_t run = steps_ - first_step_;  // an epoch resumed in the middle: the steps this run trained
+    const double ms_per_step = run > 0 ? seconds * 1000.0 / static_cast<double>(run) : 0.0;
     char timing[64];
     std::snprintf(timing, sizeof timing, "%.0fs %.0fms/step", std::round(seconds), std::round(ms_per_step));
     if (ms_per_step < 1.0) std::snprintf(timing, sizeof timing, "%.0fs %.0fus/step", std::round(seconds), ms_per_step * 1000.0);
     if (mode_ == ProgressMode::bar) {
         std::fprintf(out_, "\r%s %s - %s\033[K\n", bar(steps_).c_str(), timing, format_metrics(metrics).c_str());
     } else if (mode_ == ProgressMode::lines) {
-        std::fprintf(out_, "Epoch %lld/%lld - %lld steps - %.2fs %s - %s\n", (long long)epoch_ + 1, (long long)epochs_,
-                     (long long)steps_, seconds, timing + std::string(timing).find(' ') + 1,
-                     format_metrics(metrics).c_str());
+        const std::string resumed =
+            first_step_ > 0 ? " (from step " + std::to_string(first_step_ + 1) + ")" : std::string();
+        std::fprintf(out_, "Epoch %lld/%lld - %lld steps%s - %.2fs %s - %s\n", (long long)epoch_ + 1,
+                     (long long)epochs_, (long long)steps_, resumed.c_str(), seconds,
+                     timing + std::string(timing).find(' ') + 1, format_metrics(metrics).c_str());
     }
     std::fflush(out_);
 }

@@ -25,7 +25,9 @@ class Progress {
 public:
     Progress(ProgressMode mode, std::FILE* out) : mode_(mode), out_(out) {}
 
-    void begin_epoch(int64_t epoch, int64_t epochs, int64_t steps);
+    // `first_step`: where an epoch resumed in the middle starts (0 otherwise);
+    // the time per step and the ETA count only the steps this run trains.
+    void begin_epoch(int64_t epoch, int64_t epochs, int64_t steps, int64_t first_step = 0);
     void update(int64_t steps_done, const MetricList& metrics);
     void end_epoch(const MetricList& metrics, double seconds);
     // The epoch stops early (interrupt, error): end the bar's line so the next message starts on its own.
@@ -39,7 +41,7 @@ private:
 
     ProgressMode mode_;
     std::FILE* out_;
-    int64_t epoch_ = 0, epochs_ = 0, steps_ = 0;
+    int64_t epoch_ = 0, epochs_ = 0, steps_ = 0, first_step_ = 0;
     std::chrono::steady_clock::time_point start_;
     std::chrono::steady_clock::time_point last_draw_;
 };

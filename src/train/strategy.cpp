@@ -62,7 +62,22 @@ Strategy::Strategy(const config::RunConfig& cfg, const device::Discovery& found,
     if (!want_cpu) fallback_note_ = reason + "; using the CPU";
 
     int64_t n = choice.replicas > 0 ? choice.replicas : cfg.strategy.replicas;
-    if (n <= 0) n = 1;
+    if (n <= 0 && type_ == config::StrategyType::one_device) {
+        n = 1;
+    } else if (n <= 0) {
+        // auto: a replica per core (of this worker's share of the machine),
+        // each with at least 8 samples of the global batch. The replicas run
+        // the same update as one (the gradients of a global batch), and on
+        // this 2-core VM the reference job's epoch takes 0.27 s at 2 against
+        // 0.38 s at 1 (batch norm without sync: true normalizes per replica).
+        const int local_workers = processes_ ? processes_->local_size() : 1;
+        const int machine = found.cpu.physical_cores > 0 ? found.cpu.physical_cores : found.cpu.logical_cores;
+        const int cores = std::max(1, machine / local_workers);
+        const int64_t by_batch = std::max<int64_t>(1, cfg.training.batch_size / 8);
+        n = std::min<int64_t>({cores, by_batch, 1024});
+        auto_note_ = "auto: " + std::to_string(cores) + (cores == 1 ? " core" : " cores") +
+                     (by_batch < cores ? ", 8+ samples each" : "");
+    }
     if (type_ == config::StrategyType::one_device && n > 1)
         throw ConfigError("strategy.type: one_device runs exactly one replica, but " + std::to_string(n) +
                           " were asked for; use strategy.type: mirrored");
@@ -114,6 +129,7 @@ std::string Strategy::describe(int64_t global_batch) const {
         if (communicator_) where += std::string("; ") + config::name_of(*communicator_);
     } else {
         where = n == 1 ? "CPU" : "CPU threads";
+        if (!auto_note_.empty()) where += "; " + auto_note_;
     }
     std::string count = std::to_string(n) + (n == 1 ? " replica" : " replicas");
     if (processes_)

@@ -65,6 +65,7 @@ private:
     std::vector<int> placement_;   // CPU: one entry per replica, -1
     std::optional<config::CommunicatorKind> communicator_;  // never automatic
     int cpu_cores_ = 1;
+    std::string auto_note_;  // "auto: 2 cores" when strategy.replicas chose the CPU replica count
     dist::ProcessGroup* processes_ = nullptr;
     std::string fallback_note_;
 };

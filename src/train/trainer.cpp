@@ -499,7 +499,7 @@ Trainer::EpochTotals Trainer::train_epoch(int64_t epoch, double learning_rate, d
                                           const optim::Schedule& schedule, Checkpointer& checkpointer,
                                           TensorBoardWriter& tensorboard) {
     const int64_t start_step = state_.step_in_epoch;
-    progress_.begin_epoch(epoch, cfg_.training.epochs, steps_per_epoch_);
+    progress_.begin_epoch(epoch, cfg_.training.epochs, steps_per_epoch_, start_step);
     loader.start_epoch(epoch, start_step);
     if (start_step > 0)
         info("Continuing epoch " + std::to_string(epoch + 1) + " at step " + std::to_string(start_step));

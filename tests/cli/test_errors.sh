@@ -127,7 +127,7 @@ run_expect 2 summary "$cfg" --set "optimizer.type=$(printf 'a%.0s' $(seq 100000)
 [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "more than one line"
 [ "$(wc -c <"$TMP/err")" -lt 2200 ] || fail "an error line of $(wc -c <"$TMP/err") bytes"
 expect_in "$TMP/err" "bytes left out) ... "
-expect_in "$TMP/err" "known optimizers: sgd, adam, adamw"
+expect_in "$TMP/err" "known optimizers: sgd, adam, adamw, rmsprop"
 printf 'model: \xff\xfe\x80\n' >"$TMP/binary.yaml"
 run_expect 2 summary "$TMP/binary.yaml"
 python3 -c "import sys; open(sys.argv[1], encoding='utf-8').read()" "$TMP/err" || fail "the error is not UTF-8: $(cat -v "$TMP/err")"

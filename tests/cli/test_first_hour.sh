@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The first hour of a Keras or PyTorch user (issue 25): the mistakes they
 # really make get the message that names the fix, exactly as printed.
+set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh" "$@"
 
 # A small CNN on synthetic data; each case edits one line of it.
@@ -59,7 +61,7 @@ error 2 "10:42: optimizer.schedule.step_size: unknown key (did you mean 'decay_e
 config 's/x/x/' "optimizer: {schedule: {type: step_decay, gamma: 0.5}}"
 error 2 "10:42: optimizer.schedule.gamma: unknown key (did you mean 'decay_rate'?)"
 config 's/x/x/' "optimizer: Adam"
-error 2 "10:12: optimizer: unknown optimizer 'Adam' (did you mean 'adam'?); known optimizers: sgd, adam, adamw"
+error 2 "10:12: optimizer: unknown optimizer 'Adam' (did you mean 'adam'?); known optimizers: sgd, adam, adamw, rmsprop"
 step "... and a bare optimizer name is the type with its defaults, as Keras' compile(optimizer='adam')"
 config 's/x/x/' "optimizer: sgd"
 run_expect 0 fit "$TMP/c.yaml" --run-dir "$TMP/sgd" --quiet
@@ -74,3 +76,65 @@ fi
 step "8: misindented lines are pointed at"
 base | sed 's/^data: .*/data:\n  dataset: synthetic\n    format: synthetic/' >"$TMP/c.yaml"
 error 2 "10:11: YAML syntax error: illegal map value; line 10 is indented deeper than the line before (line 9), which ends with a value, not ':'; align it with the keys it belongs with"
+
+step "1: a channels-first input_shape is named, with the shape to write"
+config 's/input_shape: \[8, 8, 1\]/input_shape: [1, 8, 8]/'
+run_expect 2 summary "$TMP/c.yaml"
+expect_in "$TMP/err" "layer 'conv2d' (conv2d): kernel 3x3 is larger than its input (1, 8, 8) with padding valid; use a smaller kernel_size or padding: same; gputrain's images are (height, width, channels), not PyTorch's (channels, height, width): for 1-channel images write input_shape: [8, 8, 1]"
+config 's/input_shape: \[8, 8, 1\]/input_shape: [1, 8, 8]/; s/kernel_size: 3}/kernel_size: 3, padding: same}/'
+run_expect 0 fit "$TMP/c.yaml" --run-dir "$TMP/cf" --quiet
+expect_in "$TMP/err" "warning: model.input_shape [1, 8, 8] reads as images 1 pixel high and 8 wide with 8 channels; gputrain's images are (height, width, channels), not PyTorch's (channels, height, width): for 1-channel images write input_shape: [8, 8, 1]"
+
+step "2: a val_* monitor without validation data says what it watches instead"
+config 's/x/x/' "early_stopping: true"
+run_expect 0 fit "$TMP/c.yaml" --run-dir "$TMP/es" --quiet
+expect_in "$TMP/err" "warning: early_stopping.monitor is val_loss, but there is no validation data, so it watches the training loss; set data.validation_split (e.g. 0.1) to watch val_loss"
+config 's/x/x/' "checkpoint: {monitor: val_accuracy}"
+run_expect 0 fit "$TMP/c.yaml" --run-dir "$TMP/cm" --quiet --set 'metrics=[accuracy]'
+expect_in "$TMP/err" "warning: checkpoint.monitor is val_accuracy, but there is no validation data, so it watches the training accuracy; set data.validation_split (e.g. 0.1) to watch val_accuracy"
+step "... the default monitor falls back quietly; with validation nothing is said"
+config 's/x/x/'
+run_expect 0 fit "$TMP/c.yaml" --run-dir "$TMP/quiet" --quiet
+[ ! -s "$TMP/err" ] || { cat "$TMP/err"; fail "a run with the default monitor warned"; }
+config 's/x/x/' "early_stopping: true"
+run_expect 0 fit "$TMP/c.yaml" --run-dir "$TMP/esv" --quiet --set data.validation_split=0.25
+[ ! -s "$TMP/err" ] || { cat "$TMP/err"; fail "a run with validation warned"; }
+
+step "3: a cross-entropy on a last layer that is not softmax is warned about"
+config 's/activation: softmax}/activation: relu}/'
+run_expect 0 fit "$TMP/c.yaml" --run-dir "$TMP/relu" --quiet
+expect_in "$TMP/err" "warning: loss.from_logits is false, but the last layer 'dense' does not end in softmax: the loss will take its outputs for probabilities (clipped to [1e-7, 1 - 1e-7]) and learn little; set that layer's activation: softmax, or loss.from_logits: true"
+
+step "9: evaluate, predict and summary without CONFIG use the run's own"
+config 's/x/x/'
+run_expect 0 fit "$TMP/c.yaml" --run-dir "$TMP/own" --quiet
+run_expect 0 evaluate --run-dir "$TMP/own" --json
+expect_in "$TMP/out" '"checkpoint": "'"$TMP/own/best.safetensors"'"'
+run_expect 0 evaluate --checkpoint "$TMP/own/last.safetensors" --json
+expect_in "$TMP/out" '"samples": '
+run_expect 0 summary --run-dir "$TMP/own"
+expect_in "$TMP/out" "Total params: "
+run_expect 2 evaluate --run-dir "$TMP"
+expect_in "$TMP/err" "gputrain: error: no CONFIG given, and $TMP/config.yaml does not exist (fit writes it into the run dir); give the config file the run was trained with"
+run_expect 2 evaluate
+expect_in "$TMP/err" "gputrain: error: give the config file (CONFIG), or --run-dir RUN_DIR to use the config.yaml that fit wrote there"
+
+step "10: rmsprop and warmup_steps train"
+config 's/x/x/' "optimizer: {type: rmsprop, momentum: 0.5, centered: true, schedule: {warmup_steps: 3}}"
+run_expect 0 fit "$TMP/c.yaml" --run-dir "$TMP/rms" --quiet --set training.epochs=2
+python3 - "$TMP/rms/last.safetensors" <<'PY'
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
+slots = sorted({k.split("/")[1] for k in header if k.startswith("optimizer/")})
+assert slots == ["rmsprop_mean_grad", "rmsprop_momentum", "rmsprop_v"], slots
+PY
+# 64 samples at batch 16: the first epoch's rate is warmup's first (1/3 of 0.001), the second's is past warmup.
+awk -F, 'NR == 2 && ($6 + 0 < 3.33e-4 || $6 + 0 > 3.34e-4) { exit 1 } NR == 3 && $6 + 0 != 0.001 { exit 1 }' \
+    "$TMP/rms/metrics.csv" || { cat "$TMP/rms/metrics.csv"; fail "warmup_steps' rates"; }
+
+step "11: the CPU replica count is the machine's by default, and says so"
+config 's/x/x/'
+run_expect 0 fit "$TMP/c.yaml" --run-dir "$TMP/auto" --device cpu
+grep -Eq "^mirrored: [0-9]+ replicas? \(CPU( threads)?; auto: [0-9]+ cores?(, 8\+ samples each)?\), global batch 16" "$TMP/out" ||
+    { cat "$TMP/out"; fail "no auto replica count in the start-up line"; }

@@ -69,8 +69,12 @@ PY
     cmp "$dir/last.safetensors" "$TMP/before-resume.safetensors" || fail "the refused resume changed last.safetensors"
 
     step "resume after SIG$sig matches the uninterrupted run"
-    run_expect 0 fit "$cfg" "${long[@]}" --run-dir "$dir" --resume
+    run_expect 0 fit "$cfg" "${long[@]}" --run-dir "$dir" --resume --set logging.progress=lines
     expect_in "$TMP/out" "Resuming from $dir/last.safetensors"
+    # The epoch's line counts its time per step over the steps this run trained.
+    resumed_at=$(sed -n 's/^Continuing epoch 2 at step \([0-9]*\)$/\1/p' "$TMP/out")
+    [ -n "$resumed_at" ] || { cat "$TMP/out"; fail "no 'Continuing epoch 2 at step N' line"; }
+    expect_in "$TMP/out" "Epoch 2/2 - 12500 steps (from step $((resumed_at + 1))) - "
     safetensors identical "$TMP/straight/last.safetensors" "$dir/last.safetensors"
     # Epochs, accuracy (whole counts) and learning rate alike; the loss within
     # rounding (its float32 sums restart at the interruption).

@@ -71,7 +71,7 @@ run_expect 0 summary "$TMP/huge.yaml" --device cpu
 expect_in "$TMP/out" "Total params: $params"
 expect_bytes weights $((4 * params))
 expect_bytes "optimizer state" $((8 * params))
-run_expect 1 fit "$TMP/huge.yaml" --device cpu --run-dir "$TMP/huge-run"
+run_expect 1 fit "$TMP/huge.yaml" --device cpu --replicas 1 --run-dir "$TMP/huge-run"
 expect_in "$TMP/err" "gputrain: error: not enough memory on the CPU: the model needs "
 expect_in "$TMP/err" "the largest layer is model.layers[0] (dense, 16016000000 parameters, $TMP/huge.yaml:4:7): make it smaller"
 [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "more than one line on stderr: $(cat "$TMP/err")"

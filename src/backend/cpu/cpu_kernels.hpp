@@ -10,5 +10,6 @@ namespace gputrain::cpu_kernels {
 const KernelTable& table();
 
 void add_elementwise(KernelTable& table);  // elementwise_kernels.cpp
+void add_optimizers(KernelTable& table);   // optimizer_kernels.cpp
 
 }  // namespace gputrain::cpu_kernels

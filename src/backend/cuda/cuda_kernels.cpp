@@ -6,6 +6,7 @@ const KernelTable& table() {
     static const KernelTable kernels = [] {
         KernelTable t;
         add_elementwise(t);
+        add_optimizers(t);
         return t;
     }();
     return kernels;

@@ -12,5 +12,6 @@ namespace gputrain::cuda_kernels {
 const KernelTable& table();
 
 void add_elementwise(KernelTable& table);  // elementwise_kernels.cu
+void add_optimizers(KernelTable& table);   // optimizer_kernels.cu
 
 }  // namespace gputrain::cuda_kernels

@@ -168,9 +168,17 @@ TEST_CASE("bad values: non-positive counts, fractions out of range, empty names"
 TEST_CASE("unknown names list the known ones, with did-you-mean") {
     REQUIRE(error_of(kMinimal + "optimizer: {type: adma}\n") ==
             "cfg.yaml:3:19: optimizer.type: unknown optimizer 'adma' (did you mean 'adam'?); "
-            "known optimizers: sgd, adam, adamw");
-    REQUIRE(error_of(kMinimal + "optimizer: {type: rmsprop}\n") ==
-            "cfg.yaml:3:19: optimizer.type: unknown optimizer 'rmsprop'; known optimizers: sgd, adam, adamw");
+            "known optimizers: sgd, adam, adamw, rmsprop");
+    REQUIRE(error_of(kMinimal + "optimizer: {type: adagrad}\n") ==
+            "cfg.yaml:3:19: optimizer.type: unknown optimizer 'adagrad'; known optimizers: sgd, adam, adamw, rmsprop");
+    // RMSprop's own keys: only for it; warmup over epochs or steps, not both.
+    REQUIRE(error_of(kMinimal + "optimizer: {type: adam, rho: 0.8}\n") ==
+            "cfg.yaml:3:30: optimizer.rho: only used by rmsprop, not adam; remove it or use type: rmsprop");
+    REQUIRE(error_of(kMinimal + "optimizer: {type: rmsprop, rho: 1.0}\n") ==
+            "cfg.yaml:3:33: optimizer.rho: expected a number in [0, 1), got '1.0'");
+    REQUIRE(error_of(kMinimal + "optimizer: {schedule: {warmup_epochs: 1, warmup_steps: 100}}\n") ==
+            "cfg.yaml:3:56: optimizer.schedule.warmup_steps: is set, and so is warmup_epochs; warm up over epochs or "
+            "over steps: remove one");
     REQUIRE(error_of(kMinimal + "loss: sparse_categorical_crosentropy\n") ==
             "cfg.yaml:3:7: loss: unknown loss 'sparse_categorical_crosentropy' (did you mean "
             "'sparse_categorical_crossentropy'?); known losses: sparse_categorical_crossentropy, "
@@ -230,7 +238,7 @@ TEST_CASE("unknown names list the known ones, with did-you-mean") {
             "cfg.yaml:4:23: reduce_lr_on_plateau: works on a constant learning rate, and optimizer.schedule.type is "
             "cosine; use one of the two (optimizer.schedule.warmup_epochs may stay)");
     REQUIRE(error_of(kMinimal + "optimizer: {type: [sgd]}\n") ==
-            "cfg.yaml:3:19: optimizer.type: expected one of sgd, adam, adamw, got a list");
+            "cfg.yaml:3:19: optimizer.type: expected one of sgd, adam, adamw, rmsprop, got a list");
 }
 
 TEST_CASE("strategy.devices must be all, cpu or GPU ids") {

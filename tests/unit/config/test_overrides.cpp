@@ -51,7 +51,7 @@ TEST_CASE("an unknown key path is an unknown key, placed at the override") {
             "--set optimzer.type=sgd: optimzer: unknown key (did you mean 'optimizer'?)");
     REQUIRE(error_of(kMinimal, {"optimizer.schedule.kind=cosine"}) ==
             "--set optimizer.schedule.kind=cosine: optimizer.schedule.kind: unknown key; known keys: type, "
-            "decay_rate, decay_epochs, decay_steps, staircase, min_lr, warmup_epochs");
+            "decay_rate, decay_epochs, decay_steps, staircase, min_lr, warmup_epochs, warmup_steps");
     REQUIRE(error_of(kMinimal, {"training={epochs: 2, steps: 8}"}) ==
             "--set training={epochs: 2, steps: 8}: training.steps: unknown key; known keys: epochs, batch_size, "
             "shuffle, seed, on_nan, precision, cuda_graphs, fused_kernels, cast_gemm_inputs, gemm_epilogues, "
@@ -73,7 +73,7 @@ TEST_CASE("bad values from overrides are placed at the override") {
             "--set training.epochs=: training.epochs: expected a positive integer, got nothing");
     REQUIRE(error_of(kMinimal, {"optimizer.type=adma"}) ==
             "--set optimizer.type=adma: optimizer.type: unknown optimizer 'adma' (did you mean 'adam'?); "
-            "known optimizers: sgd, adam, adamw");
+            "known optimizers: sgd, adam, adamw, rmsprop");
     REQUIRE(error_of(kMinimal, {"optimizer.weight_decay=0.1"}) ==
             "--set optimizer.weight_decay=0.1: optimizer.weight_decay: must be 0 for adam, got 0.1; "
             "use type: adamw for weight decay");
@@ -81,7 +81,7 @@ TEST_CASE("bad values from overrides are placed at the override") {
             "--set model.input_shape=[28, 0]: model.input_shape[1]: expected a positive integer, got '0'");
     // A rule broken by the file's key after an override changed another: the file's key is named.
     REQUIRE(error_of(kMinimal + "optimizer: {momentum: 0.9}\n", {"optimizer.type=adam"}) ==
-            "cfg.yaml:3:23: optimizer.momentum: only used by sgd, not adam; remove it or use type: sgd");
+            "cfg.yaml:3:23: optimizer.momentum: only used by sgd and rmsprop, not adam; remove it or use type: sgd or rmsprop");
 }
 
 TEST_CASE("malformed overrides") {

@@ -17,7 +17,7 @@ TEST_CASE("weight_decay must be 0 unless the optimizer is adamw") {
 
 TEST_CASE("optimizer keys of another optimizer are errors unless left at their defaults") {
     REQUIRE(error_of(kMinimal + "optimizer: {momentum: 0.9}\n") ==
-            "cfg.yaml:3:23: optimizer.momentum: only used by sgd, not adam; remove it or use type: sgd");
+            "cfg.yaml:3:23: optimizer.momentum: only used by sgd and rmsprop, not adam; remove it or use type: sgd or rmsprop");
     REQUIRE(error_of(kMinimal + "optimizer: {type: adamw, nesterov: true}\n") ==
             "cfg.yaml:3:36: optimizer.nesterov: only used by sgd, not adamw; remove it or use type: sgd");
     REQUIRE(error_of(kMinimal + "optimizer: {type: sgd, beta1: 0.8}\n") ==

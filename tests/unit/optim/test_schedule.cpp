@@ -122,6 +122,35 @@ TEST_CASE("warmup ramps linearly over whole epochs, then the schedule takes over
     }
 }
 
+TEST_CASE("warmup_steps ramps over optimizer steps, across an epoch boundary, then the schedule takes over") {
+    SECTION("constant: 6 steps of warmup in epochs of 4") {
+        auto cfg = with_schedule(ScheduleType::constant, 0.06);
+        cfg.schedule.warmup_steps = 6;
+        const Schedule s(cfg, 4, 10);
+        for (int t = 0; t < 6; ++t) {
+            INFO("step " << t);
+            REQUIRE(s.learning_rate(t) == Approx(0.06 * (t + 1) / 6));
+        }
+        REQUIRE(s.learning_rate(6) == Approx(0.06));
+        REQUIRE(s.learning_rate(39) == Approx(0.06));
+    }
+    SECTION("cosine spans the steps after warmup; exponential decay counts from its end") {
+        auto cfg = with_schedule(ScheduleType::cosine, 0.1);
+        cfg.schedule.warmup_steps = 10;
+        const Schedule s(cfg, 7, 50 / 7 + 1);  // 8 epochs of 7 = 56 steps: 10 of warmup, 46 of cosine
+        REQUIRE(s.learning_rate(9) == Approx(0.1));
+        REQUIRE(s.learning_rate(10) == Approx(0.1));
+        REQUIRE(s.learning_rate(33) == Approx(0.05));
+        auto e = with_schedule(ScheduleType::exponential_decay, 0.1);
+        e.schedule.warmup_steps = 3;
+        e.schedule.decay_rate = 0.5;
+        e.schedule.decay_steps = 4;
+        const Schedule x(e, 5, 10);
+        REQUIRE(x.learning_rate(2) == Approx(0.1));
+        REQUIRE(x.learning_rate(7) == Approx(0.05));
+    }
+}
+
 TEST_CASE("epoch-based schedules follow the epoch, not the step count, when steps per epoch change (a resume "
           "with another batch size)") {
     SECTION("step_decay: 1 epoch of 13 steps at batch 16, then 4 steps an epoch at batch 64") {

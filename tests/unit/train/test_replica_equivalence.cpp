@@ -8,7 +8,8 @@ using namespace gputrain;
 TEST_CASE("N replicas train the same weights as one replica on the same global batch") {
     data::DataSplits data;
     data.train = fixture::blobs(47, 3);  // 47 = 4 batches of 10 + a last batch of 7
-    for (const config::OptimizerType optimizer : {config::OptimizerType::adam, config::OptimizerType::sgd}) {
+    for (const config::OptimizerType optimizer :
+         {config::OptimizerType::adam, config::OptimizerType::sgd, config::OptimizerType::rmsprop}) {
         for (int64_t batch : {10, 2}) {  // batch 2 over 3 replicas leaves one shard empty every step
             INFO("optimizer " << config::name_of(optimizer) << ", batch " << batch);
             const auto cfg = fixture::small_job(2, batch, optimizer);

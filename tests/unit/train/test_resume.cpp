@@ -12,14 +12,15 @@ namespace fs = std::filesystem;
 TEST_CASE("Resuming from a checkpoint ends with the same weights as an uninterrupted run") {
     data::DataSplits data;
     data.train = fixture::blobs(53, 6);
-    for (int n : {1, 2}) {
-        INFO(n << " replicas");
-        const auto cfg3 = fixture::small_job(3, 8);
+    for (const auto [n, optimizer] : {std::pair{1, config::OptimizerType::adam}, std::pair{2, config::OptimizerType::adam},
+                                      std::pair{2, config::OptimizerType::rmsprop}}) {
+        INFO(n << " replicas, " << config::name_of(optimizer));
+        const auto cfg3 = fixture::small_job(3, 8, optimizer);
         fixture::TempDir straight, interrupted;
         auto a = fixture::replicas(cfg3, n);
         fixture::fit(cfg3, a, data, straight.path.string());
 
-        const auto cfg1 = fixture::small_job(1, 8);
+        const auto cfg1 = fixture::small_job(1, 8, optimizer);
         auto b = fixture::replicas(cfg1, n);
         fixture::fit(cfg1, b, data, interrupted.path.string());
         auto c = fixture::replicas(cfg3, n);

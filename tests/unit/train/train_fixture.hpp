@@ -31,6 +31,10 @@ inline config::RunConfig small_job(int64_t epochs, int64_t batch,
     const bool sgd = optimizer == config::OptimizerType::sgd;
     cfg.optimizer.learning_rate = sgd ? 0.05 : 0.01;
     cfg.optimizer.momentum = sgd ? 0.9 : 0.0;
+    if (optimizer == config::OptimizerType::rmsprop) {  // every slot it has: mean square, momentum, mean gradient
+        cfg.optimizer.momentum = 0.5;
+        cfg.optimizer.centered = true;
+    }
     cfg.training.epochs = epochs;
     cfg.training.batch_size = batch;
     cfg.training.seed = 5;

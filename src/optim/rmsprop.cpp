@@ -1,0 +1,56 @@
+#include "optim/rmsprop.hpp"
+
+#include <cstring>
+
+#include "backend/ops/optimizers.hpp"
+
+namespace gputrain::optim {
+
+Rmsprop::Rmsprop(const config::OptimizerConfig& cfg, Backend& backend, size_t param_count)
+    : backend_(backend),
+      n_(param_count),
+      rho_(cfg.rho),
+      momentum_(cfg.momentum),
+      epsilon_(cfg.epsilon),
+      centered_(cfg.centered),
+      v_block_(float_buffer(backend, param_count)),
+      scalars_block_(backend, sizeof(math::RmspropParams)),
+      v_(v_block_.floats()),
+      scalars_(scalars_block_.as<math::RmspropParams>()) {
+    backend_.fill(v_, n_, 0.0f);
+    if (momentum_ > 0.0) {
+        momentum_block_ = float_buffer(backend, param_count);
+        momentum_slot_ = momentum_block_.floats();
+        backend_.fill(momentum_slot_, n_, 0.0f);
+    }
+    if (centered_) {
+        mean_grad_block_ = float_buffer(backend, param_count);
+        mean_grad_ = mean_grad_block_.floats();
+        backend_.fill(mean_grad_, n_, 0.0f);
+    }
+}
+
+void Rmsprop::prepare(double learning_rate, int64_t) {
+    math::RmspropParams r;
+    std::memset(&r, 0, sizeof r);  // every uploaded byte defined
+    r.learning_rate = static_cast<float>(learning_rate);
+    r.rho = static_cast<float>(rho_);
+    r.momentum = static_cast<float>(momentum_);
+    r.epsilon = static_cast<float>(epsilon_);
+    r.decay = 0.0f;
+    r.centered = centered_ ? 1 : 0;
+    backend_.upload(scalars_, &r, sizeof r);
+}
+
+void Rmsprop::apply(float* params, const float* grads, const int32_t* skip) {
+    run_op(backend_, ops::RmspropStep{params, grads, v_, momentum_slot_, mean_grad_, n_, scalars_, skip});
+}
+
+std::vector<StateSlot> Rmsprop::state() {
+    std::vector<StateSlot> slots{{"rmsprop_v", v_}};
+    if (momentum_slot_) slots.push_back({"rmsprop_momentum", momentum_slot_});
+    if (mean_grad_) slots.push_back({"rmsprop_mean_grad", mean_grad_});
+    return slots;
+}
+
+}  // namespace gputrain::optim
