@@ -1,11 +1,14 @@
 // The fused optimizer steps over 10 steps against CpuBackend.
 #include <cmath>
 
+#include "backend/ops/optimizers.hpp"
 #include "parity.hpp"
 
 using namespace gpu_test;
 using gputrain::math::AdamParams;
 using gputrain::math::SgdParams;
+using gputrain::run_op;
+namespace ops = gputrain::ops;
 
 namespace {
 
@@ -84,4 +87,34 @@ TEST_CASE("sgd_step (plain, momentum, Nesterov) matches the CPU over 10 steps") 
     // FMA contraction differs between the compilers, and momentum carries
     // each step's ulp into the next: 2.5e-6 relative after 10 steps on an H200.
     require_close(run_sgd(gpu, n, s), run_sgd(cpu, n, s), 1e-5, 1e-7);
+}
+
+TEST_CASE("the rmsprop op (plain, momentum, centered; a skipped step) matches the CPU over 10 steps") {
+    const size_t n = GENERATE(as<size_t>{}, 1, 1000, 4099);
+    for (const auto [momentum, centered] : {std::pair{0.0f, 0}, std::pair{0.9f, 0}, std::pair{0.5f, 1}}) {
+        INFO("n " << n << ", momentum " << momentum << ", centered " << centered);
+        const auto run = [&](Backend& be) {
+            Buffers buf(be);
+            float* params = buf.upload(random_vector(n, 7));
+            float* v = buf.upload(std::vector<float>(n, 0.0f));
+            float* mom = momentum > 0 ? buf.upload(std::vector<float>(n, 0.0f)) : nullptr;
+            float* mg = centered ? buf.upload(std::vector<float>(n, 0.0f)) : nullptr;
+            auto* scalars = buf.zeros<gputrain::math::RmspropParams>(1);
+            auto* skip = buf.zeros<int32_t>(1);
+            for (int t = 1; t <= kSteps; ++t) {
+                gputrain::math::RmspropParams r{1e-2f / static_cast<float>(t), 0.9f, momentum, 1e-7f, 0.0f, centered};
+                be.upload(scalars, &r, sizeof r);
+                const int32_t skipped = t == 4 ? 1 : 0;  // step 4 changes nothing
+                be.upload(skip, &skipped, sizeof skipped);
+                run_op(be, ops::RmspropStep{params, buf.upload(gradients(n, t)), v, mom, mg, n, scalars, skip});
+            }
+            auto out = buf.download(params, n);
+            const auto state = buf.download(v, n);
+            out.insert(out.end(), state.begin(), state.end());
+            return out;
+        };
+        CpuBackend cpu;
+        CudaBackend gpu(0);
+        require_close(run(gpu), run(cpu), 1e-5, 1e-7);
+    }
 }
