@@ -108,16 +108,7 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
                                                  "the model has no trainable parameters, so training would change "
                                                  "nothing",
                                                  "add a dense or conv2d layer"));
-    if (model.softmax_under_logits_loss())
-        spdlog::warn("warning: loss.from_logits is true, but the last layer '{}' ends in softmax: the loss will take "
-                     "its probabilities for logits; set loss.from_logits: false, or that layer's activation to linear",
-                     model.layer(model.layer_count() - 1).name());
-    if (const std::string w = model.channels_first_warning(); !w.empty()) spdlog::warn("warning: {}", w);
-    if (model.probabilities_not_softmax())
-        spdlog::warn("warning: loss.from_logits is false, but the last layer '{}' does not end in softmax: the loss "
-                     "will take its outputs for probabilities (clipped to [1e-7, 1 - 1e-7]) and learn little; set "
-                     "that layer's activation: softmax, or loss.from_logits: true",
-                     model.layer(model.layer_count() - 1).name());
+    for (const std::string& w : model.warnings()) spdlog::warn("warning: {}", w);
     if (strategy.on_gpu()) spdlog::info("CUDA graphs: {}", train::step_graphs_note(cfg, *replicas[0]));
     if (!quiet) std::printf("%s", replicas[0]->model().summary().c_str());
 

@@ -43,12 +43,7 @@ int run_summary(SummaryArgs& args) {
     }
     std::printf("%s", model.summary().c_str());
     // What fit warns about the model, said here too (stderr).
-    if (const std::string w = model.channels_first_warning(); !w.empty()) spdlog::warn("warning: {}", w);
-    if (model.probabilities_not_softmax())
-        spdlog::warn("warning: loss.from_logits is false, but the last layer '{}' does not end in softmax: the loss "
-                     "will take its outputs for probabilities (clipped to [1e-7, 1 - 1e-7]) and learn little; set "
-                     "that layer's activation: softmax, or loss.from_logits: true",
-                     model.layer(model.layer_count() - 1).name());
+    for (const std::string& w : model.warnings()) spdlog::warn("warning: {}", w);
     std::printf("\nStrategy: %s\n", strategy.describe(cfg.training.batch_size).c_str());
     std::printf("Memory per replica (%lld samples, float32):\n", (long long)m.rows_per_replica);
     char label[64];

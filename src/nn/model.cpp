@@ -556,4 +556,20 @@ std::string Model::channels_first_warning() const {
            " channels" + channels_first_hint(in);
 }
 
+std::vector<std::string> Model::warnings() const {
+    std::vector<std::string> out;
+    const std::string last = layers_.back()->name();
+    if (softmax_under_logits_loss_)
+        out.push_back("loss.from_logits is true, but the last layer '" + last +
+                      "' ends in softmax: the loss will take its probabilities for logits; set loss.from_logits: "
+                      "false, or that layer's activation to linear");
+    if (probabilities_not_softmax_)
+        out.push_back("loss.from_logits is false, but the last layer '" + last +
+                      "' does not end in softmax: the loss will take its outputs for probabilities (clipped to "
+                      "[1e-7, 1 - 1e-7]) and learn little; set that layer's activation: softmax, or "
+                      "loss.from_logits: true");
+    if (std::string w = channels_first_warning(); !w.empty()) out.push_back(std::move(w));
+    return out;
+}
+
 }  // namespace gputrain::nn

@@ -120,6 +120,9 @@ public:
     // "" or why model.input_shape looks channels-first ([1, 28, 28] before a
     // conv2d: a 1-pixel-high image of 28 channels), with the shape to write.
     std::string channels_first_warning() const;
+    // What fit and summary warn about the model: the three above, as lines
+    // ("loss.from_logits is true, but the last layer ..."), none when all is well.
+    std::vector<std::string> warnings() const;
 
     // ---- Read-only layer access and an observed training step, for `gputrain bench`.
     size_t layer_count() const { return layers_.size(); }
