@@ -142,8 +142,7 @@ Action add_predict_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand(
         "predict", "Class probabilities of a checkpoint's model for the samples of an IDX, CSV or NPY file");
     cmd->add_option("config", args->common.config_path,
-                    "YAML config file the model was trained with (default: RUN_DIR/config.yaml with --run-dir, else "
-                    "the config stored in --checkpoint)");
+                    "YAML config file the model was trained with (default: the config stored in --checkpoint)");
     cmd->add_option("--checkpoint", args->checkpoint, "Checkpoint file (.safetensors) whose weights are used")
         ->check(non_empty_path())
         ->required();

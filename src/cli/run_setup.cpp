@@ -39,7 +39,7 @@ config::RunConfig read_config(const CommonOptions& options, const std::string& c
         return config::load_from_string(stored, checkpoint + " (its config)", options.overrides);
     }
     throw ConfigError("give the config file (CONFIG), or --run-dir RUN_DIR to use the config.yaml that fit wrote "
-                      "there");
+                      "there (or --checkpoint FILE, whose config is stored in it)");
 }
 
 }  // namespace

@@ -104,12 +104,13 @@ private:
             child = YAML::Node(YAML::NodeType::Map);
             return child;
         }
-        // `loss: NAME` is shorthand for `loss: {name: NAME}`: expand it so that
-        // loss.from_logits can be set; the name keeps pointing at the file.
-        if (child_path == "loss") {
+        // `loss: NAME` is shorthand for `loss: {name: NAME}`, `optimizer: TYPE`
+        // for `optimizer: {type: TYPE}`: expand them so that their other keys
+        // can be set; the name keeps pointing at the file.
+        if (child_path == "loss" || child_path == "optimizer") {
             const std::string name_place = source_.place(child.Mark(), child_path);
             YAML::Node expanded(YAML::NodeType::Map);
-            expanded["name"] = YAML::Node(child.Scalar());
+            expanded[child_path == "loss" ? "name" : "type"] = YAML::Node(child.Scalar());
             child = expanded;
             source_.pin(child_path, name_place);
             return child;

@@ -37,8 +37,7 @@ Shape Conv2d::build(const Shape& input_shape) {
         if (s_.dilation.h != 1 || s_.dilation.w != 1) kernel += " (dilation " + pair_text(s_.dilation) + ")";
         throw ConfigError("layer '" + name_ + "' (conv2d): " + kernel + " is larger than its input " +
                           shape_to_string(input_shape, false) +
-                          " with padding valid; use a smaller kernel_size or padding: same" +
-                          channels_first_hint(input_shape));
+                          " with padding valid; use a smaller kernel_size or padding: same");
     }
     std::string window = "kernel " + pair_text(s_.kernel) + " stride " + pair_text(s_.strides) + " dilation " +
                          pair_text(s_.dilation) + " padding " + padding_name(s_.padding);

@@ -66,8 +66,10 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         try {
             shape = layer.build(in_shapes);
         } catch (const ConfigError& e) {
-            // A shape the layer cannot take: where the layer is in the config.
-            throw ConfigError(LayerArgs(spec, static_cast<int>(i)).place() + e.what());
+            // A shape the layer cannot take: where the layer is in the config,
+            // and the likely cause when the model's input is shaped channels-first.
+            throw ConfigError(LayerArgs(spec, static_cast<int>(i)).place() + e.what() +
+                              channels_first_hint(input_shape_));
         }
         // Every later size (activations, GEMM dimensions) is counted from these.
         if (!elements_within(shape, kMaxSampleElements, elements))

@@ -20,8 +20,7 @@ Shape Pool2d::build(const Shape& input_shape) {
         !window_axis(input_shape[1], pool_.w, strides_.w, 1, padding_, w))
         throw ConfigError("layer '" + name_ + "' (" + type() + "): pool_size " + std::to_string(pool_.h) + "x" +
                           std::to_string(pool_.w) + " is larger than its input " + shape_to_string(input_shape, false) +
-                          " with padding valid; use a smaller pool_size or padding: same" +
-                          channels_first_hint(input_shape));
+                          " with padding valid; use a smaller pool_size or padding: same");
     require_int_extent(name_, type(),
                        "pool_size " + std::to_string(pool_.h) + "x" + std::to_string(pool_.w) + " strides " +
                            std::to_string(strides_.h) + "x" + std::to_string(strides_.w) + " padding " +

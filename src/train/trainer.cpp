@@ -502,7 +502,8 @@ Trainer::EpochTotals Trainer::train_epoch(int64_t epoch, double learning_rate, d
     progress_.begin_epoch(epoch, cfg_.training.epochs, steps_per_epoch_, start_step);
     loader.start_epoch(epoch, start_step);
     if (start_step > 0)
-        info("Continuing epoch " + std::to_string(epoch + 1) + " at step " + std::to_string(start_step));
+        info("Continuing epoch " + std::to_string(epoch + 1) + " after step " + std::to_string(start_step) + "/" +
+             std::to_string(steps_per_epoch_));
     EpochTotals totals;
     try {
         run_on_replicas(replicas_, [&](Replica& r) {

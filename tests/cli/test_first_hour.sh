@@ -117,7 +117,11 @@ expect_in "$TMP/out" "Total params: "
 run_expect 2 evaluate --run-dir "$TMP"
 expect_in "$TMP/err" "gputrain: error: no CONFIG given, and $TMP/config.yaml does not exist (fit writes it into the run dir); give the config file the run was trained with"
 run_expect 2 evaluate
-expect_in "$TMP/err" "gputrain: error: give the config file (CONFIG), or --run-dir RUN_DIR to use the config.yaml that fit wrote there"
+expect_in "$TMP/err" "gputrain: error: give the config file (CONFIG), or --run-dir RUN_DIR to use the config.yaml that fit wrote there (or --checkpoint FILE, whose config is stored in it)"
+step "... and optimizer: NAME takes --set of its other keys, as loss: NAME does"
+config 's/x/x/' "optimizer: sgd"
+run_expect 0 summary "$TMP/c.yaml" --set optimizer.momentum=0.9
+expect_in "$TMP/out" "optimizer state (sgd, 1 x weights)"
 
 step "10: rmsprop and warmup_steps train"
 config 's/x/x/' "optimizer: {type: rmsprop, momentum: 0.5, centered: true, schedule: {warmup_steps: 3}}"

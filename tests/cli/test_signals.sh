@@ -72,8 +72,8 @@ PY
     run_expect 0 fit "$cfg" "${long[@]}" --run-dir "$dir" --resume --set logging.progress=lines
     expect_in "$TMP/out" "Resuming from $dir/last.safetensors"
     # The epoch's line counts its time per step over the steps this run trained.
-    resumed_at=$(sed -n 's/^Continuing epoch 2 at step \([0-9]*\)$/\1/p' "$TMP/out")
-    [ -n "$resumed_at" ] || { cat "$TMP/out"; fail "no 'Continuing epoch 2 at step N' line"; }
+    resumed_at=$(sed -n 's/^Continuing epoch 2 after step \([0-9]*\)\/12500$/\1/p' "$TMP/out")
+    [ -n "$resumed_at" ] || { cat "$TMP/out"; fail "no 'Continuing epoch 2 after step N/12500' line"; }
     expect_in "$TMP/out" "Epoch 2/2 - 12500 steps (from step $((resumed_at + 1))) - "
     safetensors identical "$TMP/straight/last.safetensors" "$dir/last.safetensors"
     # Epochs, accuracy (whole counts) and learning rate alike; the loss within
