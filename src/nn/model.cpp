@@ -8,6 +8,7 @@
 #include "backend/ops/elementwise.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "nn/batch_norm.hpp"
 #include "nn/graph.hpp"
 #include "nn/layer_args.hpp"
 #include "nn/layer_names.hpp"
@@ -571,6 +572,18 @@ std::vector<std::string> Model::warnings() const {
                       "[1e-7, 1 - 1e-7]) and learn little; set that layer's activation: softmax, or "
                       "loss.from_logits: true");
     if (std::string w = channels_first_warning(); !w.empty()) out.push_back(std::move(w));
+    // PyTorch's BatchNorm momentum (0.1) is the weight of the new batch;
+    // Keras' and gputrain's is the old statistics' (0.99): 0.1 here forgets fast.
+    for (const auto& layer : layers_)
+        if (const auto* bn = dynamic_cast<const BatchNorm*>(layer.get()); bn && bn->momentum() < 0.5) {
+            char value[32];
+            std::snprintf(value, sizeof value, "%g", bn->momentum());
+            char keras[32];
+            std::snprintf(keras, sizeof keras, "%g", 1.0 - bn->momentum());
+            out.push_back("layer '" + layer->name() + "' (batch_norm): momentum " + value +
+                          " keeps that much of the moving statistics at each step (Keras' convention, as "
+                          "gputrain's); PyTorch's momentum " + value + " is momentum " + keras + " here");
+        }
     return out;
 }
 

@@ -137,6 +137,11 @@ PY
 awk -F, 'NR == 2 && ($6 + 0 < 3.33e-4 || $6 + 0 > 3.34e-4) { exit 1 } NR == 3 && $6 + 0 != 0.001 { exit 1 }' \
     "$TMP/rms/metrics.csv" || { cat "$TMP/rms/metrics.csv"; fail "warmup_steps' rates"; }
 
+step "... and PyTorch's batch-norm momentum is named"
+config 's/- {type: flatten}/- {type: batch_norm, momentum: 0.1}\n    - {type: flatten}/'
+run_expect 0 summary "$TMP/c.yaml"
+expect_in "$TMP/err" "warning: layer 'batch_norm' (batch_norm): momentum 0.1 keeps that much of the moving statistics at each step (Keras' convention, as gputrain's); PyTorch's momentum 0.1 is momentum 0.9 here"
+
 step "11: the CPU replica count is the machine's by default, and says so"
 config 's/x/x/'
 run_expect 0 fit "$TMP/c.yaml" --run-dir "$TMP/auto" --device cpu
