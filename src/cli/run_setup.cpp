@@ -31,6 +31,7 @@ config::RunConfig read_config(const CommonOptions& options, const std::string& c
         return config::load(path, options.overrides);
     }
     if (!checkpoint.empty()) {
+        require_checkpoint_file("--checkpoint", checkpoint);
         const std::string stored = train::checkpoint_config(checkpoint);
         if (stored.empty())
             throw ConfigError("no CONFIG given, and " + checkpoint +

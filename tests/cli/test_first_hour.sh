@@ -114,6 +114,8 @@ run_expect 0 evaluate --checkpoint "$TMP/own/last.safetensors" --json
 expect_in "$TMP/out" '"samples": '
 run_expect 0 summary --run-dir "$TMP/own"
 expect_in "$TMP/out" "Total params: "
+run_expect 2 evaluate --checkpoint "$TMP/nope.safetensors"
+expect_in "$TMP/err" "gputrain: error: --checkpoint: '$TMP/nope.safetensors' does not exist"
 run_expect 2 evaluate --run-dir "$TMP"
 expect_in "$TMP/err" "gputrain: error: no CONFIG given, and $TMP/config.yaml does not exist (fit writes it into the run dir); give the config file the run was trained with"
 run_expect 2 evaluate
