@@ -140,7 +140,7 @@ struct Blocks {
 };
 
 const std::string kBlockExample =
-    "e.g. blocks: {basic: {params: {filters: 16}, layers: [{type: conv2d, filters: ${filters}, kernel_size: 3}]}}";
+    "e.g. blocks: {basic: {params: {filters: 16}, layers: [{type: conv2d, filters: $filters, kernel_size: 3}]}}";
 
 // The parameter names a block's layers refer to: every $NAME and ${NAME} in
 // their values (and in the values given to blocks they use).
@@ -288,6 +288,9 @@ public:
                 continue;
             }
             LayerSpec spec = read_layer(item);
+            if (blocks_.defs.count(spec.type))
+                fail_at(spec, "type", "'" + spec.type + "' is a block, not a layer type; use it as {block: " +
+                                          spec.type + ", ...}");
             if (scope.block) {
                 substitute(spec, scope);
                 std::string local = spec.name;
@@ -307,6 +310,7 @@ public:
                 spec.scoped = true;
                 scope.names[local] = static_cast<int>(out_.size());
             } else {
+                substitute(spec, scope);  // a $NAME outside any block is an error that says so
                 link_inputs(spec, scope);
                 if (!spec.name.empty()) {
                     // A block instance's name (given or automatic) stands for its last layer.

@@ -160,3 +160,11 @@ TEST_CASE("--set on a block the file does not define is an unknown block") {
     CHECK(error_of(with_model("    - {block: res, units: 4}\n"), {"blocks.rse.params.units=3"}) ==
           "--set blocks.rse.params.units=3: blocks.rse: unknown block 'rse' (did you mean 'res'?); defined blocks: res");
 }
+
+TEST_CASE("A block named as a layer type, and $NAME outside any block, say what to write") {
+    CHECK(error_of(with_model("    - {type: res, units: 4}\n")) ==
+          "cfg.yaml:11:8: layer (res): type: 'res' is a block, not a layer type; use it as {block: res, ...}");
+    CHECK(error_of(with_model("    - {type: dense, units: $units}\n")) ==
+          "cfg.yaml:11:21: units: $units is a block parameter, but this layer is not in a block; define the block "
+          "under blocks:");
+}
