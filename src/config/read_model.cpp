@@ -89,7 +89,15 @@ LayerSpec read_layer(const ValueRef& item) {
     const Section layer = Section::open(*item.source, item.node, item.path, item.place);
     LayerSpec spec;
     spec.where[""] = layer.place();
-    if (!layer.has("type")) layer.value("type").fail("missing", "give the layer kind, e.g. type: dense");
+    if (!layer.has("type")) {
+        // `- dense: {units: 10}` (the layer kind as the key, as some Keras
+        // configs write it): say how gputrain spells it.
+        const std::vector<std::string> keys = layer.keys();
+        if (keys.size() == 1 && layer.value(keys[0]).node.IsMap())
+            layer.value("type").fail("missing", "write the kind as a key of the layer: {type: " + keys[0] +
+                                                    ", ...} with the keys of '" + keys[0] + ":' beside it");
+        layer.value("type").fail("missing", "give the layer kind, e.g. type: dense");
+    }
     spec.type = layer.text("type", "");
     if (spec.type.empty()) layer.value("type").fail("is empty", "give the layer kind, e.g. type: dense");
     spec.name = layer.text("name", "");

@@ -168,3 +168,9 @@ TEST_CASE("A block named as a layer type, and $NAME outside any block, say what 
           "cfg.yaml:11:21: units: $units is a block parameter, but this layer is not in a block; define the block "
           "under blocks:");
 }
+
+TEST_CASE("A layer written with its kind as the key is told how to write it") {
+    CHECK(error_of(with_model("    - dense: {units: 4}\n")) ==
+          "cfg.yaml:11:7: model.layers[0].type: missing; write the kind as a key of the layer: {type: dense, ...} "
+          "with the keys of 'dense:' beside it");
+}
