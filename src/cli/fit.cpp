@@ -110,7 +110,11 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
                                                  "add a dense or conv2d layer"));
     for (const std::string& w : model.warnings()) spdlog::warn("warning: {}", w);
     if (strategy.on_gpu()) spdlog::info("CUDA graphs: {}", train::step_graphs_note(cfg, *replicas[0]));
-    if (!quiet) std::printf("%s", replicas[0]->model().summary().c_str());
+    // A resume of a run with every epoch done trains nothing: no model table
+    // before its "Nothing to do" line.
+    const bool all_epochs_done =
+        !resume_from.empty() && train::checkpoint_epochs_done(resume_from) >= cfg.training.epochs;
+    if (!quiet && !all_epochs_done) std::printf("%s", replicas[0]->model().summary().c_str());
 
     // A run dir this fit creates is removed again (with its lock file) when the
     // run fails before it writes anything, such as a resume whose checkpoint

@@ -459,6 +459,15 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     return st;
 }
 
+int64_t checkpoint_epochs_done(const std::string& path) {
+    try {
+        const auto contents = checkpoint::load(path, [](const std::string&) { return false; });
+        return meta_int(contents, path, "epoch");
+    } catch (const std::exception&) {
+        return -1;
+    }
+}
+
 std::string checkpoint_config(const std::string& path) {
     const auto contents = checkpoint::load(path, [](const std::string&) { return false; });
     return stored_config(contents, path);

@@ -113,6 +113,10 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
 // stores none (an earlier gputrain); DataError when the file cannot be read.
 std::string checkpoint_config(const std::string& path);
 
+// The epochs `path` was written after (its metadata); -1 when it cannot be
+// read (restore() then says why).
+int64_t checkpoint_epochs_done(const std::string& path);
+
 // The newest checkpoint in `dir` for --resume: last.safetensors, else the
 // highest epoch-NNN. Empty when there is none.
 std::string latest_checkpoint(const std::string& dir);

@@ -149,3 +149,10 @@ config 's/x/x/'
 run_expect 0 fit "$TMP/c.yaml" --run-dir "$TMP/auto" --device cpu
 grep -Eq "^mirrored: [0-9]+ replicas? \(CPU( threads)?; auto: [0-9]+ cores?(, 8\+ samples each)?\), global batch 16" "$TMP/out" ||
     { cat "$TMP/out"; fail "no auto replica count in the start-up line"; }
+
+step "a resume with every epoch done prints no model table before 'Nothing to do'"
+config 's/x/x/'
+run_expect 0 fit "$TMP/c.yaml" --run-dir "$TMP/done" --quiet
+run_expect 0 fit "$TMP/c.yaml" --run-dir "$TMP/done" --resume
+expect_in "$TMP/out" "Nothing to do: the checkpoint already has 1 of 1 epochs (raise training.epochs to continue)"
+if grep -q "Total params" "$TMP/out"; then cat "$TMP/out"; fail "the model table was printed"; fi
