@@ -13,6 +13,7 @@
 #include <cstring>
 #include <dnnl.hpp>
 #include <map>
+#include <mutex>
 #include <string>
 
 #include "backend/cpu/conv_description.hpp"
@@ -51,6 +52,17 @@ Key full_key(const Conv2dGeometry& g) {
 }
 
 bool is_reference(const char* impl) { return std::strncmp(impl, "ref", 3) == 0; }
+
+// Primitive descriptors and primitives are made one thread at a time, across
+// all replicas: it happens once per geometry, and two replica threads making
+// theirs at once met in oneDNN's global primitive cache, which ThreadSanitizer
+// reported as a race (a key compared while another thread allocated it; the
+// library is not instrumented, so whether its own locking orders them cannot
+// be seen). Running the primitives needs no lock.
+std::mutex& creation_mutex() {
+    static std::mutex m;
+    return m;
+}
 
 // A tensor in the caller's layout and, when the primitive wants another, a
 // copy in the primitive's with the reorder between them.
@@ -183,6 +195,7 @@ struct OneDnnConvolutions::Impl {
         // last partial batch, for training and evaluation); more means batch
         // sizes that vary without end, so start over rather than grow.
         if (entries.size() >= 256) entries.clear();
+        const std::lock_guard<std::mutex> lock(creation_mutex());
         return entries.try_emplace(k, g, eng).first->second;
     }
 
@@ -192,6 +205,7 @@ struct OneDnnConvolutions::Impl {
     enum class Support { none, reference, fast };
     Support support(const Conv2dGeometry& g) {
         try {
+            const std::lock_guard<std::mutex> lock(creation_mutex());
             const Descs d(g);
             const auto fpd = forward_pd(d, eng);
             const auto bdpd = backward_data_pd(d, eng, fpd);
@@ -251,6 +265,7 @@ void OneDnnConvolutions::backward_data(const Conv2dGeometry& g, const float* dy,
     apply_threads();
     Impl::Entry& e = impl_->entry(g);
     if (!e.have_backward_data) {
+        const std::lock_guard<std::mutex> lock(creation_mutex());
         const auto pd = backward_data_pd(e.d, impl_->eng, e.fpd);
         e.bwd_data = dnnl::convolution_backward_data(pd);
         e.bwd_data_w.set(impl_->eng, e.d.wei, pd.weights_desc(), false);
@@ -270,6 +285,7 @@ void OneDnnConvolutions::backward_filter(const Conv2dGeometry& g, const float* x
     apply_threads();
     Impl::Entry& e = impl_->entry(g);
     if (!e.have_backward_filter) {
+        const std::lock_guard<std::mutex> lock(creation_mutex());
         const auto pd = backward_filter_pd(e.d, impl_->eng, e.fpd);
         e.bwd_filter = dnnl::convolution_backward_weights(pd);
         e.bwd_filter_dw.set(impl_->eng, e.d.wei, pd.diff_weights_desc(), true);
