@@ -50,6 +50,14 @@ DataError MetadataReader::damaged(const std::string& problem) const {
     return DataError(path_ + ": metadata " + problem + "; the file is damaged: resume from another checkpoint");
 }
 
+bool MetadataReader::has_watched(const std::string& prefix) const {
+    const std::string of = prefix + "of";
+    if (has(of)) return true;
+    for (const auto& [key, value] : metadata_)
+        if (key.rfind(prefix, 0) == 0) throw damaged("'" + key + "' comes without '" + of + "'");
+    return false;
+}
+
 void MetadataReader::watched(const std::string& prefix, WatchedBest& w) const {
     const std::string of = prefix + "of", wait = prefix + "wait", best = prefix + "best",
                       best_epoch = prefix + "best_epoch";

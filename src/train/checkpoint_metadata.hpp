@@ -37,6 +37,9 @@ public:
     // "PATH: metadata PROBLEM; the file is damaged: resume from another checkpoint"
     DataError damaged(const std::string& problem) const;
 
+    // Whether a callback's keys under `prefix` are there: `prefix`of names
+    // what it watched, and any other key with the prefix without it is damage.
+    bool has_watched(const std::string& prefix) const;
     // What a callback that watches a metric keeps under `prefix`
     // ("early_stopping_"): _of, _wait, _best and _best_epoch, checked against
     // the epochs done. Every key with the prefix needs _of.

@@ -51,11 +51,7 @@ std::string EarlyStopping::reason(const EarlyStoppingState& state) const {
 
 std::vector<std::string> EarlyStoppingCallback::restore(const MetadataReader& metadata) {
     state_ = EarlyStoppingState{};
-    if (!metadata.has("early_stopping_of")) {
-        for (const auto& [key, value] : metadata.all())
-            if (key.rfind("early_stopping_", 0) == 0) throw metadata.damaged("'" + key + "' comes without 'early_stopping_of'");
-        return {};
-    }
+    if (!metadata.has_watched("early_stopping_")) return {};
     for (const char* key : {"early_stopping_min_delta", "early_stopping_start_from_epoch"})
         if (!metadata.has(key)) throw metadata.damaged(std::string("'early_stopping_of' comes without '") + key + "'");
     metadata.watched("early_stopping_", state_);

@@ -55,11 +55,7 @@ std::string ReduceLrOnPlateau::after_epoch(PlateauState& state, const EpochRecor
 
 std::vector<std::string> ReduceLrCallback::restore(const MetadataReader& metadata) {
     state_ = PlateauState{};
-    if (!metadata.has("reduce_lr_of")) {
-        for (const auto& [key, value] : metadata.all())
-            if (key.rfind("reduce_lr_", 0) == 0) throw metadata.damaged("'" + key + "' comes without 'reduce_lr_of'");
-        return {};
-    }
+    if (!metadata.has_watched("reduce_lr_")) return {};
     metadata.watched("reduce_lr_", state_);
     state_.cooldown_left = metadata.whole("reduce_lr_cooldown_left");
     state_.learning_rate = metadata.real("reduce_lr_learning_rate", 0.0);
