@@ -136,14 +136,6 @@ public:
     virtual void wait_copies() = 0;
     // Returns once copy `ticket` has read its host source, which may then be rewritten.
     virtual void wait_copy_on_host(uint64_t ticket) = 0;
-    // A batch gathered from a data set resident in backend memory, inputs and
-    // labels in one call: for r < rows, row r of inputs_dst (row_words floats)
-    // and labels_dst[r] are row order[*position + r] of inputs_src and
-    // labels_src. *position is read when the call runs (Replica writes it with
-    // upload() before each step), so that a recorded graph gathers each step's rows.
-    virtual void gather_batch(float* inputs_dst, int32_t* labels_dst, const float* inputs_src,
-                              const int32_t* labels_src, size_t row_words, const int32_t* order,
-                              const int64_t* position, int rows) = 0;
 
     virtual void fill(float* x, size_t n, float value) = 0;
     virtual void scale(float* x, size_t n, float alpha) = 0;

@@ -62,7 +62,8 @@ HostBatches make_batches(const data::Dataset& train, int64_t batch, int replicas
         std::vector<int32_t> y(static_cast<size_t>(batch));
         for (int64_t r = 0; r < batch; ++r) {
             const int64_t src = (s * batch + r) % train.size();
-            std::copy_n(train.inputs.begin() + src * per, per, x.begin() + r * per);
+            const std::vector<float> row = data::model_inputs(train, src, src + 1);  // as the model reads it
+            std::copy_n(row.begin(), per, x.begin() + r * per);
             y[r] = train.labels[src];
         }
         b.inputs.push_back(std::move(x));

@@ -52,15 +52,57 @@ struct EnumTable<ScheduleType> {
 };
 
 // data.format
-enum class DataFormat { idx, csv, synthetic };
+enum class DataFormat { idx, csv, synthetic, cifar10, cifar100 };
 template <>
 struct EnumTable<DataFormat> {
     static constexpr const char* noun = "data format";
     static constexpr const char* plural = "data formats";
-    static constexpr std::array<EnumName<DataFormat>, 3> entries{{
+    static constexpr std::array<EnumName<DataFormat>, 5> entries{{
         {DataFormat::idx, "idx"},
         {DataFormat::csv, "csv"},
         {DataFormat::synthetic, "synthetic"},
+        {DataFormat::cifar10, "cifar10"},
+        {DataFormat::cifar100, "cifar100"},
+    }};
+};
+
+// data.augment: the name of each step
+enum class AugmentType { random_crop, random_flip, random_translate, cutout, random_rotation };
+template <>
+struct EnumTable<AugmentType> {
+    static constexpr const char* noun = "augmentation";
+    static constexpr const char* plural = "augmentations";
+    static constexpr std::array<EnumName<AugmentType>, 5> entries{{
+        {AugmentType::random_crop, "random_crop"},
+        {AugmentType::random_flip, "random_flip"},
+        {AugmentType::random_translate, "random_translate"},
+        {AugmentType::cutout, "cutout"},
+        {AugmentType::random_rotation, "random_rotation"},
+    }};
+};
+
+// data.augment: random_crop / random_translate's mode: what lies past the image's edge
+enum class FillMode { zero, reflect };
+template <>
+struct EnumTable<FillMode> {
+    static constexpr const char* noun = "fill mode";
+    static constexpr const char* plural = "fill modes";
+    static constexpr std::array<EnumName<FillMode>, 2> entries{{
+        {FillMode::zero, "zero"},
+        {FillMode::reflect, "reflect"},
+    }};
+};
+
+// data.augment: random_flip's mode (Keras' RandomFlip names)
+enum class FlipMode { horizontal, vertical, both };
+template <>
+struct EnumTable<FlipMode> {
+    static constexpr const char* noun = "flip mode";
+    static constexpr const char* plural = "flip modes";
+    static constexpr std::array<EnumName<FlipMode>, 3> entries{{
+        {FlipMode::horizontal, "horizontal"},
+        {FlipMode::vertical, "vertical"},
+        {FlipMode::both, "horizontal_and_vertical"},
     }};
 };
 

@@ -5,6 +5,139 @@
 #include <cmath>
 
 namespace gputrain::config {
+namespace {
+
+// As ops::AugmentPlan holds them (backend/ops/prepare_inputs.hpp).
+constexpr int64_t kMaxAugmentSteps = 8;
+constexpr int64_t kMaxCutouts = 8;
+
+const char* const kAugmentExample =
+    "e.g. augment: [{random_crop: {padding: 4}}, random_flip, {cutout: {size: 8}}]";
+
+// A list of numbers, each within `range`.
+std::vector<double> read_numbers(const Section& s, const std::string& key, NumberRange range) {
+    const ValueRef v = s.value(key);
+    if (!v.node.IsSequence()) {
+        if (v.node.IsScalar()) return {read_number(v, range)};  // one value for every channel
+        v.fail("expected a number or a list of numbers (one per channel), got " + describe(v.node));
+    }
+    if (v.node.size() == 0) v.fail("is empty", "give one value per channel, e.g. [0.2860] for Fashion-MNIST");
+    std::vector<double> out;
+    for (size_t i = 0; i < v.node.size(); ++i) out.push_back(read_number(list_item(v, i), range));
+    return out;
+}
+
+void read_normalize(const Section& data, DataConfig& out) {
+    if (!data.has("normalize")) return;
+    const ValueRef v = data.value("normalize");
+    if (v.node.IsNull()) return;  // normalize: null (or --set data.normalize=null): none
+    const char* example = "e.g. normalize: {mean: [0.2860], std: [0.3530]} (gputrain data CONFIG prints them)";
+    if (!v.node.IsMap()) v.fail("expected {mean: [...], std: [...]}, got " + describe(v.node), example);
+    const Section n = data.child("normalize");
+    if (!n.has("mean")) n.value("mean").fail("missing", example);
+    if (!n.has("std")) n.value("std").fail("missing", example);
+    out.normalize_mean = read_numbers(n, "mean", NumberRange::any);
+    out.normalize_std = read_numbers(n, "std", NumberRange::positive);
+    if (out.normalize_mean.size() != out.normalize_std.size())
+        n.value("std").fail("has " + std::to_string(out.normalize_std.size()) + " values and mean has " +
+                                std::to_string(out.normalize_mean.size()),
+                            "give one mean and one std per channel");
+}
+
+AugmentConfig read_augment_step(const ValueRef& item) {
+    AugmentConfig a;
+    a.place = item.place;
+    ValueRef name = item;
+    YAML::Node params;
+    std::string params_path = item.path, params_place = item.place;
+    if (item.node.IsMap()) {
+        if (item.node.size() != 1)
+            item.fail("expected one augmentation, e.g. {random_crop: {padding: 4}}, got a mapping of " +
+                          std::to_string(item.node.size()) + " keys",
+                      "write each step as its own list item");
+        const auto kv = *item.node.begin();
+        name = ValueRef{item.source, kv.first, item.path, item.source->place(kv.first.Mark(), item.path)};
+        params = kv.second;
+        params_path = item.path + "." + kv.first.Scalar();
+        params_place = item.source->place(kv.second.Mark(), params_path);
+    } else if (!item.node.IsScalar()) {
+        item.fail("expected an augmentation, got " + describe(item.node), kAugmentExample);
+    }
+    a.type = read_enum<AugmentType>(name);
+    if (!item.node.IsMap()) params_path = item.path + "." + name_of(a.type);
+    // random_flip: horizontal is short for {mode: horizontal}.
+    if (a.type == AugmentType::random_flip && params.IsScalar()) {
+        a.flip = read_enum<FlipMode>(ValueRef{item.source, params, params_path, params_place});
+        return a;
+    }
+    std::vector<std::string> known;
+    switch (a.type) {
+        case AugmentType::random_crop: known = {"padding", "mode"}; break;
+        case AugmentType::random_flip: known = {"mode"}; break;
+        case AugmentType::random_translate: known = {"factor", "height_factor", "width_factor", "mode"}; break;
+        case AugmentType::cutout: known = {"size", "count"}; break;
+        case AugmentType::random_rotation: known = {"degrees"}; break;
+    }
+    if (params.IsDefined() && !params.IsNull() && !params.IsMap())
+        ValueRef{item.source, params, params_path, params_place}.fail(
+            "expected the step's settings as a mapping, e.g. {" + known[0] + ": ...}, got " + describe(params));
+    const Section p(*item.source, params, params_path, params_place, known);
+    const auto required = [&](const std::string& key, const std::string& example) {
+        if (!p.has(key)) p.value(key).fail("missing", "e.g. " + example);
+    };
+    switch (a.type) {
+        case AugmentType::random_crop:
+            required("padding", "{random_crop: {padding: 4}} (pixels added on each side, then a random crop)");
+            a.padding = p.positive_int("padding", 0);
+            a.mode = p.choice("mode", a.mode);
+            break;
+        case AugmentType::random_flip: a.flip = p.choice("mode", a.flip); break;
+        case AugmentType::random_translate:
+            if (!p.has("factor") && !p.has("height_factor") && !p.has("width_factor"))
+                p.value("factor").fail("missing", "e.g. {random_translate: {factor: 0.1}} (the most shift, a fraction "
+                                                  "of the height and width; or height_factor and width_factor)");
+            a.height_factor = a.width_factor = p.number("factor", 0.0, NumberRange::fraction);
+            a.height_factor = p.number("height_factor", a.height_factor, NumberRange::fraction);
+            a.width_factor = p.number("width_factor", a.width_factor, NumberRange::fraction);
+            a.mode = p.choice("mode", a.mode);
+            break;
+        case AugmentType::cutout:
+            required("size", "{cutout: {size: 8}} (the side of the square set to black, in pixels)");
+            a.size = p.positive_int("size", 0);
+            a.count = p.positive_int("count", a.count);
+            if (a.count > kMaxCutouts)
+                p.value("count").fail("expected at most " + std::to_string(kMaxCutouts) + " squares, got " +
+                                      std::to_string(a.count));
+            break;
+        case AugmentType::random_rotation:
+            required("degrees", "{random_rotation: {degrees: 10}} (the most degrees either way)");
+            a.degrees = p.number("degrees", 0.0, NumberRange::positive);
+            if (a.degrees > 180.0)
+                p.value("degrees").fail("expected at most 180 degrees either way, got " + p.value("degrees").node.Scalar());
+            break;
+    }
+    return a;
+}
+
+void read_augment(const Section& data, DataConfig& out) {
+    if (!data.has("augment")) return;
+    const ValueRef v = data.value("augment");
+    if (v.node.IsNull()) return;
+    if (!v.node.IsSequence())
+        v.fail("expected a list of augmentations, applied in order, got " + describe(v.node), kAugmentExample);
+    if (v.node.size() > static_cast<size_t>(kMaxAugmentSteps))
+        v.fail("has " + std::to_string(v.node.size()) + " steps; at most " + std::to_string(kMaxAugmentSteps) +
+               " are supported");
+    int rotations = 0;
+    for (size_t i = 0; i < v.node.size(); ++i) {
+        const ValueRef item = list_item(v, i);
+        out.augment.push_back(read_augment_step(item));
+        if (out.augment.back().type == AugmentType::random_rotation && ++rotations > 1)
+            item.fail("a second random_rotation", "give one, with the range of both");
+    }
+}
+
+}  // namespace
 
 DataConfig read_data(const Section& top) {
     const Section s = top.child("data");
@@ -13,7 +146,9 @@ DataConfig read_data(const Section& top) {
     out.path = s.text("path", out.path);
     out.format = s.choice("format", out.format);
     out.scale = s.number("scale", out.scale, NumberRange::positive);
-    // IDX images and synthetic data are bytes (0 to 255): their largest value, scaled, must stay a float32.
+    read_normalize(s, out);
+    read_augment(s, out);
+    // Images and synthetic data are bytes (0 to 255): their largest value, scaled, must stay a float32.
     if ((out.format != DataFormat::csv || out.dataset == "synthetic") && !std::isfinite(static_cast<float>(255.0 * out.scale)))
         s.value("scale").fail("takes pixel values (0 to 255) past float32's range (3.4e38)",
                               "give at most 1.3e36, e.g. scale: 0.00392156862745098 (1/255)");

@@ -175,6 +175,14 @@ private:
         key("path") << d.path;
         key("format") << name_of(d.format);
         number("scale", d.scale);
+        // Only when set, as shard_files below.
+        if (!d.normalize_mean.empty()) {
+            key("normalize") << YAML::BeginMap;
+            numbers("mean", d.normalize_mean);
+            numbers("std", d.normalize_std);
+            out_ << YAML::EndMap;
+        }
+        if (!d.augment.empty()) emit_augment(d.augment);
         number("validation_split", d.validation_split);
         key("limit") << d.limit;
         key("test_limit") << d.test_limit;
@@ -186,6 +194,39 @@ private:
         key("classes") << d.synthetic_classes;
         key("seed") << d.synthetic_seed;
         out_ << YAML::EndMap << YAML::EndMap;
+    }
+
+    void numbers(const char* name, const std::vector<double>& values) {
+        key(name) << YAML::Flow << YAML::BeginSeq;
+        for (double v : values) out_ << format_number(v);
+        out_ << YAML::EndSeq;
+    }
+
+    // Every step with all its settings, defaults included.
+    void emit_augment(const std::vector<AugmentConfig>& steps) {
+        key("augment") << YAML::BeginSeq;
+        for (const AugmentConfig& a : steps) {
+            out_ << YAML::BeginMap << YAML::Key << name_of(a.type) << YAML::Value << YAML::Flow << YAML::BeginMap;
+            switch (a.type) {
+                case AugmentType::random_crop:
+                    key("padding") << a.padding;
+                    key("mode") << name_of(a.mode);
+                    break;
+                case AugmentType::random_flip: key("mode") << name_of(a.flip); break;
+                case AugmentType::random_translate:
+                    number("height_factor", a.height_factor);
+                    number("width_factor", a.width_factor);
+                    key("mode") << name_of(a.mode);
+                    break;
+                case AugmentType::cutout:
+                    key("size") << a.size;
+                    key("count") << a.count;
+                    break;
+                case AugmentType::random_rotation: number("degrees", a.degrees); break;
+            }
+            out_ << YAML::EndMap << YAML::EndMap;
+        }
+        out_ << YAML::EndSeq;
     }
 
     void emit_strategy(const StrategyConfig& s) {

@@ -81,11 +81,30 @@ struct OptimizerConfig {
     ScheduleConfig schedule;         // optimizer.schedule
 };
 
+// One step of data.augment (training batches only), applied in list order.
+struct AugmentConfig {
+    AugmentType type = AugmentType::random_flip;
+    int64_t padding = 0;              // random_crop: pixels added on each side before cropping back
+    FillMode mode = FillMode::zero;   // random_crop, random_translate: past the edge, zero or a mirror image
+    FlipMode flip = FlipMode::horizontal;  // random_flip
+    double height_factor = 0.0;       // random_translate: the most rows moved, a fraction of the height
+    double width_factor = 0.0;        // ... columns, of the width
+    int64_t size = 0;                 // cutout: the square's side in pixels
+    int64_t count = 1;                // cutout: squares per image
+    double degrees = 0.0;             // random_rotation: the most degrees either way
+    std::string place;                // where it was written, for errors found against the data
+};
+
 struct DataConfig {
     std::string dataset;             // data.dataset: NAME resolved via $GPUTRAIN_DATA, ./datasets/NAME, /usr/share/datasets/NAME
     std::string path;                // data.path: DIR (exactly one of dataset/path; or dataset: synthetic)
-    DataFormat format = DataFormat::idx;  // idx | csv | synthetic
+    DataFormat format = DataFormat::idx;  // idx | csv | synthetic | cifar10 | cifar100
     double scale = 1.0 / 255.0;      // data.scale: inputs multiplied by this
+    // data.normalize: {mean: [...], std: [...]}, per channel (or one value for
+    // all), applied after scale: (x * scale - mean) / std. Empty: none.
+    std::vector<double> normalize_mean;
+    std::vector<double> normalize_std;
+    std::vector<AugmentConfig> augment;  // data.augment
     double validation_split = 0.0;   // data.validation_split in [0, 1): last fraction of the training set
     int64_t limit = 0;               // data.limit: first N training samples (0 = all)
     int64_t test_limit = 0;          // data.test_limit: first N test samples (0 = all)

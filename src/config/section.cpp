@@ -1,5 +1,7 @@
 #include "config/section.hpp"
 
+#include <cmath>
+
 #include "config/section_keys.hpp"
 #include "core/suggest.hpp"
 #include "config/scalar_text.hpp"
@@ -50,11 +52,14 @@ double read_number(const ValueRef& value, NumberRange range) {
         case NumberRange::positive: expected = "a positive number"; break;
         case NumberRange::non_negative: expected = "a number >= 0"; break;
         case NumberRange::fraction: expected = "a number in [0, 1)"; break;
+        case NumberRange::any: expected = "a number"; break;
     }
     const auto x = parse_number(scalar_or_fail(value, expected));
-    const bool ok = x && (range == NumberRange::positive       ? *x > 0
-                          : range == NumberRange::non_negative ? *x >= 0
-                                                               : *x >= 0 && *x < 1);
+    const bool ok = x && std::isfinite(*x) &&
+                    (range == NumberRange::positive       ? *x > 0
+                     : range == NumberRange::non_negative ? *x >= 0
+                     : range == NumberRange::fraction     ? *x >= 0 && *x < 1
+                                                          : true);
     if (!ok) value.fail("expected " + expected + ", got " + describe(value.node));
     return *x;
 }

@@ -31,7 +31,7 @@ struct ValueRef {
 // How a value is described after "got": "'abc'", "nothing", "a list", "a mapping".
 std::string describe(const YAML::Node& node);
 
-enum class NumberRange { positive, non_negative, fraction };  // fraction: [0, 1)
+enum class NumberRange { positive, non_negative, fraction, any };  // fraction: [0, 1); any: finite
 
 int64_t read_positive_int(const ValueRef& value);
 int64_t read_count(const ValueRef& value);        // integer >= 0

@@ -84,6 +84,9 @@ void check_data(DataConfig& data, const ConfigSource& source) {
     }
     if (!data.dataset.empty() && !data.path.empty())
         source.fail_at("data.path", "give data.dataset or data.path, not both", "remove one");
+    // dataset: cifar10 (or cifar100) reads the CIFAR binary files unless data.format says otherwise.
+    if (!source.given("data.format") && (data.dataset == "cifar10" || data.dataset == "cifar100"))
+        data.format = data.dataset == "cifar10" ? DataFormat::cifar10 : DataFormat::cifar100;
     if (data.dataset.empty() && data.path.empty())
         source.fail_at("data", "no data set given",
                        "give data.dataset: NAME (e.g. fashion-mnist), data.path: DIR or dataset: synthetic");
@@ -96,6 +99,37 @@ void check_data(DataConfig& data, const ConfigSource& source) {
                  actual, hint);
     require_user(source, data.synthetic_seed != d.synthetic_seed, "data.synthetic.seed", "synthetic data", actual,
                  hint);
+}
+
+// data.augment works on images, and each step's sizes must fit them.
+void check_augment(const DataConfig& data, const Shape& input, const ConfigSource& source) {
+    // data.normalize: one mean and std per channel (the last axis of [H, W, C]), or one for all.
+    const size_t channels = input.size() == 3 ? static_cast<size_t>(input[2]) : 1;
+    const size_t given = data.normalize_mean.size();
+    if (given > 1 && given != channels)
+        source.fail_at("data.normalize",
+                       std::to_string(given) + " mean/std values for samples of shape " + shape_to_string(input, false) +
+                           " with " + std::to_string(channels) + " channel" + (channels == 1 ? "" : "s") +
+                           " (the last axis of [height, width, channels], else 1)",
+                       "give " + (channels == 1 ? std::string("1") : "1 or " + std::to_string(channels)));
+    if (data.augment.empty()) return;
+    if (input.size() != 2 && input.size() != 3)
+        source.fail_at("data.augment", "works on images: model.input_shape is " + shape_to_string(input, false),
+                       "give the images' shape, [height, width, channels] (e.g. [28, 28, 1]), or remove data.augment");
+    const int64_t height = input[0], width = input[1], side = std::min(height, width);
+    for (size_t i = 0; i < data.augment.size(); ++i) {
+        const AugmentConfig& a = data.augment[i];
+        const std::string path = "data.augment[" + std::to_string(i) + "]." + name_of(a.type);
+        const std::string image = std::to_string(height) + "x" + std::to_string(width);
+        if (a.type == AugmentType::random_crop && a.padding >= side)
+            source.fail(a.place, path + ".padding",
+                        "padding " + std::to_string(a.padding) + " is not smaller than the " + image + " images",
+                        "give at most " + std::to_string(side - 1) + " (4 is usual for 28x28 or 32x32 images)");
+        if (a.type == AugmentType::cutout && a.size > side)
+            source.fail(a.place, path + ".size",
+                        "a square of " + std::to_string(a.size) + " pixels is larger than the " + image + " images",
+                        "give at most " + std::to_string(side) + " (about half the side is usual)");
+    }
 }
 
 void check_strategy(const StrategyConfig& s, int64_t batch_size, const ConfigSource& source) {
@@ -142,6 +176,7 @@ void validate(RunConfig& config, const ConfigSource& source) {
                        "remove it");
     check_optimizer(config.optimizer, source);
     check_data(config.data, source);
+    check_augment(config.data, config.model.input_shape, source);
     check_strategy(config.strategy, config.training.batch_size, source);
     // metrics_file is relative to the checkpoint folder, the event files go to RUN_DIR/tensorboard.
     const std::string& checkpoints = config.checkpoint.dir.empty() ? config.run_dir : config.checkpoint.dir;

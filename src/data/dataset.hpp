@@ -1,4 +1,7 @@
-// Dataset: samples held in host memory, inputs already scaled to float.
+// Dataset: samples held in host memory in their file's type: bytes (images)
+// stay bytes, turned into the model's floats per batch (ops::PrepareInputs)
+// through a per-channel table that applies data.scale and data.normalize;
+// float samples are scaled and normalized when read.
 #pragma once
 
 #include <cstdint>
@@ -20,17 +23,45 @@ struct DatasetPart {
     int64_t whole = 0;
 };
 
+enum class SampleType { f32, u8 };
+
 struct Dataset {
-    Shape sample_shape;            // e.g. {28, 28}; inputs hold size() * shape_elements(sample_shape) floats
+    Shape sample_shape;            // e.g. {28, 28}; size() * shape_elements(sample_shape) values
     int64_t num_classes = 0;       // labels are in [0, num_classes)
-    std::vector<float> inputs;     // row-major, one sample after another, scaled by data.scale
+    SampleType type = SampleType::f32;
+    // f32: row-major, one sample after another, scaled by data.scale and normalized.
+    std::vector<float> inputs;
+    // u8: the file's bytes, row-major; byte v of channel c stands for table[c * 256 + v].
+    std::vector<uint8_t> pixels;
+    // u8: channels x 256 values; f32: `channels` values, what a black pixel (0) became
+    // (the fill of augmentation's padding). Made by data::make_table.
+    std::vector<float> table;
+    int channels = 1;              // the last axis of a [H, W, C] sample shape, else 1
     std::vector<int32_t> labels;   // one per sample
     std::string description;       // "fashion-mnist train (/usr/share/datasets/fashion-mnist)"
     DatasetPart part;              // the training set of a worker with data.shard_files
 
     int64_t size() const { return static_cast<int64_t>(labels.size()); }
     int64_t sample_elements() const { return shape_elements(sample_shape); }
+    size_t element_bytes() const { return type == SampleType::u8 ? 1 : sizeof(float); }
+    size_t row_bytes() const { return static_cast<size_t>(sample_elements()) * element_bytes(); }
+    // The storage of sample i (bytes or floats).
+    const void* row(int64_t i) const {
+        return type == SampleType::u8 ? static_cast<const void*>(pixels.data() + static_cast<size_t>(i) * row_bytes())
+                                      : static_cast<const void*>(inputs.data() + i * sample_elements());
+    }
 };
+
+// The channel count of samples of `shape`: the last axis of [H, W, C], else 1.
+int channels_of(const Shape& shape);
+// The value table of `d` (Dataset::table) for its type and channels:
+// value = (v * scale - mean[c]) / std[c], in double, rounded once to float.
+// `mean`/`std` empty: no normalization.
+void make_table(Dataset& d, double scale, const std::vector<double>& mean, const std::vector<double>& std);
+// Float samples (already scaled): (x - mean[c]) / std[c] in place, what make_table does for bytes.
+void normalize_floats(Dataset& d, const std::vector<double>& mean, const std::vector<double>& std);
+// Samples [begin, end) as the model reads them (no augmentation): floats.
+std::vector<float> model_inputs(const Dataset& d, int64_t begin, int64_t end);
 
 struct DataSplits {
     Dataset train;

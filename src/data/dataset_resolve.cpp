@@ -2,9 +2,11 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 
 #include "core/error.hpp"
 #include "core/suggest.hpp"
+#include "data/cifar_reader.hpp"
 #include "data/idx_reader.hpp"
 
 namespace gputrain::data {
@@ -13,7 +15,14 @@ using config::DataFormat;
 
 namespace {
 
+std::optional<CifarKind> cifar_kind(DataFormat format) {
+    if (format == DataFormat::cifar10) return CifarKind::cifar10;
+    if (format == DataFormat::cifar100) return CifarKind::cifar100;
+    return std::nullopt;
+}
+
 bool holds_marker(const std::string& dir, DataFormat format) {
+    if (const auto kind = cifar_kind(format)) return holds_cifar(dir, *kind);
     if (format == DataFormat::csv) {
         std::error_code ec;
         return std::filesystem::is_regular_file(std::filesystem::path(dir) / "train.csv", ec);
@@ -22,10 +31,16 @@ bool holds_marker(const std::string& dir, DataFormat format) {
 }
 
 std::string marker_description(DataFormat format) {
+    if (format == DataFormat::cifar10) return "data_batch_1.bin (CIFAR-10 binary)";
+    if (format == DataFormat::cifar100) return "train.bin (CIFAR-100 binary)";
     return format == DataFormat::csv ? "train.csv" : format_marker_file(format) + "(.gz)";
 }
 
 std::string how_to_get(const std::string& name, DataFormat format) {
+    if (format == DataFormat::cifar10)
+        return "download it with 'datasets/fetch-cifar10' (into ./datasets/cifar10) or set data.path";
+    if (format == DataFormat::cifar100)
+        return "download it with 'datasets/fetch-cifar100' (into ./datasets/cifar100) or set data.path";
     if (format == DataFormat::idx && name == "fashion-mnist") {
         return "install it with 'apt-get install dataset-fashion-mnist' (or run datasets/fetch-mnist for mnist)";
     }
@@ -72,7 +87,7 @@ std::string dataset_not_found_message(const std::string& name, DataFormat format
         tried += " (GPUTRAIN_DATA=" + std::string(root) + " is not a directory)";
     // Another name that is there (fashion_mnist for fashion-mnist), or a
     // name gputrain knows how to get.
-    std::vector<std::string> present{"fashion-mnist", "mnist"};
+    std::vector<std::string> present{"fashion-mnist", "mnist", "cifar10", "cifar100"};
     for (const std::string& dir : dataset_search_dirs(name)) {
         const std::filesystem::path parent = std::filesystem::path(dir).parent_path();
         for (const auto& entry : std::filesystem::directory_iterator(parent, ec))
@@ -89,6 +104,10 @@ std::string check_data_path(const std::string& dir, DataFormat format) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec)) throw DataError("data.path: " + dir + ": no such directory");
     if (!holds_marker(dir, format)) {
+        if (format == DataFormat::cifar10 || format == DataFormat::cifar100)
+            throw DataError("data.path: " + dir + ": no " + marker_description(format) + " found there or in its " +
+                            (format == DataFormat::cifar10 ? "cifar-10-batches-bin" : "cifar-100-binary") +
+                            " folder; " + how_to_get("", format) + " (see datasets/README.md)");
         throw DataError("data.path: " + dir + ": no " + marker_description(format) + " found; " +
                         (format == DataFormat::csv ? "put train.csv and test.csv there"
                                          : "put the IDX files there, install dataset-fashion-mnist or run "

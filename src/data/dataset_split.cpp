@@ -11,18 +11,30 @@ Dataset slice(const Dataset& dataset, int64_t begin, int64_t end) {
     out.sample_shape = dataset.sample_shape;
     out.num_classes = dataset.num_classes;
     out.description = dataset.description;
+    out.type = dataset.type;
+    out.table = dataset.table;
+    out.channels = dataset.channels;
     const int64_t elements = dataset.sample_elements();
     out.labels.assign(dataset.labels.begin() + begin, dataset.labels.begin() + end);
-    out.inputs.assign(dataset.inputs.begin() + begin * elements, dataset.inputs.begin() + end * elements);
+    if (dataset.type == SampleType::u8)
+        out.pixels.assign(dataset.pixels.begin() + begin * elements, dataset.pixels.begin() + end * elements);
+    else
+        out.inputs.assign(dataset.inputs.begin() + begin * elements, dataset.inputs.begin() + end * elements);
     return out;
 }
 
 void keep_first(Dataset& dataset, int64_t n) {
     if (n <= 0 || n >= dataset.size()) return;
     dataset.labels.resize(static_cast<size_t>(n));
-    dataset.inputs.resize(static_cast<size_t>(n * dataset.sample_elements()));
+    const size_t values = static_cast<size_t>(n * dataset.sample_elements());
+    if (dataset.type == SampleType::u8) {
+        dataset.pixels.resize(values);
+        dataset.pixels.shrink_to_fit();
+    } else {
+        dataset.inputs.resize(values);
+        dataset.inputs.shrink_to_fit();
+    }
     dataset.labels.shrink_to_fit();
-    dataset.inputs.shrink_to_fit();
 }
 
 int64_t training_count(int64_t n, double fraction, const std::string& what) {

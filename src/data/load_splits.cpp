@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "core/host_memory.hpp"
+#include "data/cifar_reader.hpp"
 #include "data/csv_reader.hpp"
 #include "data/dataset.hpp"
 #include "data/dataset_resolve.hpp"
@@ -47,7 +48,7 @@ std::string require_idx_file(const std::string& dir, const std::string& base) {
 
 // `prefix` is "train" or "t10k", as in the MNIST file names.
 // `rows` (optional) picks the samples to keep, as read_idx does.
-Dataset read_idx_split(const std::string& dir, const std::string& prefix, const Shape& model_shape, double scale,
+Dataset read_idx_split(const std::string& dir, const std::string& prefix, const Shape& model_shape,
                        const RowChooser& rows = nullptr) {
     const std::string images_path = require_idx_file(dir, prefix + "-images-idx3-ubyte");
     const std::string labels_path = require_idx_file(dir, prefix + "-labels-idx1-ubyte");
@@ -72,13 +73,8 @@ Dataset read_idx_split(const std::string& dir, const std::string& prefix, const 
 
     Dataset d;
     d.sample_shape = choose_sample_shape(Shape(images.dims.begin() + 1, images.dims.end()), model_shape, images_path);
-    // Each byte becomes a float: four times the file's data.
-    require_host_memory(images.bytes.size() * sizeof(float),
-                        images_path + ": " + std::to_string(images.dims[0]) + " images as floats",
-                        "use data.limit to train on fewer");
-    d.inputs.resize(images.bytes.size());
-    std::transform(images.bytes.begin(), images.bytes.end(), d.inputs.begin(),
-                   [scale](uint8_t b) { return static_cast<float>(b * scale); });
+    d.type = SampleType::u8;  // the bytes as read; ops::PrepareInputs makes floats of each batch
+    d.pixels = std::move(images.bytes);
     d.labels.assign(labels.bytes.begin(), labels.bytes.end());
     return d;
 }
@@ -105,6 +101,17 @@ Dataset read_csv_split(const std::string& dir, const std::string& name, const Sh
     }
     d.labels = std::move(table.labels);
     return d;
+}
+
+// data.normalize has a mean and a std for each channel of the samples (or one for all).
+void check_normalize(const config::DataConfig& cfg, const Dataset& d) {
+    if (cfg.normalize_mean.empty() || d.sample_shape.empty()) return;
+    const size_t channels = static_cast<size_t>(channels_of(d.sample_shape));
+    if (cfg.normalize_mean.size() != channels && cfg.normalize_mean.size() != 1)
+        throw ConfigError(fmt::format("data.normalize: {} mean/std values for samples of shape {} with {} channel{} "
+                                      "(the last axis of [height, width, channels], else 1); give {}",
+                                      cfg.normalize_mean.size(), shape_text(d.sample_shape), channels,
+                                      channels == 1 ? "" : "s", channels == 1 ? "1" : "1 or " + std::to_string(channels)));
 }
 
 void check_config(const config::DataConfig& cfg, config::DataFormat format) {
@@ -165,18 +172,27 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
     if (format == config::DataFormat::synthetic) {
         if (want_train) {
             splits.train = make_synthetic(model_input_shape, cfg.synthetic_samples, cfg.synthetic_classes,
-                                          cfg.synthetic_seed, SyntheticSplit::train, cfg.scale);
+                                          cfg.synthetic_seed, SyntheticSplit::train);
         }
         if (want_test) {
             splits.test = make_synthetic(model_input_shape, std::max<int64_t>(1, cfg.synthetic_samples / 4),
-                                         cfg.synthetic_classes, cfg.synthetic_seed, SyntheticSplit::test, cfg.scale);
+                                         cfg.synthetic_classes, cfg.synthetic_seed, SyntheticSplit::test);
         }
     } else {
         dir = cfg.path.empty() ? resolve_dataset_dir(cfg.dataset, format) : check_data_path(cfg.path, format);
         source = cfg.path.empty() ? cfg.dataset : "data.path";
         const bool idx = format == config::DataFormat::idx;
+        const bool cifar = format == config::DataFormat::cifar10 || format == config::DataFormat::cifar100;
+        const CifarKind kind = format == config::DataFormat::cifar10 ? CifarKind::cifar10 : CifarKind::cifar100;
+        const auto read_cifar_split = [&](bool train, const RowChooser& rows) {
+            const std::vector<std::string> files = cifar_files(dir, kind, train);
+            Dataset d = read_cifar(files, kind, rows);
+            d.sample_shape = choose_sample_shape(d.sample_shape, model_input_shape, files[0]);
+            return d;
+        };
         const auto read_train = [&](const RowChooser& rows) {
-            return idx ? read_idx_split(dir, "train", model_input_shape, cfg.scale, rows)
+            if (cifar) return read_cifar_split(true, rows);
+            return idx ? read_idx_split(dir, "train", model_input_shape, rows)
                        : read_csv_split(dir, "train", model_input_shape, cfg.scale, rows);
         };
         if (sharded) {
@@ -190,8 +206,9 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
             splits.train = read_train(nullptr);
         }
         if (want_test) {
-            splits.test = idx ? read_idx_split(dir, "t10k", model_input_shape, cfg.scale)
-                              : read_csv_split(dir, "test", model_input_shape, cfg.scale);
+            splits.test = cifar ? read_cifar_split(false, nullptr)
+                          : idx ? read_idx_split(dir, "t10k", model_input_shape)
+                                : read_csv_split(dir, "test", model_input_shape, cfg.scale);
         }
         if (want_train && want_test && splits.train.sample_shape != splits.test.sample_shape) {
             throw DataError(dir + ": test samples have shape " + shape_text(splits.test.sample_shape) +
@@ -200,8 +217,10 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
         // Classes are counted over everything read, before limits, so that a
         // data.limit run has the same output size as the full one (with
         // data.shard_files: over this worker's part and the validation samples).
-        const int64_t classes = std::max({classes_of(splits.train.labels), classes_of(splits.validation.labels),
-                                          classes_of(splits.test.labels)});
+        // CIFAR's classes are fixed by the format.
+        const int64_t classes = cifar ? (kind == CifarKind::cifar10 ? 10 : 100)
+                                      : std::max({classes_of(splits.train.labels), classes_of(splits.validation.labels),
+                                                  classes_of(splits.test.labels)});
         splits.train.num_classes = splits.validation.num_classes = splits.test.num_classes = classes;
         splits.train.description = source + " train (" + dir + ")";
         splits.test.description = source + " test (" + dir + ")";
@@ -229,6 +248,11 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
     }
     if (sharded) splits.train.description += ": " + part_text(splits.train);
     if (want_test) keep_first(splits.test, cfg.test_limit);
+    for (Dataset* d : {&splits.train, &splits.validation, &splits.test}) {
+        check_normalize(cfg, *d);
+        if (d->type == SampleType::f32) normalize_floats(*d, cfg.normalize_mean, cfg.normalize_std);
+        make_table(*d, cfg.scale, cfg.normalize_mean, cfg.normalize_std);
+    }
     return splits;
 }
 

@@ -6,28 +6,37 @@
 
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "data/row_range.hpp"
 
 namespace gputrain::data {
 namespace {
 
-// Copies the samples order[begin, begin + rows) into a Batch's inputs and labels.
+// Copies the samples order[begin, begin + rows) into a Batch's inputs (or
+// pixels) and labels; ids are their indices in the whole training set (a
+// worker's part starts at `first_id`).
 std::shared_ptr<Batch> gather_rows(const Dataset& dataset, const std::vector<int64_t>& order, int64_t begin,
-                                   int64_t rows) {
+                                   int64_t rows, int64_t first_id = 0) {
     auto batch = std::make_shared<Batch>();
     const int64_t elements = dataset.sample_elements();
-    batch->inputs.resize(static_cast<size_t>(rows * elements));
+    const size_t row_bytes = dataset.row_bytes();
+    batch->type = dataset.type;
+    if (dataset.type == SampleType::u8)
+        batch->pixels.resize(static_cast<size_t>(rows * elements));
+    else
+        batch->inputs.resize(static_cast<size_t>(rows * elements));
     batch->labels.resize(static_cast<size_t>(rows));
+    batch->ids.resize(static_cast<size_t>(rows));
     for (int64_t row = 0; row < rows; ++row) {
         const int64_t sample = order[static_cast<size_t>(begin + row)];
-        std::memcpy(batch->inputs.data() + row * elements, dataset.inputs.data() + sample * elements,
-                    static_cast<size_t>(elements) * sizeof(float));
+        std::memcpy(const_cast<void*>(batch->row(row, elements)), dataset.row(sample), row_bytes);
         batch->labels[static_cast<size_t>(row)] = dataset.labels[static_cast<size_t>(sample)];
+        batch->ids[static_cast<size_t>(row)] = static_cast<int32_t>(first_id + sample);
     }
     return batch;
 }
 
 // Copies the samples of global batch `step` (in the epoch's `order`) into one Batch.
-std::shared_ptr<const Batch> gather(const Dataset& dataset, const std::vector<int64_t>& order, int64_t step,
+std::shared_ptr<Batch> gather(const Dataset& dataset, const std::vector<int64_t>& order, int64_t step,
                                     int64_t global_batch, int replicas) {
     const int64_t begin = step * global_batch;
     const int64_t end = std::min<int64_t>(begin + global_batch, static_cast<int64_t>(order.size()));
@@ -154,6 +163,8 @@ std::shared_ptr<const Batch> Loader::get(int64_t step) {
         lock.unlock();
         auto batch = std::make_shared<Batch>();
         batch->step = step;
+        batch->epoch = epoch_;
+        batch->type = dataset_.type;
         batch->size = std::min(global_batch_, dataset_.size() - step * global_batch_);
         batch->shard_begin = shard_offsets(batch->size, replicas_);
         return batch;
@@ -195,9 +206,10 @@ void Loader::produce(int64_t epoch, int64_t first_step) {
             if (stopping_) return;
         }
         // Gather outside the lock so that consumers can take earlier batches meanwhile.
-        std::shared_ptr<const Batch> batch;
+        std::shared_ptr<Batch> batch;
         if (part_) {
-            auto rows = gather_rows(dataset_, order, step * part_rows_, part_rows_);
+            const int64_t first_id = part_of(dataset_.part.whole, dataset_.part.index, dataset_.part.count).begin;
+            auto rows = gather_rows(dataset_, order, step * part_rows_, part_rows_, first_id);
             rows->step = step;
             rows->size = global_batch_;  // every step of a sharded epoch is a full global batch
             rows->shard_begin = shard_offsets(global_batch_, replicas_);
@@ -206,6 +218,7 @@ void Loader::produce(int64_t epoch, int64_t first_step) {
         } else {
             batch = gather(dataset_, order, step, global_batch_, replicas_);
         }
+        batch->epoch = epoch;
         {
             std::lock_guard lock(mutex_);
             if (stopping_) return;

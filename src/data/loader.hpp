@@ -24,13 +24,23 @@ namespace gputrain::data {
 
 struct Batch {
     int64_t step = 0;                    // index of the batch within its epoch
+    int64_t epoch = 0;
     int64_t size = 0;                    // samples in this global batch (last may be smaller)
+    SampleType type = SampleType::f32;   // the data set's: inputs (f32) or pixels (u8) hold the rows
     std::vector<float> inputs;           // size * sample_elements
+    std::vector<uint8_t> pixels;         // size * sample_elements
     std::vector<int32_t> labels;         // size
+    std::vector<int32_t> ids;            // size: each row's index in the data set (augmentation's key)
     std::vector<int64_t> shard_begin;    // replicas + 1 offsets: replica r owns rows [shard_begin[r], shard_begin[r+1])
     // inputs/labels hold the global batch's rows [first_row, first_row + labels.size()): all of
     // them (first_row 0), or with data.shard_files only this worker's replicas' rows.
     int64_t first_row = 0;
+
+    // The storage of row i of this Batch (bytes or floats).
+    const void* row(int64_t i, int64_t sample_elements) const {
+        return type == SampleType::u8 ? static_cast<const void*>(pixels.data() + i * sample_elements)
+                                      : static_cast<const void*>(inputs.data() + i * sample_elements);
+    }
 };
 
 // Shard boundaries of `batch_size` rows over `replicas`: as even as possible,

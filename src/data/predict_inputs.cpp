@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "data/csv_reader.hpp"
+#include "data/dataset.hpp"
 #include "data/idx_reader.hpp"
 #include "data/npy.hpp"
 
@@ -57,7 +58,8 @@ void check_sample_shape(const std::string& path, const std::vector<int64_t>& dim
 
 }  // namespace
 
-PredictInputs read_predict_inputs(const std::string& path, const Shape& model_input_shape, double scale) {
+PredictInputs read_predict_inputs(const std::string& path, const Shape& model_input_shape, double scale,
+                                  const std::vector<double>& mean, const std::vector<double>& std) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {
         const auto status = std::filesystem::status(path, ec);
@@ -95,6 +97,7 @@ PredictInputs read_predict_inputs(const std::string& path, const Shape& model_in
     }
     if (out.rows == 0) throw DataError(path + ": holds no samples");
     const int64_t per_sample = std::max<int64_t>(1, elements);
+    const size_t channels = static_cast<size_t>(channels_of(model_input_shape));
     for (size_t i = 0; i < out.values.size(); ++i) {
         float& v = out.values[i];
         // NaN or Inf would come out as probabilities that look like any others.
@@ -104,7 +107,12 @@ PredictInputs read_predict_inputs(const std::string& path, const Shape& model_in
                             (std::isnan(v) ? "NaN" : std::isinf(v) ? "infinite" : "too large once scaled") +
                             "; the model takes finite inputs");
         out.largest_raw = std::max(out.largest_raw, std::abs(v));
-        v = static_cast<float>(v * scale);
+        double x = v * scale;
+        if (!mean.empty()) {  // data.normalize, as make_table does for the training bytes
+            const size_t c = mean.size() == 1 ? 0 : i % channels;
+            x = (x - mean[c]) / std[c];
+        }
+        v = static_cast<float>(x);
     }
     return out;
 }

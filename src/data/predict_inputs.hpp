@@ -22,7 +22,9 @@ struct PredictInputs {
 
 // Each sample must hold as many elements as `model_input_shape` (ConfigError
 // naming the file, its sample shape and the model's otherwise). Values are
-// multiplied by `scale` (data.scale), as the training data were.
-PredictInputs read_predict_inputs(const std::string& path, const Shape& model_input_shape, double scale);
+// multiplied by `scale` (data.scale) and normalized by `mean`/`std`
+// (data.normalize; empty: none), as the training data were.
+PredictInputs read_predict_inputs(const std::string& path, const Shape& model_input_shape, double scale,
+                                  const std::vector<double>& mean = {}, const std::vector<double>& std = {});
 
 }  // namespace gputrain::data

@@ -19,7 +19,7 @@ constexpr float kNoise = 64.0f;
 }  // namespace
 
 Dataset make_synthetic(const Shape& sample_shape, int64_t samples, int64_t classes, uint64_t seed,
-                       SyntheticSplit split, double scale) {
+                       SyntheticSplit split) {
     if (sample_shape.empty() || shape_elements(sample_shape) < 1) {
         throw ConfigError("data: synthetic data takes its sample shape from model.input_shape, which is " +
                           std::string(sample_shape.empty() ? "not set" : "empty"));
@@ -39,7 +39,7 @@ Dataset make_synthetic(const Shape& sample_shape, int64_t samples, int64_t class
         throw ConfigError("data.synthetic.samples: " + std::to_string(samples) + " samples of " +
                           shape_to_string(sample_shape, false) + " are more than " + std::to_string(kMaxFloats) +
                           " values; use fewer samples");
-    require_host_memory(static_cast<size_t>((classes + samples) * elements) * sizeof(float) +
+    require_host_memory(static_cast<size_t>(classes * elements) * sizeof(float) + static_cast<size_t>(samples * elements) +
                             static_cast<size_t>(samples) * sizeof(int32_t),
                         std::string("data.synthetic: ") + std::to_string(samples) + " " +
                             (split == SyntheticSplit::train ? "training" : "test") + " samples of " +
@@ -55,15 +55,16 @@ Dataset make_synthetic(const Shape& sample_shape, int64_t samples, int64_t class
     d.sample_shape = sample_shape;
     d.num_classes = classes;
     d.labels.resize(static_cast<size_t>(samples));
-    d.inputs.resize(static_cast<size_t>(samples * elements));
+    d.type = SampleType::u8;
+    d.pixels.resize(static_cast<size_t>(samples * elements));
     for (int64_t i = 0; i < samples; ++i) {
         const int64_t label = static_cast<int64_t>(rng.below(static_cast<uint64_t>(classes)));
         d.labels[static_cast<size_t>(i)] = static_cast<int32_t>(label);
         const float* mean = means.data() + label * elements;
-        float* out = d.inputs.data() + i * elements;
+        uint8_t* out = d.pixels.data() + i * elements;
         for (int64_t e = 0; e < elements; ++e) {
             const float v = std::round(mean[e] + kNoise * (2.0f * rng.uniform() - 1.0f));
-            out[e] = static_cast<float>(std::clamp(v, 0.0f, 255.0f) * scale);
+            out[e] = static_cast<uint8_t>(std::clamp(v, 0.0f, 255.0f));
         }
     }
     d.description = std::string("synthetic ") + (split == SyntheticSplit::train ? "train" : "test") + " (" +

@@ -17,6 +17,6 @@ enum class SyntheticSplit { train, test };
 // patterns depend only on `seed`; train and test draw different samples from them.
 // Throws ConfigError on an empty shape, classes < 1 or samples < 1.
 Dataset make_synthetic(const Shape& sample_shape, int64_t samples, int64_t classes, uint64_t seed,
-                       SyntheticSplit split, double scale);
+                       SyntheticSplit split);
 
 }  // namespace gputrain::data

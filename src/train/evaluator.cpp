@@ -24,6 +24,7 @@ EvalResult evaluate(std::vector<std::unique_ptr<Replica>>& replicas, const data:
     data::Loader loader(dataset, global_batch, replicas[0]->comm().size(), /*shuffle=*/false, 0,
                         /*prefetch_depth=*/4, n);
     loader.start_epoch(0);
+    for (auto& r : replicas) r->set_input_format(dataset);
     std::vector<double> sums(2, 0.0);
     run_on_replicas(replicas, [&](Replica& r) {
         r.reset_stats();
@@ -34,7 +35,8 @@ EvalResult evaluate(std::vector<std::unique_ptr<Replica>>& replicas, const data:
             auto batch = loader.get(step);
             const int64_t begin = batch->shard_begin[r.rank()], end = batch->shard_begin[r.rank() + 1];
             const int rows = static_cast<int>(end - begin);
-            r.load_shard(batch->inputs.data(), batch->labels.data(), begin, end);
+            r.load_shard(*batch, begin, end, /*augmenting=*/false);
+            r.prepare_shard(/*augmenting=*/false);
             nn::RunContext ctx{r.backend(), false, 0, 0, step, begin};
             r.model().evaluate(ctx, r.inputs(), r.labels(), rows, r.stats());
             if (with_confusion && rows > 0) {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "train/input_plan.hpp"
 
 namespace gputrain::train {
 
@@ -36,16 +37,28 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
     sample_elements_ = shape_elements(model_->input_shape());
     const size_t input_bytes = static_cast<size_t>(rows * sample_elements_) * sizeof(float);
     const size_t label_bytes = static_cast<size_t>(rows) * sizeof(int32_t);
+    augment_ = use == ReplicaUse::training && !cfg.data.augment.empty();
+    plan_ = augment_plan(cfg.data.augment, model_->input_shape(), cfg.training.seed);
     staging_ = backend_->has_device_memory();
     for (int slot = 0; slot < (staging_ ? 2 : 1); ++slot) {
         inputs_[slot] = own<float>(input_bytes);
         labels_[slot] = own<int32_t>(label_bytes);
+        // Augmented rows are copied as stored (at most floats) with their ids.
+        if (augment_) {
+            rows_[slot] = own<float>(input_bytes);
+            ids_[slot] = own<int32_t>(label_bytes);
+        }
         if (!staging_) continue;
-        pinned_inputs_[slot] = own_pinned<float>(input_bytes);
+        pinned_rows_[slot] = own_pinned<float>(input_bytes);  // rows as stored: at most floats
         pinned_labels_[slot] = own_pinned<int32_t>(label_bytes);
+        if (augment_) pinned_ids_[slot] = own_pinned<int32_t>(label_bytes);
     }
     stats_ = own<float>(2 * sizeof(float));
-    shard_position_ = own<int64_t>(sizeof(int64_t));
+    shard_params_ = own<int64_t>(2 * sizeof(int64_t));
+    // Until set_input_format: floats as the model reads them, padded with 0.
+    host_table_.assign(static_cast<size_t>(plan_.channels), 0.0f);
+    table_ = own<float>(host_table_.size() * sizeof(float));
+    backend_->copy_to_device(table_, host_table_.data(), host_table_.size() * sizeof(float));
     guard_ = std::make_unique<StepGuard>(*backend_);
     graphs_ = std::make_unique<StepGraphs>(*backend_, /*enabled=*/false);
     // The first staged copy must not overtake the zeroing of the buffers above.
@@ -82,6 +95,7 @@ void Replica::release_resident() {
 }
 
 void Replica::load_shard(const float* host_inputs, const int32_t* host_labels, int64_t begin, int64_t end) {
+    gather_resident_ = false;
     if (end <= begin) return;
     if (end - begin > max_rows_)
         throw Error("internal: a shard of " + std::to_string(end - begin) + " rows for input buffers of " +
@@ -89,6 +103,50 @@ void Replica::load_shard(const float* host_inputs, const int32_t* host_labels, i
     backend_->copy_to_device(inputs(), host_inputs + begin * sample_elements_,
                              static_cast<size_t>((end - begin) * sample_elements_) * sizeof(float));
     backend_->copy_to_device(labels(), host_labels + begin, static_cast<size_t>(end - begin) * sizeof(int32_t));
+}
+
+size_t Replica::row_bytes() const {
+    return static_cast<size_t>(sample_elements_) * (type_ == data::SampleType::u8 ? 1 : sizeof(float));
+}
+
+void Replica::set_input_format(const data::Dataset& like) {
+    // A data set made by hand (tests) may have no table: floats padded with 0.
+    const std::vector<float> table = like.type == data::SampleType::f32 && like.table.empty()
+                                         ? std::vector<float>(static_cast<size_t>(plan_.channels), 0.0f)
+                                         : like.table;
+    if (like.type == type_ && table == host_table_) return;
+    if (table.size() != static_cast<size_t>(plan_.channels) * (like.type == data::SampleType::u8 ? 256 : 1))
+        throw Error("internal: a value table of " + std::to_string(like.table.size()) + " entries for " +
+                    std::to_string(plan_.channels) + " channels");
+    graphs_->forget();  // recorded steps read the old table and buffers
+    type_ = like.type;
+    host_table_ = table;
+    table_ = own<float>(host_table_.size() * sizeof(float));
+    backend_->copy_to_device(table_, host_table_.data(), host_table_.size() * sizeof(float));
+    // Bytes are copied as stored and made floats by prepare_shard.
+    if (type_ == data::SampleType::u8 && !rows_[0])
+        for (int slot = 0; slot < (staging_ ? 2 : 1); ++slot)
+            rows_[slot] = own<uint8_t>(static_cast<size_t>(max_rows_ * sample_elements_));
+}
+
+void Replica::load_shard(const data::Batch& batch, int64_t begin, int64_t end, bool augmenting) {
+    if (batch.type != type_) throw Error("internal: a batch stored otherwise than set_input_format said");
+    gather_resident_ = false;
+    if (!needs_prepare(augmenting)) {
+        load_shard(batch.inputs.data(), batch.labels.data(), begin, end);
+        return;
+    }
+    if (end <= begin) return;
+    if (end - begin > max_rows_)
+        throw Error("internal: a shard of " + std::to_string(end - begin) + " rows for input buffers of " +
+                    std::to_string(max_rows_) + " (a larger batch than the replicas were built for)");
+    backend_->copy_to_device(rows_[current_], batch.row(begin, sample_elements_),
+                             static_cast<size_t>(end - begin) * row_bytes());
+    backend_->copy_to_device(labels(), batch.labels.data() + begin, static_cast<size_t>(end - begin) * sizeof(int32_t));
+    if (augmenting && augment_)
+        backend_->copy_to_device(ids_[current_], batch.ids.data() + begin,
+                                 static_cast<size_t>(end - begin) * sizeof(int32_t));
+    shard_rows_ = static_cast<int>(end - begin);
 }
 
 bool Replica::make_resident(const data::Dataset& train, config::ResidentMode mode) {
@@ -100,20 +158,21 @@ bool Replica::make_resident(const data::Dataset& train, config::ResidentMode mod
         release_resident();
         staging_ = backend_->has_device_memory();
     }
+    set_input_format(train);
     if (mode == config::ResidentMode::off || train.size() == 0) return false;
     if (train.size() > INT32_MAX) {
         if (mode == config::ResidentMode::automatic) return false;
         throw ConfigError("data.resident: the training set has more than 2^31 samples; use data.resident: false");
     }
-    if (!backend_->has_device_memory()) {  // the CPU: rows are copied from `train` itself
-        resident_inputs_ = const_cast<float*>(train.inputs.data());
+    if (!backend_->has_device_memory()) {  // the CPU: rows are read from `train` itself
+        resident_inputs_ = train.row(0);
         resident_labels_ = const_cast<int32_t*>(train.labels.data());
         host_order_.assign(static_cast<size_t>(train.size()), 0);
         resident_order_ = host_order_.data();
         resident_rows_ = train.size();
         return true;
     }
-    const size_t input_bytes = train.inputs.size() * sizeof(float);
+    const size_t input_bytes = static_cast<size_t>(train.size()) * train.row_bytes();
     const size_t label_bytes = train.labels.size() * sizeof(int32_t);
     const size_t bytes = input_bytes + 2 * label_bytes;  // inputs, labels, the epoch's order
     const size_t free_bytes = backend_->free_device_bytes();
@@ -126,10 +185,10 @@ bool Replica::make_resident(const data::Dataset& train, config::ResidentMode mod
     resident_blocks_[1] = Buffer(*backend_, label_bytes);
     resident_blocks_[2] = Buffer(*backend_, label_bytes);
     resident_owned_ = true;  // released by release_resident, or with the replica
-    resident_inputs_ = resident_blocks_[0].floats();
+    resident_inputs_ = resident_blocks_[0].get();
     resident_labels_ = resident_blocks_[1].as<int32_t>();
     resident_order_ = resident_blocks_[2].as<int32_t>();
-    backend_->copy_to_device(resident_inputs_, train.inputs.data(), input_bytes);
+    backend_->copy_to_device(resident_blocks_[0].get(), train.row(0), input_bytes);
     backend_->copy_to_device(resident_labels_, train.labels.data(), label_bytes);
     resident_rows_ = train.size();
     resident_owned_ = true;
@@ -148,16 +207,18 @@ void Replica::begin_epoch(int64_t samples, bool shuffle, uint64_t seed, int64_t 
 void Replica::load_training_shard(const data::Batch& batch, int64_t global_batch) {
     const int64_t begin = batch.shard_begin[static_cast<size_t>(rank())];
     const int64_t end = batch.shard_begin[static_cast<size_t>(rank()) + 1];
+    // The batch's rows are order[step * global_batch + row], as the loader took them.
+    const int64_t params[2] = {batch.step * global_batch + begin, batch.epoch};
+    if (resident() || augment_) backend_->upload(shard_params_, params, sizeof params);
+    gather_resident_ = resident();
     if (resident()) {
-        // The batch's rows are order[step * global_batch + row], as the loader took them.
-        const int64_t position = batch.step * global_batch + begin;
-        backend_->upload(shard_position_, &position, sizeof position);
         shard_rows_ = static_cast<int>(end - begin);
         return;
     }
     if (staged_ && staged_step_ == batch.step) {
         staged_ = false;
         current_ = 1 - current_;
+        shard_rows_ = static_cast<int>(end - begin);
         // Compute waits for the copy; the next staged copy (into the buffer
         // this step leaves) waits for the compute work queued until here.
         backend_->wait_copies();
@@ -165,13 +226,31 @@ void Replica::load_training_shard(const data::Batch& batch, int64_t global_batch
     }
     // The batch holds rows [first_row, ...) of the global batch (all of them
     // unless data.shard_files gave this worker only its replicas' rows).
-    load_shard(batch.inputs.data(), batch.labels.data(), begin - batch.first_row, end - batch.first_row);
+    load_shard(batch, begin - batch.first_row, end - batch.first_row, /*augmenting=*/true);
 }
 
-void Replica::gather_shard() {
-    if (!resident()) return;
-    backend_->gather_batch(inputs(), labels(), resident_inputs_, resident_labels_,
-                           static_cast<size_t>(sample_elements_), resident_order_, shard_position_, shard_rows_);
+void Replica::prepare_shard(bool augmenting) {
+    const bool augment = augmenting && augment_;
+    if (!gather_resident_ && !needs_prepare(augment)) return;
+    ops::PrepareInputs op{};
+    op.source_u8 = type_ == data::SampleType::u8;
+    op.sample_elements = static_cast<size_t>(sample_elements_);
+    op.params = shard_params_;
+    op.table = table_;
+    op.augment = augment;
+    op.plan = plan_;
+    op.rows = shard_rows_;
+    op.out = inputs();
+    if (gather_resident_) {
+        op.source = resident_inputs_;
+        op.order = resident_order_;
+        op.source_labels = resident_labels_;
+        op.labels = labels();
+    } else {
+        op.source = rows_[current_];
+        op.ids = ids_[current_];
+    }
+    if (op.rows > 0) run_op(*backend_, op);
 }
 
 void Replica::stage_training_shard(const data::Batch& batch) {
@@ -181,12 +260,17 @@ void Replica::stage_training_shard(const data::Batch& batch) {
     const int slot = 1 - current_;
     // The pinned buffer may still be the source of the copy made two steps ago.
     backend_->wait_copy_on_host(copy_tickets_[slot]);
-    const size_t input_bytes = static_cast<size_t>((end - begin) * sample_elements_) * sizeof(float);
+    const bool prepares = needs_prepare(true);
+    const size_t input_bytes = static_cast<size_t>(end - begin) * (prepares ? row_bytes() : sample_elements_ * sizeof(float));
     const size_t label_bytes = static_cast<size_t>(end - begin) * sizeof(int32_t);
     const int64_t first = begin - batch.first_row;  // see load_training_shard
-    std::memcpy(pinned_inputs_[slot], batch.inputs.data() + first * sample_elements_, input_bytes);
+    std::memcpy(pinned_rows_[slot], batch.row(first, sample_elements_), input_bytes);
     std::memcpy(pinned_labels_[slot], batch.labels.data() + first, label_bytes);
-    backend_->copy_to_device_async(inputs_[slot], pinned_inputs_[slot], input_bytes);
+    backend_->copy_to_device_async(prepares ? rows_[slot] : inputs_[slot], pinned_rows_[slot], input_bytes);
+    if (augment_) {
+        std::memcpy(pinned_ids_[slot], batch.ids.data() + first, label_bytes);
+        backend_->copy_to_device_async(ids_[slot], pinned_ids_[slot], label_bytes);
+    }
     copy_tickets_[slot] = backend_->copy_to_device_async(labels_[slot], pinned_labels_[slot], label_bytes);
     staged_ = true;
     staged_step_ = batch.step;

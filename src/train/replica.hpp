@@ -15,6 +15,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/buffer.hpp"
+#include "backend/ops/prepare_inputs.hpp"
 #include "config/run_config.hpp"
 #include "data/dataset.hpp"
 #include "data/loader.hpp"
@@ -49,8 +50,18 @@ public:
     // GPU replicas get their communicator after every replica has allocated its memory.
     void set_comm(std::unique_ptr<dist::Communicator> comm) { comm_ = std::move(comm); }
 
-    // Copies rows [begin, end) of a host batch into the device shard buffers, now.
+    // Copies rows [begin, end) of host float inputs (as the model reads them)
+    // and labels into the device shard buffers, now.
     void load_shard(const float* host_inputs, const int32_t* host_labels, int64_t begin, int64_t end);
+    // The data's storage and value table (bytes or floats; Dataset::table):
+    // call with each data set before its batches reach load_shard or
+    // load_training_shard (nothing when it is stored as the last one was).
+    // Allocates: outside collectives.
+    void set_input_format(const data::Dataset& like);
+    // Copies rows [begin, end) of `batch`'s rows (as stored, with their labels,
+    // and with their ids when `augmenting`) into the shard buffers, now;
+    // prepare_shard(augmenting) then makes inputs() of them.
+    void load_shard(const data::Batch& batch, int64_t begin, int64_t end, bool augmenting);
     // The most rows a shard may have: the input buffers' size.
     int64_t max_rows() const { return max_rows_; }
     float* inputs() { return inputs_[current_]; }
@@ -72,12 +83,18 @@ public:
     // This replica's shard of `batch` (step `batch.step`, batches of
     // `global_batch`) becomes inputs()/labels(): the copy staged during the
     // previous step, else copied now; when resident, its place in the epoch's
-    // order is written to the device and gather_shard() gathers it.
+    // order is written to the device and prepare_shard() gathers it.
     void load_training_shard(const data::Batch& batch, int64_t global_batch);
-    // The first work of the step: gathers the shard load_training_shard chose
-    // when the set is resident (nothing otherwise). It reads the shard's place
-    // from device memory, so it belongs inside the step's recorded graph.
-    void gather_shard();
+    // The first work of a step: makes inputs() (and, when resident, labels())
+    // of the shard load_training_shard chose or load_shard copied, as stored:
+    // gathered by the epoch's order when the set is resident, bytes made
+    // floats, and augmented when `augmenting` and data.augment has steps
+    // (ops::PrepareInputs). Nothing when the inputs are already there. It reads
+    // the shard's place and epoch from device memory, so it belongs inside the
+    // step's recorded graph.
+    void prepare_shard(bool augmenting);
+    // Whether training batches are augmented (data.augment, a training replica).
+    bool augments() const { return augment_; }
     // Whether the trainer should hand over the next step's batch early
     // (stage_training_shard): a GPU whose training set is not resident.
     bool stages_ahead() const { return staging_; }
@@ -127,11 +144,24 @@ private:
     float* inputs_[2] = {};
     int32_t* labels_[2] = {};
     int current_ = 0;
-    // Staging: pinned host copies of the next shard, one per shard buffer,
-    // and the ticket of the copy that last read each.
+    // The data's storage (set_input_format) and augmentation. When rows need
+    // making (bytes, or augmenting), they are copied as stored into rows_ (and
+    // their ids into ids_), and prepare_shard makes inputs_ of them.
+    data::SampleType type_ = data::SampleType::f32;
+    std::vector<float> host_table_;
+    float* table_ = nullptr;         // backend copy of host_table_
+    bool augment_ = false;
+    ops::AugmentPlan plan_;
+    void* rows_[2] = {};
+    int32_t* ids_[2] = {};
+    bool needs_prepare(bool augmenting) const { return type_ == data::SampleType::u8 || (augmenting && augment_); }
+    size_t row_bytes() const;
+    // Staging: pinned host copies of the next shard (as stored), one per shard
+    // buffer, and the ticket of the copy that last read each.
     bool staging_ = false;
-    float* pinned_inputs_[2] = {};
+    void* pinned_rows_[2] = {};
     int32_t* pinned_labels_[2] = {};
+    int32_t* pinned_ids_[2] = {};
     uint64_t copy_tickets_[2] = {};
     bool staged_ = false;
     int64_t staged_step_ = -1;
@@ -140,14 +170,17 @@ private:
     void release_resident();
     int64_t resident_rows_ = 0;
     bool resident_owned_ = false;
-    float* resident_inputs_ = nullptr;
+    const void* resident_inputs_ = nullptr;  // as stored (type_)
     int32_t* resident_labels_ = nullptr;
     int32_t* resident_order_ = nullptr;
     std::vector<int32_t> host_order_;
-    // The shard to gather: its first position in the order (device memory,
-    // written before each step) and its rows.
-    int64_t* shard_position_ = nullptr;
+    // Backend memory written before each step: the shard's first position in
+    // the epoch's order (resident sets) and the epoch (augmentation's key).
+    int64_t* shard_params_ = nullptr;
     int shard_rows_ = 0;
+    // The shard to prepare is the resident set's (load_training_shard) rather
+    // than rows copied by load_shard (evaluation, or not resident).
+    bool gather_resident_ = false;
     float* stats_ = nullptr;
     std::unique_ptr<StepGuard> guard_;
     std::unique_ptr<StepGraphs> graphs_;

@@ -38,7 +38,7 @@ void Step::queue() {
 
 void Step::forward_backward() {
     Replica& r = replica_;
-    r.gather_shard();  // a resident set's batch, at the position written before the step
+    r.prepare_shard(/*augmenting=*/true);  // the shard's inputs, from the rows as stored
     // Buckets of gradients are all-reduced while backward goes on (strategy.bucket_mb).
     r.model().forward_backward(*ctx_, r.inputs(), r.labels(), in_.rows, 1.0f / static_cast<float>(in_.global_batch),
                                r.stats(), buckets_.on_ready());
@@ -46,7 +46,7 @@ void Step::forward_backward() {
 
 void Step::forward_backward_observed(const nn::Model::LayerObserver& after) {
     Replica& r = replica_;
-    r.gather_shard();
+    r.prepare_shard(/*augmenting=*/true);
     r.model().forward_backward_observed(*ctx_, r.inputs(), r.labels(), in_.rows,
                                         1.0f / static_cast<float>(in_.global_batch), r.stats(), after);
 }

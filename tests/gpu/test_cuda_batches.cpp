@@ -1,41 +1,70 @@
 // The CUDA backend's input-batch support against the CPU backend: pinned
-// memory, copies on the copy stream ordered by wait_copies, gather_batch.
+// memory, copies on the copy stream ordered by wait_copies, prepare_inputs.
+#include "backend/ops/prepare_inputs.hpp"
 #include "parity.hpp"
 
 using namespace gpu_test;
 
-TEST_CASE("gather_batch on the GPU picks the same rows as on the CPU, inputs and labels, from the position in memory") {
-    const int rows = GENERATE(1, 7, 300);
-    const size_t row_words = GENERATE(as<size_t>{}, 1, 33, 784);
-    const int table_rows = 517;
-    const auto table = random_vector(static_cast<size_t>(table_rows) * row_words, 3);
-    std::vector<int32_t> labels(static_cast<size_t>(table_rows));
-    for (int r = 0; r < table_rows; ++r) labels[static_cast<size_t>(r)] = r * 3 + 1;
+TEST_CASE("prepare_inputs on the GPU gives the CPU's rows: gathered by the order, bytes through the table, augmented") {
+    const int height = 6, width = 5, channels = 3, rows = 37;
+    const size_t per = static_cast<size_t>(height * width * channels);
+    const int samples = 517;
+    std::vector<uint8_t> bytes(static_cast<size_t>(samples) * per);
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>((i * 37 + 11) % 256);
+    const auto floats = random_vector(static_cast<size_t>(samples) * per, 3);
+    std::vector<float> table(static_cast<size_t>(channels) * 256);
+    for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<float>(i % 256) / 255.0f - 0.1f * static_cast<float>(i / 256);
+    std::vector<int32_t> labels(static_cast<size_t>(samples));
+    for (int r = 0; r < samples; ++r) labels[static_cast<size_t>(r)] = r * 3 + 1;
     // An epoch's order with repeats; the batch starts at `position` in it.
-    const int64_t position = 45;
-    std::vector<int32_t> order(static_cast<size_t>(position + rows + 10));
-    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>((i * 131 + 7) % table_rows);
+    const int64_t params[2] = {45, 7};
+    std::vector<int32_t> order(static_cast<size_t>(params[0] + rows + 10));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>((i * 131 + 7) % samples);
+    gputrain::ops::AugmentPlan plan;
+    plan.height = height, plan.width = width, plan.channels = channels, plan.seed = 42;
+    plan.step[plan.steps++] = {gputrain::ops::AugmentKind::random_crop, 2, 1, 0, 0.0f};
+    plan.step[plan.steps++] = {gputrain::ops::AugmentKind::random_flip, 1, 1, 0, 0.0f};
+    plan.step[plan.steps++] = {gputrain::ops::AugmentKind::cutout, 2, 2, 0, 0.0f};
     CpuBackend cpu;
     CudaBackend gpu(0);
-    auto gather = [&](Backend& b) {
+    auto prepare = [&](Backend& b, bool u8, bool augment, bool rotate) {
         Buffers buf(b);
-        float* x = buf.zeros<float>(static_cast<size_t>(rows) * row_words);
+        float* x = buf.zeros<float>(static_cast<size_t>(rows) * per);
         int32_t* y = buf.zeros<int32_t>(static_cast<size_t>(rows));
-        int64_t* at = buf.upload(std::vector<int64_t>{0});
-        b.upload(at, &position, sizeof position);
-        b.gather_batch(x, y, buf.upload(table), buf.upload(labels), row_words, buf.upload(order), at, rows);
-        return std::make_pair(buf.download(x, static_cast<size_t>(rows) * row_words),
-                              buf.download(y, static_cast<size_t>(rows)));
+        gputrain::ops::PrepareInputs op{};
+        op.source = u8 ? static_cast<const void*>(buf.upload(bytes)) : static_cast<const void*>(buf.upload(floats));
+        op.source_u8 = u8;
+        op.sample_elements = per;
+        op.order = buf.upload(order);
+        op.params = buf.upload(std::vector<int64_t>{params[0], params[1]});
+        op.source_labels = buf.upload(labels);
+        op.labels = y;
+        op.table = buf.upload(table);
+        op.augment = augment;
+        op.plan = plan;
+        if (rotate) op.plan.step[op.plan.steps++] = {gputrain::ops::AugmentKind::random_rotation, 0, 0, 0, 20.0f};
+        op.rows = rows;
+        op.out = x;
+        gputrain::run_op(b, op);
+        return std::make_pair(buf.download(x, static_cast<size_t>(rows) * per), buf.download(y, static_cast<size_t>(rows)));
     };
-    const auto expected = gather(cpu);
-    for (int r = 0; r < rows; ++r) {  // the CPU itself against the table
-        const size_t row = static_cast<size_t>(order[static_cast<size_t>(position + r)]);
-        REQUIRE(expected.first[static_cast<size_t>(r) * row_words + row_words - 1] == table[row * row_words + row_words - 1]);
-        REQUIRE(expected.second[static_cast<size_t>(r)] == labels[row]);
+    for (const bool u8 : {false, true}) {
+        const auto expected = prepare(cpu, u8, false, false);
+        for (int r = 0; r < rows; ++r) {  // the CPU itself against the source
+            const size_t row = static_cast<size_t>(order[static_cast<size_t>(params[0] + r)]);
+            const size_t last = row * per + per - 1;
+            REQUIRE(expected.first[static_cast<size_t>(r) * per + per - 1] ==
+                    (u8 ? table[2 * 256 + bytes[last]] : floats[last]));
+            REQUIRE(expected.second[static_cast<size_t>(r)] == labels[row]);
+        }
+        const auto got = prepare(gpu, u8, false, false);
+        require_identical(got.first, expected.first);
+        REQUIRE(got.second == expected.second);
+        // Integer augmentations are exact; rotation interpolates in float on each (within rounding).
+        require_identical(prepare(gpu, u8, true, false).first, prepare(cpu, u8, true, false).first);
+        const auto rotated_gpu = prepare(gpu, u8, true, true).first, rotated_cpu = prepare(cpu, u8, true, true).first;
+        for (size_t i = 0; i < rotated_cpu.size(); ++i) REQUIRE(std::abs(rotated_gpu[i] - rotated_cpu[i]) <= 1e-5f);
     }
-    const auto got = gather(gpu);
-    require_identical(got.first, expected.first);
-    REQUIRE(got.second == expected.second);
 }
 
 TEST_CASE("Asynchronous copies from pinned memory reach the device before compute that waits for them") {

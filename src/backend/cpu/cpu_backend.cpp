@@ -78,17 +78,6 @@ uint64_t CpuBackend::copy_to_device_async(void* dst, const void* pinned_src, siz
     return 0;
 }
 
-void CpuBackend::gather_batch(float* inputs_dst, int32_t* labels_dst, const float* inputs_src,
-                              const int32_t* labels_src, size_t row_words, const int32_t* order,
-                              const int64_t* position, int rows) {
-    const int32_t* rows_of_batch = order + *position;
-    for (int r = 0; r < rows; ++r) {
-        const size_t row = static_cast<size_t>(rows_of_batch[r]);
-        std::memcpy(inputs_dst + static_cast<size_t>(r) * row_words, inputs_src + row * row_words,
-                    row_words * sizeof(float));
-        labels_dst[r] = labels_src[row];
-    }
-}
 void CpuBackend::copy_to_host(void* dst, const void* src, size_t bytes) {
     if (bytes > 0) std::memcpy(dst, src, bytes);
 }

@@ -7,6 +7,7 @@ const KernelTable& table() {
         KernelTable t;
         add_elementwise(t);
         add_optimizers(t);
+        add_prepare(t);
         return t;
     }();
     return kernels;

@@ -11,5 +11,6 @@ const KernelTable& table();
 
 void add_elementwise(KernelTable& table);  // elementwise_kernels.cpp
 void add_optimizers(KernelTable& table);   // optimizer_kernels.cpp
+void add_prepare(KernelTable& table);      // prepare_kernels.cpp
 
 }  // namespace gputrain::cpu_kernels

@@ -249,14 +249,6 @@ void CudaBackend::wait_copy_on_host(uint64_t ticket) {
     CUDA_CHECK(device_, cudaEventSynchronize(copy_events_[ticket % kCopyEvents]));
 }
 
-void CudaBackend::gather_batch(float* inputs_dst, int32_t* labels_dst, const float* inputs_src,
-                               const int32_t* labels_src, size_t row_words, const int32_t* order,
-                               const int64_t* position, int rows) {
-    activate();
-    CUDA_CHECK(device_, cuda_kernels::gather_batch(stream_, inputs_dst, labels_dst, inputs_src, labels_src, row_words,
-                                                   order, position, rows));
-}
-
 // ---- compute ----
 
 void CudaBackend::fill(float* x, size_t n, float value) {

@@ -88,8 +88,6 @@ public:
     uint64_t copy_to_device_async(void* dst, const void* pinned_src, size_t bytes) override;
     void wait_copies() override;
     void wait_copy_on_host(uint64_t ticket) override;
-    void gather_batch(float* inputs_dst, int32_t* labels_dst, const float* inputs_src, const int32_t* labels_src,
-                      size_t row_words, const int32_t* order, const int64_t* position, int rows) override;
 
     void fill(float* x, size_t n, float value) override;
     void scale(float* x, size_t n, float alpha) override;

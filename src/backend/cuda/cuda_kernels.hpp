@@ -13,5 +13,6 @@ const KernelTable& table();
 
 void add_elementwise(KernelTable& table);  // elementwise_kernels.cu
 void add_optimizers(KernelTable& table);   // optimizer_kernels.cu
+void add_prepare(KernelTable& table);      // prepare_kernels.cu
 
 }  // namespace gputrain::cuda_kernels

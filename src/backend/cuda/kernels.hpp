@@ -84,11 +84,6 @@ cudaError_t cross_entropy_probs(cudaStream_t stream, const float* probs, const i
 cudaError_t mean_squared_error(cudaStream_t stream, const float* y, const int32_t* labels, int rows, int cols,
                                float grad_scale, float* grad, float* stats);
 
-// Backend::gather_batch: inputs and labels in one launch (gather_batch.cu).
-cudaError_t gather_batch(cudaStream_t stream, float* inputs_dst, int32_t* labels_dst, const float* inputs_src,
-                         const int32_t* labels_src, size_t row_words, const int32_t* order, const int64_t* position,
-                         int rows);
-
 cudaError_t adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, size_t n,
                       const math::AdamParams& a);
 cudaError_t sgd_step(cudaStream_t stream, float* params, const float* grads, float* velocity, size_t n,

@@ -15,6 +15,10 @@ using namespace data_test;
 
 namespace {
 
+// A data set's samples as the model reads them (bytes through the value table).
+std::vector<float> floats(const Dataset& d) { return model_inputs(d, 0, d.size()); }
+
+
 config::DataConfig path_config(const TempDir& dir, config::DataFormat format = config::DataFormat::idx) {
     config::DataConfig cfg;
     cfg.path = dir.path().string();
@@ -36,7 +40,7 @@ TEST_CASE("load_splits reads an IDX folder, scales bytes and counts classes") {
     REQUIRE(s.train.num_classes == 5);  // test's labels reach 4
     REQUIRE(s.test.num_classes == 5);
     REQUIRE(s.train.labels[7] == 3);
-    REQUIRE(s.train.inputs[5 * 6 + 2] == Approx((5 * 7 + 2) / 255.0));
+    REQUIRE(floats(s.train)[5 * 6 + 2] == Approx((5 * 7 + 2) / 255.0));
     REQUIRE(s.train.description == "data.path train (" + dir.path().string() + ")");
 
     const DataSplits train_only = load_splits(path_config(dir), {3, 2}, Need::train);
@@ -90,7 +94,7 @@ TEST_CASE("data.limit, test_limit and validation_split take the first N and the 
     REQUIRE(s.validation.size() == 10);
     REQUIRE(s.test.size() == 7);
     REQUIRE(s.validation.labels[0] == 30 % 10);
-    REQUIRE(s.validation.inputs[0] == static_cast<float>((30 * 7) % 256));
+    REQUIRE(floats(s.validation)[0] == static_cast<float>((30 * 7) % 256));
     REQUIRE(s.validation.num_classes == 10);
     REQUIRE(s.validation.description == "validation: the last 10 samples of " + s.train.description);
 
@@ -137,21 +141,22 @@ TEST_CASE("synthetic data is deterministic, shaped like the model input and lear
     REQUIRE(a.test.size() == 100);
     REQUIRE(a.train.sample_shape == Shape{4, 5});
     REQUIRE(a.train.num_classes == 3);
-    REQUIRE(a.train.inputs == b.train.inputs);
+    REQUIRE(floats(a.train) == floats(b.train));
     REQUIRE(a.train.labels == b.train.labels);
-    REQUIRE(a.test.inputs != std::vector<float>(a.train.inputs.begin(), a.train.inputs.begin() + 100 * 20));
-    for (float v : a.train.inputs) REQUIRE((v >= 0.0f && v <= 1.0f));
+    REQUIRE(a.test.pixels != std::vector<uint8_t>(a.train.pixels.begin(), a.train.pixels.begin() + 100 * 20));
+    for (float v : floats(a.train)) REQUIRE((v >= 0.0f && v <= 1.0f));
     for (int32_t label : a.train.labels) REQUIRE((label >= 0 && label < 3));
 
     cfg.synthetic_seed = 2;
-    REQUIRE(load_splits(cfg, {4, 5}, Need::train).train.inputs != a.train.inputs);
+    REQUIRE(load_splits(cfg, {4, 5}, Need::train).train.pixels != a.train.pixels);
 
     // Nearest class mean (estimated on train) classifies test well above chance.
+    const std::vector<float> train_x = floats(a.train), test_x = floats(a.test);
     std::vector<double> means(3 * 20, 0.0);
     std::vector<int> counts(3, 0);
     for (int64_t i = 0; i < a.train.size(); ++i) {
         ++counts[a.train.labels[i]];
-        for (int e = 0; e < 20; ++e) means[a.train.labels[i] * 20 + e] += a.train.inputs[i * 20 + e];
+        for (int e = 0; e < 20; ++e) means[a.train.labels[i] * 20 + e] += train_x[i * 20 + e];
     }
     for (int c = 0; c < 3; ++c) {
         for (int e = 0; e < 20; ++e) means[c * 20 + e] /= std::max(1, counts[c]);
@@ -162,7 +167,7 @@ TEST_CASE("synthetic data is deterministic, shaped like the model input and lear
         double best_distance = 1e30;
         for (int c = 0; c < 3; ++c) {
             double distance = 0;
-            for (int e = 0; e < 20; ++e) distance += std::pow(a.test.inputs[i * 20 + e] - means[c * 20 + e], 2);
+            for (int e = 0; e < 20; ++e) distance += std::pow(test_x[i * 20 + e] - means[c * 20 + e], 2);
             if (distance < best_distance) best_distance = distance, best = c;
         }
         correct += best == a.test.labels[i];
@@ -192,22 +197,22 @@ TEST_CASE("the installed fashion-mnist loads with its known sizes") {
     REQUIRE(s.test.size() == 10000);
     REQUIRE(s.train.num_classes == 10);
     REQUIRE(s.train.sample_shape == Shape{28, 28});
-    for (float v : {s.train.inputs.front(), s.train.inputs.back()}) REQUIRE((v >= 0.0f && v <= 1.0f));
+    for (float v : {floats(s.train).front(), floats(s.train).back()}) REQUIRE((v >= 0.0f && v <= 1.0f));
 }
 
 TEST_CASE("synthetic data larger than the memory left is refused before it is made") {
     config::DataConfig cfg;
     cfg.dataset = "synthetic";
-    cfg.synthetic_samples = 160;  // 160 x 1e8 values: within the 2^34 cap, 64 GB as floats
-    cfg.synthetic_classes = 10;
-    const size_t need = size_t{170} * 100000000 * sizeof(float);
+    cfg.synthetic_samples = 160;  // 160 x 1e8 values (bytes) and 100 x 1e8 class means (floats): 56 GB
+    cfg.synthetic_classes = 100;
+    const size_t need = size_t{100} * 100000000 * sizeof(float) + size_t{160} * 100000000;
     if (host_memory_available() >= need) {
         WARN("this machine has " << human_bytes(host_memory_available()) << " free: not tried");
         return;
     }
     REQUIRE_THROWS_WITH(load_splits(cfg, {100000000}, Need::train),
                         Catch::StartsWith("data.synthetic: 160 training samples of (100000000) and their class means "
-                                          "take 63.3 GiB, but ") &&
+                                          "take 52.2 GiB, but ") &&
                             Catch::EndsWith(" is available (MemAvailable + SwapFree, within any cgroup or ulimit -v limit); use fewer data.synthetic.samples "
                                             "or a smaller model.input_shape"));
 }

@@ -126,10 +126,10 @@ TEST_CASE("load_splits with shard_files: each worker's part of the training samp
                 REQUIRE(s.train.part.whole == (workers > 1 ? 15 : 0));
                 REQUIRE(s.train.labels ==
                         std::vector<int32_t>(whole.train.labels.begin() + r.begin, whole.train.labels.begin() + r.end));
-                REQUIRE(s.train.inputs == std::vector<float>(whole.train.inputs.begin() + 4 * r.begin,
-                                                             whole.train.inputs.begin() + 4 * r.end));
+                REQUIRE(s.train.pixels == std::vector<uint8_t>(whole.train.pixels.begin() + 4 * r.begin,
+                                                               whole.train.pixels.begin() + 4 * r.end));
                 REQUIRE(s.validation.labels == whole.validation.labels);
-                REQUIRE(s.validation.inputs == whole.validation.inputs);
+                REQUIRE(s.validation.pixels == whole.validation.pixels);
                 if (workers > 1)
                     REQUIRE(s.train.description == "data.path train (" + dir.path().string() + "): samples " +
                                                        std::to_string(r.begin) + ".." + std::to_string(r.end - 1) +

@@ -93,10 +93,6 @@ public:
     } while (0)
 
     void copy(void* dst, const void* src, size_t bytes) override { GPUTRAIN_RECORDED(copy(dst, src, bytes)); }
-    void gather_batch(float* x, int32_t* y, const float* xs, const int32_t* ys, size_t words, const int32_t* order,
-                      const int64_t* position, int rows) override {
-        GPUTRAIN_RECORDED(gather_batch(x, y, xs, ys, words, order, position, rows));
-    }
     void fill(float* x, size_t n, float value) override { GPUTRAIN_RECORDED(fill(x, n, value)); }
     // Ops outside the Backend interface (backend/kernels.hpp): the op's bytes are kept.
     void queue(gputrain::KernelTable::Fn kernel, const void* op, size_t op_bytes) override {

@@ -1,0 +1,54 @@
+// The CPU's kernel of backend/ops/prepare_inputs.hpp.
+#include <cstring>
+
+#include "backend/cpu/cpu_kernels.hpp"
+#include "backend/ops/prepare_inputs.hpp"
+
+namespace gputrain::cpu_kernels {
+
+namespace {
+
+void prepare_inputs(Backend&, const ops::PrepareInputs& op) {
+    const ops::AugmentPlan& p = op.plan;
+    const size_t n = op.sample_elements;
+    const int channels = p.channels;
+    const int64_t position = op.order ? op.params[0] : 0;
+    for (int r = 0; r < op.rows; ++r) {
+        const int64_t sample = op.order ? op.order[position + r] : r;
+        float* out = op.out + static_cast<size_t>(r) * n;
+        if (op.order && op.labels) op.labels[r] = op.source_labels[sample];
+        const uint8_t* bytes = op.source_u8 ? static_cast<const uint8_t*>(op.source) + static_cast<size_t>(sample) * n
+                                            : nullptr;
+        const float* floats =
+            op.source_u8 ? nullptr : static_cast<const float*>(op.source) + static_cast<size_t>(sample) * n;
+        if (!op.augment) {
+            if (floats) {
+                std::memcpy(out, floats, n * sizeof(float));
+            } else if (channels == 1) {
+                for (size_t i = 0; i < n; ++i) out[i] = op.table[bytes[i]];
+            } else {
+                for (size_t i = 0; i < n; i += static_cast<size_t>(channels))
+                    for (int c = 0; c < channels; ++c) out[i + c] = op.table[c * 256 + bytes[i + c]];
+            }
+            continue;
+        }
+        const int64_t id = op.order ? sample : op.ids[r];
+        const uint64_t key = ops::augment_key(p.seed, op.params[1], id);
+        const auto fetch = [&](int y, int x, int c) {
+            const size_t i = (static_cast<size_t>(y) * p.width + x) * channels + c;
+            return bytes ? op.table[c * 256 + bytes[i]] : floats[i];
+        };
+        for (int y = 0; y < p.height; ++y)
+            for (int x = 0; x < p.width; ++x)
+                for (int c = 0; c < channels; ++c) {
+                    const float fill = bytes ? op.table[c * 256] : op.table[c];
+                    *out++ = ops::augmented_value(p, key, y, x, c, fill, fetch);
+                }
+    }
+}
+
+}  // namespace
+
+void add_prepare(KernelTable& table) { table.add<ops::PrepareInputs, &prepare_inputs>(); }
+
+}  // namespace gputrain::cpu_kernels

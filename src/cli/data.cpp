@@ -1,0 +1,142 @@
+// gputrain data CONFIG: what the config's data are (samples, shape, storage,
+// classes) and the per-channel mean and std of their values after data.scale,
+// which data.normalize takes; with --augmented N, the first N training
+// samples as a training step of --epoch makes them, written as NPY.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "cli/commands.hpp"
+#include "cli/flag_checks.hpp"
+#include "cli/run_setup.hpp"
+#include "config/scalar_text.hpp"
+#include "core/error.hpp"
+#include "data/dataset.hpp"
+#include "data/npy.hpp"
+#include "train/input_plan.hpp"
+
+namespace gputrain::cli {
+
+namespace {
+
+struct DataArgs {
+    CommonOptions common;
+    int64_t augmented = 0;
+    int64_t epoch = 0;
+    std::string out;
+};
+
+struct ChannelStats {
+    std::vector<double> mean, std, low, high;
+};
+
+// Per channel, over every value of `d` after data.scale (before data.normalize).
+ChannelStats channel_stats(const data::Dataset& d, double scale) {
+    const size_t channels = static_cast<size_t>(data::channels_of(d.sample_shape));
+    std::vector<double> sum(channels, 0.0), squares(channels, 0.0);
+    ChannelStats s;
+    s.low.assign(channels, INFINITY);
+    s.high.assign(channels, -INFINITY);
+    const size_t n = static_cast<size_t>(d.size() * d.sample_elements());
+    for (size_t i = 0; i < n; ++i) {
+        const size_t c = i % channels;
+        const double v = d.type == data::SampleType::u8 ? d.pixels[i] * scale : d.inputs[i];
+        sum[c] += v;
+        squares[c] += v * v;
+        s.low[c] = std::min(s.low[c], v);
+        s.high[c] = std::max(s.high[c], v);
+    }
+    const double count = static_cast<double>(n / channels);
+    for (size_t c = 0; c < channels; ++c) {
+        const double mean = count > 0 ? sum[c] / count : 0.0;
+        s.mean.push_back(mean);
+        s.std.push_back(count > 0 ? std::sqrt(std::max(0.0, squares[c] / count - mean * mean)) : 0.0);
+    }
+    return s;
+}
+
+std::string shape_text(const Shape& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+std::string number_list(const std::vector<double>& values) {
+    std::string out = "[";
+    for (size_t i = 0; i < values.size(); ++i) out += (i ? ", " : "") + fmt::format("{:.4f}", values[i]);
+    return out + "]";
+}
+
+void describe(const char* split, const data::Dataset& d, double scale) {
+    if (d.size() == 0) return;
+    const auto [low, high] = std::minmax_element(d.labels.begin(), d.labels.end());
+    std::printf("%s: %s\n  %lld samples of %s, stored as %s, %lld classes (labels %d..%d)\n", split,
+                d.description.c_str(), static_cast<long long>(d.size()), shape_text(d.sample_shape).c_str(),
+                d.type == data::SampleType::u8 ? "bytes (uint8)" : "float32", static_cast<long long>(d.num_classes),
+                *low, *high);
+    const ChannelStats s = channel_stats(d, scale);
+    for (size_t c = 0; c < s.mean.size(); ++c)
+        std::printf("  channel %zu after data.scale: mean %.4f, std %.4f, min %.4g, max %.4g\n", c, s.mean[c],
+                    s.std[c], s.low[c], s.high[c]);
+}
+
+int run_data(DataArgs& args) {
+    config::RunConfig cfg = load_config(args.common);
+    apply_log_level(cfg, /*quiet=*/true);
+    if (args.augmented > 0 && args.out.empty())
+        throw ConfigError("--augmented: give --out FILE.npy for the samples");
+    // The values before data.normalize, for the statistics it takes.
+    config::DataConfig plain = cfg.data;
+    plain.normalize_mean.clear();
+    plain.normalize_std.clear();
+    data::DataSplits splits = data::load_splits(plain, cfg.model.input_shape, data::Need::both);
+    describe("train", splits.train, cfg.data.scale);
+    describe("validation", splits.validation, cfg.data.scale);
+    describe("test", splits.test, cfg.data.scale);
+    const ChannelStats s = channel_stats(splits.train, cfg.data.scale);
+    std::printf("\ndata.normalize from the training samples (torchvision's Normalize, after data.scale):\n"
+                "  normalize: {mean: %s, std: %s}\n",
+                number_list(s.mean).c_str(), number_list(s.std).c_str());
+    if (args.augmented == 0) return 0;
+
+    data::Dataset& train = splits.train;
+    const int64_t count = std::min(args.augmented, train.size());
+    if (train.type == data::SampleType::f32)
+        data::normalize_floats(train, cfg.data.normalize_mean, cfg.data.normalize_std);
+    data::make_table(train, cfg.data.scale, cfg.data.normalize_mean, cfg.data.normalize_std);
+    const std::vector<float> x = train::augmented_samples(cfg, train, 0, count, args.epoch);
+    std::vector<int64_t> shape{count};
+    shape.insert(shape.end(), train.sample_shape.begin(), train.sample_shape.end());
+    data::write_npy_float32(args.out, shape, x);
+    std::printf("\nWrote %s: the first %lld training samples as epoch %lld's steps make them (%s)\n", args.out.c_str(),
+                static_cast<long long>(count), static_cast<long long>(args.epoch),
+                cfg.data.augment.empty() ? "data.augment is empty: scaled and normalized only"
+                                         : "scaled, normalized and augmented");
+    return 0;
+}
+
+}  // namespace
+
+Action add_data_command(CLI::App& app) {
+    auto args = std::make_shared<DataArgs>();
+    CLI::App* cmd = app.add_subcommand(
+        "data", "Describe the config's data (samples, shape, storage, classes) and print the per-channel mean and std "
+                "that data.normalize takes; with --augmented N, write the first N training samples as training "
+                "makes them (scaled, normalized, augmented) to an NPY file");
+    cmd->add_option("config", args->common.config_path, "YAML config file (default: RUN_DIR/config.yaml with --run-dir)");
+    cmd->add_option("--run-dir", args->common.run_dir, "Run folder whose config.yaml (written by fit) to use")
+        ->check(non_empty_path());
+    cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set data.limit=1000")
+        ->allow_extra_args(false);
+    cmd->add_option("--augmented", args->augmented, "Write the first N training samples as a training step makes them")
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--epoch", args->epoch, "The epoch whose augmentation to show (default 0)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--out", args->out, "NPY file for --augmented (float32, N x the sample shape)")
+        ->check(non_empty_path());
+    return [args] { return run_data(*args); };
+}
+
+}  // namespace gputrain::cli

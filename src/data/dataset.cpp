@@ -1,0 +1,52 @@
+#include "data/dataset.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace gputrain::data {
+
+int channels_of(const Shape& shape) { return shape.size() == 3 ? static_cast<int>(shape[2]) : 1; }
+
+namespace {
+
+double normalized(double v, const std::vector<double>& mean, const std::vector<double>& std, int c) {
+    if (mean.empty()) return v;
+    const size_t i = mean.size() == 1 ? 0 : static_cast<size_t>(c);  // one value for every channel
+    return (v - mean[i]) / std[i];
+}
+
+}  // namespace
+
+void make_table(Dataset& d, double scale, const std::vector<double>& mean, const std::vector<double>& std) {
+    d.channels = channels_of(d.sample_shape);
+    d.table.clear();
+    for (int c = 0; c < d.channels; ++c) {
+        if (d.type == SampleType::f32) {
+            d.table.push_back(static_cast<float>(normalized(0.0, mean, std, c)));
+            continue;
+        }
+        for (int v = 0; v < 256; ++v) d.table.push_back(static_cast<float>(normalized(v * scale, mean, std, c)));
+    }
+}
+
+void normalize_floats(Dataset& d, const std::vector<double>& mean, const std::vector<double>& std) {
+    if (mean.empty()) return;
+    const size_t channels = static_cast<size_t>(channels_of(d.sample_shape));
+    for (size_t i = 0; i < d.inputs.size(); ++i)
+        d.inputs[i] = static_cast<float>(normalized(d.inputs[i], mean, std, static_cast<int>(i % channels)));
+}
+
+std::vector<float> model_inputs(const Dataset& d, int64_t begin, int64_t end) {
+    const size_t n = static_cast<size_t>(d.sample_elements());
+    std::vector<float> out(static_cast<size_t>(end - begin) * n);
+    if (d.type == SampleType::f32) {
+        if (!out.empty()) std::memcpy(out.data(), d.inputs.data() + static_cast<size_t>(begin) * n, out.size() * sizeof(float));
+        return out;
+    }
+    const size_t channels = static_cast<size_t>(std::max(1, d.channels));
+    const uint8_t* bytes = d.pixels.data() + static_cast<size_t>(begin) * n;
+    for (size_t i = 0; i < out.size(); ++i) out[i] = d.table[(i % channels) * 256 + bytes[i]];
+    return out;
+}
+
+}  // namespace gputrain::data
