@@ -34,6 +34,10 @@ void prepare_inputs(Backend&, const ops::PrepareInputs& op) {
         }
         const int64_t id = op.order ? sample : op.ids[r];
         const uint64_t key = ops::augment_key(p.seed, op.params[1], id);
+        uint64_t table[ops::kMaxAugmentSteps * ops::kDrawsPerStep];
+        for (int k = 0; k < p.steps; ++k)
+            for (int j = 0; j < ops::kDrawsPerStep; ++j) table[k * ops::kDrawsPerStep + j] = ops::augment_draw(key, k, j);
+        const ops::TabledDraws draws{table};
         const auto fetch = [&](int y, int x, int c) {
             const size_t i = (static_cast<size_t>(y) * p.width + x) * channels + c;
             return bytes ? op.table[c * 256 + bytes[i]] : floats[i];
@@ -42,7 +46,7 @@ void prepare_inputs(Backend&, const ops::PrepareInputs& op) {
             for (int x = 0; x < p.width; ++x)
                 for (int c = 0; c < channels; ++c) {
                     const float fill = bytes ? op.table[c * 256] : op.table[c];
-                    *out++ = ops::augmented_value(p, key, y, x, c, fill, fetch);
+                    *out++ = ops::augmented_value(p, draws, y, x, c, fill, fetch);
                 }
     }
 }

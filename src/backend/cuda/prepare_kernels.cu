@@ -34,7 +34,7 @@ __global__ void prepare_inputs_kernel(ops::PrepareInputs op, size_t n) {
             continue;
         }
         const int64_t id = op.order ? sample : op.ids[r];
-        const uint64_t key = ops::augment_key(p.seed, op.params[1], id);
+        const ops::HashedDraws key{ops::augment_key(p.seed, op.params[1], id)};
         const int pixel = static_cast<int>(e / static_cast<size_t>(p.channels));
         const int y = pixel / p.width, x = pixel % p.width;
         const float fill = bytes ? op.table[c * 256] : op.table[c];

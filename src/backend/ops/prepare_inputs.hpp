@@ -82,14 +82,29 @@ GPUTRAIN_HD uint64_t augment_draw(uint64_t key, int k, int j) {
     return mix64(key ^ (static_cast<uint64_t>(k * 64 + j + 1) * 0xD1B54A32D192ED03ull));
 }
 
+// The draws of one sample, hashed when asked (the GPU: one thread a pixel).
+struct HashedDraws {
+    uint64_t key;
+    GPUTRAIN_HD uint64_t operator()(int k, int j) const { return augment_draw(key, k, j); }
+};
+
+// The draws of one sample, hashed once for all its pixels (the CPU).
+inline constexpr int kDrawsPerStep = 2 * kMaxCutouts;
+struct TabledDraws {
+    const uint64_t* table;  // kMaxAugmentSteps x kDrawsPerStep
+    uint64_t operator()(int k, int j) const { return table[k * kDrawsPerStep + j]; }
+};
+
 // An integer in [0, n).
-GPUTRAIN_HD int draw_below(uint64_t key, int k, int j, int n) {
-    return static_cast<int>(augment_draw(key, k, j) % static_cast<uint64_t>(n));
+template <class Draws>
+GPUTRAIN_HD int draw_below(const Draws& draws, int k, int j, int n) {
+    return static_cast<int>(draws(k, j) % static_cast<uint64_t>(n));
 }
 
 // A float in [0, 1) with 24 random bits.
-GPUTRAIN_HD float draw_unit(uint64_t key, int k, int j) {
-    return static_cast<float>(augment_draw(key, k, j) >> 40) * (1.0f / 16777216.0f);
+template <class Draws>
+GPUTRAIN_HD float draw_unit(const Draws& draws, int k, int j) {
+    return static_cast<float>(draws(k, j) >> 40) * (1.0f / 16777216.0f);
 }
 
 // Mirror an index into [0, n) without repeating the edge (torchvision's "reflect").
@@ -103,7 +118,8 @@ GPUTRAIN_HD int reflect_index(int i, int n) {
 // Maps a pixel of the output of step `from` back through the integer steps
 // from..to (inclusive, to <= from) to the input of step `to`. False when the
 // pixel is fill (padding, translated in, or cut out).
-GPUTRAIN_HD bool map_back(const AugmentPlan& p, uint64_t key, int from, int to, int& y, int& x) {
+template <class Draws>
+GPUTRAIN_HD bool map_back(const AugmentPlan& p, const Draws& key, int from, int to, int& y, int& x) {
     for (int k = from; k >= to; --k) {
         const AugmentStep& s = p.step[k];
         switch (s.kind) {
@@ -123,8 +139,8 @@ GPUTRAIN_HD bool map_back(const AugmentPlan& p, uint64_t key, int from, int to, 
                 break;
             }
             case AugmentKind::random_flip:
-                if (s.a && (augment_draw(key, k, 0) & 1u)) x = p.width - 1 - x;
-                if (s.b && (augment_draw(key, k, 1) & 1u)) y = p.height - 1 - y;
+                if (s.a && (key(k, 0) & 1u)) x = p.width - 1 - x;
+                if (s.b && (key(k, 1) & 1u)) y = p.height - 1 - y;
                 break;
             case AugmentKind::cutout:
                 for (int j = 0; j < s.b; ++j) {
@@ -140,11 +156,12 @@ GPUTRAIN_HD bool map_back(const AugmentPlan& p, uint64_t key, int from, int to, 
     return true;
 }
 
-// The value of element (y, x, c) of an augmented sample. `fetch(y, x, c)`
+// The value of element (y, x, c) of an augmented sample. `key(k, j)` is draw
+// j of step k (HashedDraws or TabledDraws of augment_key); `fetch(y, x, c)`
 // reads the source sample; `fill` is the channel's value of a black pixel.
-template <class Fetch>
-GPUTRAIN_HD float augmented_value(const AugmentPlan& p, uint64_t key, int y, int x, int c, float fill,
-                                         const Fetch& fetch) {
+template <class Draws, class Fetch>
+GPUTRAIN_HD float augmented_value(const AugmentPlan& p, const Draws& key, int y, int x, int c, float fill,
+                                  const Fetch& fetch) {
     int rotation = -1;
     for (int k = 0; k < p.steps; ++k)
         if (p.step[k].kind == AugmentKind::random_rotation) rotation = k;
