@@ -45,6 +45,10 @@ struct BenchArgs {
 // Host batches cycled through by the steps: the first batches of the training
 // set in order (at most 16 distinct ones), each cut into the replicas' shards.
 struct HostBatches {
+    // With data.augment, the batches as stored (bytes or floats) with their
+    // sample ids, which each step prepares (converts and augments) as fit
+    // does: the input's share of the step includes that work.
+    std::vector<data::Batch> stored;
     std::vector<std::vector<float>> inputs;
     std::vector<std::vector<int32_t>> labels;
     std::vector<int64_t> shard_begin;
@@ -70,6 +74,30 @@ HostBatches make_batches(const data::Dataset& train, int64_t batch, int replicas
         b.labels.push_back(std::move(y));
     }
     return b;
+}
+
+// The same batches as stored, for a config that augments.
+void add_stored_batches(HostBatches& b, const data::Dataset& train) {
+    const int64_t per = train.sample_elements();
+    for (size_t s = 0; s < b.inputs.size(); ++s) {
+        data::Batch batch;
+        batch.step = static_cast<int64_t>(s);
+        batch.size = b.batch;
+        batch.type = train.type;
+        batch.shard_begin = b.shard_begin;
+        batch.labels = b.labels[s];
+        for (int64_t r = 0; r < b.batch; ++r) {
+            const int64_t src = (static_cast<int64_t>(s) * b.batch + r) % train.size();
+            batch.ids.push_back(static_cast<int32_t>(src));
+            const auto* row = static_cast<const char*>(train.row(src));
+            if (train.type == data::SampleType::u8)
+                batch.pixels.insert(batch.pixels.end(), row, row + per);
+            else
+                batch.inputs.insert(batch.inputs.end(), reinterpret_cast<const float*>(row),
+                                    reinterpret_cast<const float*>(row) + per);
+        }
+        b.stored.push_back(std::move(batch));
+    }
 }
 
 // Seconds of each timed step (rows: steps), recorded by replica 0.
@@ -102,7 +130,7 @@ double run_pipelined_steps(train::Replica& r, train::Step& train_step, const Hos
     const size_t input_bytes = static_cast<size_t>(rows * per) * sizeof(float);
     const size_t label_bytes = static_cast<size_t>(rows) * sizeof(int32_t);
     std::vector<Buffer> inputs, labels;  // the batches in device memory, freed on any exit
-    const bool on_device = be.has_device_memory() && rows > 0;
+    const bool on_device = be.has_device_memory() && rows > 0 && batches.stored.empty();
     if (on_device) {
         for (size_t b = 0; b < batches.inputs.size(); ++b) {
             inputs.emplace_back(be, input_bytes);
@@ -119,7 +147,9 @@ double run_pipelined_steps(train::Replica& r, train::Step& train_step, const Hos
     for (int64_t i = 0; i < steps; ++i) {
         const int64_t step = first_step + i;
         const size_t b = static_cast<size_t>(step) % distinct;
-        if (on_device) {
+        if (!batches.stored.empty()) {
+            r.load_shard(batches.stored[b], begin, end, /*augmenting=*/true);  // prepared in the step
+        } else if (on_device) {
             be.copy(r.inputs(), inputs[b].get(), input_bytes);
             be.copy(r.labels(), labels[b].get(), label_bytes);
         } else {
@@ -178,7 +208,12 @@ void run_steps(train::Replica& r, const config::RunConfig& cfg, const HostBatche
         be.synchronize();
         const auto start = Clock::now();
         mark = start;
-        r.load_shard(batches.inputs[b].data(), batches.labels[b].data(), begin, end);
+        if (!batches.stored.empty()) {
+            r.load_shard(batches.stored[b], begin, end, /*augmenting=*/true);
+        } else {
+            r.load_shard(batches.inputs[b].data(), batches.labels[b].data(), begin, end);
+        }
+        r.prepare_shard(/*augmenting=*/true);  // bytes to floats, data.augment: nothing for float batches
         const double input_s = lap();
         train_step.prepare({0, step % steps_per_epoch, step, schedule.learning_rate(step), begin, rows, batches.batch});
         const double prepare_s = lap();  // the optimizer's scalars: counted with the optimizer
@@ -241,7 +276,11 @@ int run_bench(BenchArgs& args) {
     const int64_t batch = cfg.training.batch_size;
     auto replicas = strategy.make_replicas(cfg, batch);
     check_classes(data.train, replicas[0]->model().classes(), cfg);
-    const HostBatches batches = make_batches(data.train, batch, strategy.replicas(), args.warmup + args.steps);
+    HostBatches batches = make_batches(data.train, batch, strategy.replicas(), args.warmup + args.steps);
+    if (!cfg.data.augment.empty()) {
+        add_stored_batches(batches, data.train);
+        for (auto& r : replicas) r->set_input_format(data.train);
+    }
 
     const nn::Model& model = replicas[0]->model();
     const size_t layers = model.layer_count();
@@ -374,12 +413,18 @@ int run_bench(BenchArgs& args) {
     }
     std::printf("%-*s %-12s %-16s %12.4f\n", name_width, "(loss)", model.loss().from_logits() ? "softmax+xent" : "loss", "",
                 ms(median(t.loss)));
-    std::printf("\nstep: %.4f ms = input copy %.4f + forward+backward %.4f + all-reduce %.4f + optimizer %.4f "
+    const bool augmenting = !batches.stored.empty();
+    std::printf("\nstep: %.4f ms = %s %.4f + forward+backward %.4f + all-reduce %.4f + optimizer %.4f "
                 "(medians; need not add up)\n",
-                ms(step_s), ms(median(t.input)), ms(median(t.forward_backward)), ms(median(t.allreduce)),
-                ms(median(t.optimizer)));
+                ms(step_s), augmenting ? "input copy + prepare (data.augment)" : "input copy", ms(median(t.input)),
+                ms(median(t.forward_backward)), ms(median(t.allreduce)), ms(median(t.optimizer)));
+    if (augmenting)
+        std::printf("input pipeline: %.1f%% of the step (the shard copied as stored, made floats and augmented)\n",
+                    step_s > 0 ? 100.0 * median(t.input) / step_s : 0.0);
     std::printf("step queued as fit queues it (no timing between parts, no CUDA graph; %s): %.4f ms\n",
-                backend0.has_device_memory() ? "shards copied from device memory, as data.resident" : "shards copied in",
+                augmenting                     ? "shards copied in as stored, prepared and augmented in the step"
+                : backend0.has_device_memory() ? "shards copied from device memory, as data.resident"
+                                               : "shards copied in",
                 ms(pipelined_s));
     std::printf("throughput at that step: %.1f samples/s (global batch %lld); loss of the last timed step: %.4f\n",
                 samples_per_s, (long long)batch, final_loss);

@@ -27,6 +27,7 @@ struct EvaluateArgs {
     std::string checkpoint;
     bool json = false;
     bool confusion = false;
+    std::string tta;  // "" or "flip"
 };
 
 // JSON is Unicode: a path's bytes that are not UTF-8 are read as Latin-1.
@@ -94,7 +95,9 @@ int run_evaluate(EvaluateArgs& args) {
     const train::TrainingState trained = train::restore(path, replicas, cfg, /*with_optimizer=*/false);
     warn_if_trained_differently(path, trained.config_yaml, cfg);
 
-    const train::EvalResult result = train::evaluate(replicas, data.test, cfg.training.batch_size, args.confusion);
+    const train::EvalResult result =
+        args.tta.empty() ? train::evaluate(replicas, data.test, cfg.training.batch_size, args.confusion)
+                         : train::evaluate_flip_tta(*replicas[0], data.test, cfg.loss.name, args.confusion);
     // Finite weights can still overflow on the test inputs: the outputs of
     // those samples are NaN, and their argmax (so accuracy and the confusion
     // matrix) says class 0.
@@ -105,9 +108,9 @@ int run_evaluate(EvaluateArgs& args) {
     if (args.json) {
         print_json(result, path, args.confusion);
     } else {
-        std::printf("%s: loss %s - accuracy %.4f (%lld test samples)\n", path.c_str(),
+        std::printf("%s: loss %s - accuracy %.4f (%lld test samples%s)\n", path.c_str(),
                     std::isnan(result.loss) ? "nan" : fmt::format("{:.4f}", result.loss).c_str(), result.accuracy,
-                    (long long)result.samples);
+                    (long long)result.samples, args.tta.empty() ? "" : ", each averaged with its mirror");
         if (args.confusion) print_confusion(result);
     }
     return 0;
@@ -133,6 +136,10 @@ Action add_evaluate_command(CLI::App& app) {
     cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(replica_count());
     cmd->add_flag("--json", args->json, "Print one JSON object: loss, accuracy, samples, checkpoint (and confusion)");
     cmd->add_flag("--confusion", args->confusion, "Also print the confusion matrix");
+    cmd->add_option("--tta", args->tta,
+                    "Test-time augmentation: 'flip' averages the class probabilities of each image and its "
+                    "horizontal mirror")
+        ->check(CLI::IsMember({"flip"}));
     return [args] { return run_evaluate(*args); };
 }
 

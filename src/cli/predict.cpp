@@ -105,7 +105,8 @@ int run_predict(PredictArgs& args) {
     apply_log_level(cfg, /*quiet=*/true);
     require_checkpoint_file("--checkpoint", args.checkpoint);
 
-    const data::PredictInputs inputs = data::read_predict_inputs(args.input, cfg.model.input_shape, cfg.data.scale,
+    const data::PredictInputs inputs = data::read_predict_inputs(args.input, cfg.model.input_shape, cfg.data.scale_for(true),
+                                                                          cfg.data.scale_for(false),
                                                                           cfg.data.normalize_mean, cfg.data.normalize_std);
     // Inputs normalized by the user (as a PyTorch pipeline does) would be scaled a second time.
     if (cfg.data.scale < 1.0 && inputs.largest_raw > 0 && inputs.largest_raw <= 1.0f)

@@ -52,17 +52,20 @@ struct EnumTable<ScheduleType> {
 };
 
 // data.format
-enum class DataFormat { idx, csv, synthetic, cifar10, cifar100 };
+enum class DataFormat { idx, csv, synthetic, cifar10, cifar100, image_folder, npy, npz };
 template <>
 struct EnumTable<DataFormat> {
     static constexpr const char* noun = "data format";
     static constexpr const char* plural = "data formats";
-    static constexpr std::array<EnumName<DataFormat>, 5> entries{{
+    static constexpr std::array<EnumName<DataFormat>, 8> entries{{
         {DataFormat::idx, "idx"},
         {DataFormat::csv, "csv"},
         {DataFormat::synthetic, "synthetic"},
         {DataFormat::cifar10, "cifar10"},
         {DataFormat::cifar100, "cifar100"},
+        {DataFormat::image_folder, "image_folder"},
+        {DataFormat::npy, "npy"},
+        {DataFormat::npz, "npz"},
     }};
 };
 

@@ -145,7 +145,12 @@ DataConfig read_data(const Section& top) {
     out.dataset = s.text("dataset", out.dataset);
     out.path = s.text("path", out.path);
     out.format = s.choice("format", out.format);
-    out.scale = s.number("scale", out.scale, NumberRange::positive);
+    // scale: auto follows the data (1/255 for bytes, 1 for floats): the default of formats npy and npz.
+    out.scale_auto = out.format == DataFormat::npy || out.format == DataFormat::npz;
+    if (s.has("scale") && s.value("scale").node.IsScalar() && s.value("scale").node.Scalar() == "auto")
+        out.scale_auto = true;
+    else if (s.has("scale"))
+        out.scale_auto = false, out.scale = s.number("scale", out.scale, NumberRange::positive);
     read_normalize(s, out);
     read_augment(s, out);
     // Images and synthetic data are bytes (0 to 255): their largest value, scaled, must stay a float32.
@@ -157,6 +162,9 @@ DataConfig read_data(const Section& top) {
     out.test_limit = s.count("test_limit", out.test_limit);
     out.shard_files = s.boolean("shard_files", out.shard_files);
     out.resident = s.choice("resident", out.resident);
+    out.crop_to_aspect_ratio = s.boolean("crop_to_aspect_ratio", out.crop_to_aspect_ratio);
+    out.skip_bad_files = s.boolean("skip_bad_files", out.skip_bad_files);
+    out.cache_dir = s.text("cache_dir", out.cache_dir);
     const Section synthetic = s.child("synthetic");
     out.synthetic_samples = synthetic.positive_int("samples", out.synthetic_samples);
     out.synthetic_classes = synthetic.positive_int("classes", out.synthetic_classes);

@@ -174,7 +174,10 @@ private:
         key("dataset") << d.dataset;
         key("path") << d.path;
         key("format") << name_of(d.format);
-        number("scale", d.scale);
+        if (d.scale_auto)
+            key("scale") << "auto";
+        else
+            number("scale", d.scale);
         // Only when set, as shard_files below.
         if (!d.normalize_mean.empty()) {
             key("normalize") << YAML::BeginMap;
@@ -188,6 +191,11 @@ private:
         key("test_limit") << d.test_limit;
         // Only when set: the default leaves the digests of existing runs as they were.
         if (d.shard_files) key("shard_files") << true;
+        if (d.format == DataFormat::image_folder) {
+            key("crop_to_aspect_ratio") << d.crop_to_aspect_ratio;
+            key("skip_bad_files") << d.skip_bad_files;
+            if (full_ || !d.cache_dir.empty()) key("cache_dir") << d.cache_dir;
+        }
         if (full_) key("resident") << name_of(d.resident);
         key("synthetic") << YAML::BeginMap;
         key("samples") << d.synthetic_samples;

@@ -98,13 +98,21 @@ struct AugmentConfig {
 struct DataConfig {
     std::string dataset;             // data.dataset: NAME resolved via $GPUTRAIN_DATA, ./datasets/NAME, /usr/share/datasets/NAME
     std::string path;                // data.path: DIR (exactly one of dataset/path; or dataset: synthetic)
-    DataFormat format = DataFormat::idx;  // idx | csv | synthetic | cifar10 | cifar100
+    DataFormat format = DataFormat::idx;  // idx | csv | synthetic | cifar10 | cifar100 | image_folder | npy
     double scale = 1.0 / 255.0;      // data.scale: inputs multiplied by this
+    // data.scale: auto (the default of format npy): 1/255 for byte (uint8)
+    // samples, 1 for float ones, decided when the data are read (scale_for).
+    bool scale_auto = false;
+    double scale_for(bool bytes) const { return scale_auto ? (bytes ? 1.0 / 255.0 : 1.0) : scale; }
     // data.normalize: {mean: [...], std: [...]}, per channel (or one value for
     // all), applied after scale: (x * scale - mean) / std. Empty: none.
     std::vector<double> normalize_mean;
     std::vector<double> normalize_std;
     std::vector<AugmentConfig> augment;  // data.augment
+    // format: image_folder only
+    bool crop_to_aspect_ratio = false;  // data.crop_to_aspect_ratio: resize the largest centered crop of the input's aspect
+    bool skip_bad_files = false;        // data.skip_bad_files: skip (and count) files that are not readable images
+    std::string cache_dir;              // data.cache_dir: where decoded images are cached ("" = default_cache_dir())
     double validation_split = 0.0;   // data.validation_split in [0, 1): last fraction of the training set
     int64_t limit = 0;               // data.limit: first N training samples (0 = all)
     int64_t test_limit = 0;          // data.test_limit: first N test samples (0 = all)

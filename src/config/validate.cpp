@@ -91,6 +91,13 @@ void check_data(DataConfig& data, const ConfigSource& source) {
         source.fail_at("data", "no data set given",
                        "give data.dataset: NAME (e.g. fashion-mnist), data.path: DIR or dataset: synthetic");
     const DataConfig d;
+    if (data.format != DataFormat::image_folder) {
+        const std::string what = std::string(name_of(data.format)) + " data";
+        require_user(source, data.crop_to_aspect_ratio, "data.crop_to_aspect_ratio", "format image_folder", what,
+                     "remove it");
+        require_user(source, data.skip_bad_files, "data.skip_bad_files", "format image_folder", what, "remove it");
+        require_user(source, !data.cache_dir.empty(), "data.cache_dir", "format image_folder", what, "remove it");
+    }
     const std::string hint = "remove it or use dataset: synthetic";
     const std::string actual = std::string(name_of(data.format)) + " data";
     require_user(source, data.synthetic_samples != d.synthetic_samples, "data.synthetic.samples", "synthetic data",

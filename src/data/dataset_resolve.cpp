@@ -22,21 +22,39 @@ std::optional<CifarKind> cifar_kind(DataFormat format) {
 }
 
 bool holds_marker(const std::string& dir, DataFormat format) {
-    if (const auto kind = cifar_kind(format)) return holds_cifar(dir, *kind);
-    if (format == DataFormat::csv) {
+    if (format == DataFormat::npz) {
         std::error_code ec;
-        return std::filesystem::is_regular_file(std::filesystem::path(dir) / "train.csv", ec);
+        return std::filesystem::is_regular_file(dir, ec);
+    }
+    if (const auto kind = cifar_kind(format)) return holds_cifar(dir, *kind);
+    if (format == DataFormat::image_folder) {  // class folders, or a train folder of them
+        std::error_code ec;
+        if (!std::filesystem::is_directory(dir, ec)) return false;
+        for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+            if (entry.is_directory(ec)) return true;
+        return false;
+    }
+    if (format == DataFormat::csv || format == DataFormat::npy) {
+        std::error_code ec;
+        return std::filesystem::is_regular_file(
+            std::filesystem::path(dir) / (format == DataFormat::csv ? "train.csv" : "x_train.npy"), ec);
     }
     return !find_idx_file(dir, format_marker_file(format)).empty();
 }
 
 std::string marker_description(DataFormat format) {
+    if (format == DataFormat::npy) return "x_train.npy";
+    if (format == DataFormat::image_folder) return "class folders (or a train folder of them)";
     if (format == DataFormat::cifar10) return "data_batch_1.bin (CIFAR-10 binary)";
     if (format == DataFormat::cifar100) return "train.bin (CIFAR-100 binary)";
     return format == DataFormat::csv ? "train.csv" : format_marker_file(format) + "(.gz)";
 }
 
 std::string how_to_get(const std::string& name, DataFormat format) {
+    if (format == DataFormat::npy)
+        return "put x_train.npy, y_train.npy, x_test.npy and y_test.npy there (np.save) or set data.path";
+    if (format == DataFormat::image_folder)
+        return "put one folder of images per class there (or train/ and test/ folders of them), or set data.path";
     if (format == DataFormat::cifar10)
         return "download it with 'datasets/fetch-cifar10' (into ./datasets/cifar10) or set data.path";
     if (format == DataFormat::cifar100)
@@ -102,12 +120,24 @@ std::string dataset_not_found_message(const std::string& name, DataFormat format
 
 std::string check_data_path(const std::string& dir, DataFormat format) {
     std::error_code ec;
+    if (format == DataFormat::npz) {  // data.path is the archive itself
+        if (!std::filesystem::is_regular_file(dir, ec))
+            throw DataError("data.path: " + dir + ": no such file (format npz: data.path is an .npz archive with the "
+                            "arrays x_train, y_train, x_test and y_test, as Keras' mnist.npz)");
+        return dir;
+    }
     if (!std::filesystem::is_directory(dir, ec)) throw DataError("data.path: " + dir + ": no such directory");
     if (!holds_marker(dir, format)) {
         if (format == DataFormat::cifar10 || format == DataFormat::cifar100)
             throw DataError("data.path: " + dir + ": no " + marker_description(format) + " found there or in its " +
                             (format == DataFormat::cifar10 ? "cifar-10-batches-bin" : "cifar-100-binary") +
                             " folder; " + how_to_get("", format) + " (see datasets/README.md)");
+        if (format == DataFormat::npy)
+            throw DataError("data.path: " + dir + ": no x_train.npy found; " + how_to_get("", format) +
+                            " (see datasets/README.md)");
+        if (format == DataFormat::image_folder)
+            throw DataError("data.path: " + dir + ": no class folders found; " + how_to_get("", format) +
+                            " (see datasets/README.md)");
         throw DataError("data.path: " + dir + ": no " + marker_description(format) + " found; " +
                         (format == DataFormat::csv ? "put train.csv and test.csv there"
                                          : "put the IDX files there, install dataset-fashion-mnist or run "

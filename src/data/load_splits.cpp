@@ -13,6 +13,8 @@
 #include "data/dataset_resolve.hpp"
 #include "data/dataset_split.hpp"
 #include "data/idx_reader.hpp"
+#include "data/image_folder.hpp"
+#include "data/npy.hpp"
 #include "data/row_range.hpp"
 #include "data/synthetic.hpp"
 
@@ -114,6 +116,66 @@ void check_normalize(const config::DataConfig& cfg, const Dataset& d) {
                                       channels == 1 ? "" : "s", channels == 1 ? "1" : "1 or " + std::to_string(channels)));
 }
 
+// `split` "train" or "test": the arrays x_SPLIT (samples) and y_SPLIT (class
+// indices), Keras' names: DIR/x_SPLIT.npy and DIR/y_SPLIT.npy, or members of
+// the NPZ archive `path` (`npz`). uint8 samples stay bytes; others become
+// floats, multiplied by `float_scale` and checked finite.
+Dataset read_npy_split(const std::string& path, bool npz, const std::string& split, const Shape& model_shape,
+                       double float_scale, const RowChooser& rows = nullptr) {
+    const std::string x_name = "x_" + split, y_name = "y_" + split;
+    const std::string x_path = npz ? path + ":" + x_name + ".npy" : (std::filesystem::path(path) / (x_name + ".npy")).string();
+    const std::string y_path = npz ? path + ":" + y_name + ".npy" : (std::filesystem::path(path) / (y_name + ".npy")).string();
+    std::error_code ec;
+    if (!npz)
+        for (const std::string& p : {x_path, y_path})
+            if (!std::filesystem::is_regular_file(p, ec))
+                throw DataError(path + ": no " + std::filesystem::path(p).filename().string() +
+                                " found (format npy: x_train.npy and y_train.npy, x_test.npy and y_test.npy, as "
+                                "np.save writes them)");
+    NpyArray x = npz ? read_npz_array(path, x_name, /*keep_bytes=*/true) : read_npy(x_path, /*keep_bytes=*/true);
+    const NpyArray y = npz ? read_npz_array(path, y_name) : read_npy(y_path);
+    if (x.shape.size() < 2)
+        throw DataError(fmt::format("{}: shape {} is not (samples, ...): expected at least 2 dimensions", x_path,
+                                    shape_text(x.shape)));
+    const bool column = y.shape.size() == 2 && y.shape[1] == 1;
+    if (y.shape.size() != 1 && !column)
+        throw DataError(fmt::format("{}: shape {} is not (samples,) or (samples, 1) of class indices", y_path,
+                                    shape_text(y.shape)));
+    if (y.shape[0] != x.shape[0])
+        throw DataError(fmt::format("{}: {} labels for the {} samples of {}", y_path, y.shape[0], x.shape[0], x_path));
+    if (x.shape[0] == 0) throw DataError(x_path + ": holds no samples");
+    Dataset d;
+    d.sample_shape = choose_sample_shape(Shape(x.shape.begin() + 1, x.shape.end()), model_shape, x_path);
+    const int64_t n = x.shape[0], per = d.sample_elements();
+    const RowRange keep = rows ? rows(n) : RowRange{0, n};
+    for (int64_t i = keep.begin; i < keep.end; ++i) {
+        const float v = y.values[static_cast<size_t>(i)];
+        if (!(v >= 0.0f) || v != std::floor(v) || v > 2147483647.0f)
+            throw DataError(fmt::format("{}: label {:g} of sample {} is not a class index (a whole number >= 0); "
+                                        "real-valued targets are not supported yet",
+                                        y_path, v, i));
+        d.labels.push_back(static_cast<int32_t>(v));
+    }
+    if (!x.bytes.empty()) {
+        d.type = SampleType::u8;
+        d.pixels.assign(x.bytes.begin() + keep.begin * per, x.bytes.begin() + keep.end * per);
+        return d;
+    }
+    d.inputs.assign(x.values.begin() + keep.begin * per, x.values.begin() + keep.end * per);
+    for (size_t i = 0; i < d.inputs.size(); ++i) {
+        const float raw = d.inputs[i];
+        const float v = static_cast<float>(raw * float_scale);
+        if (!std::isfinite(v))
+            throw DataError(fmt::format("{}: sample {}, element {} is {}; the model takes finite inputs", x_path,
+                                        keep.begin + static_cast<int64_t>(i) / per, static_cast<int64_t>(i) % per,
+                                        std::isnan(raw)   ? "NaN"
+                                        : std::isinf(raw) ? "infinite"
+                                                          : "too large once multiplied by data.scale"));
+        d.inputs[i] = v;
+    }
+    return d;
+}
+
 void check_config(const config::DataConfig& cfg, config::DataFormat format) {
     if (format != config::DataFormat::synthetic && cfg.dataset.empty() == cfg.path.empty()) {
         throw ConfigError("data: set exactly one of data.dataset (a name such as fashion-mnist) and data.path (a folder)");
@@ -190,10 +252,37 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
             d.sample_shape = choose_sample_shape(d.sample_shape, model_input_shape, files[0]);
             return d;
         };
+        const bool images = format == config::DataFormat::image_folder;
+        std::vector<std::string> classes;  // image folders: the training set's class names
+        ImageFolderOptions image_options;
+        if (images) {
+            const Shape& shape = model_input_shape;
+            if ((shape.size() != 2 && shape.size() != 3) || (shape.size() == 3 && shape[2] != 1 && shape[2] != 3))
+                throw ConfigError("format image_folder: model.input_shape " + shape_text(shape) +
+                                  " is not an image size: give [height, width, 1] (grayscale) or [height, width, 3] "
+                                  "(RGB); images are resized to it");
+            image_options = {static_cast<int>(shape[0]), static_cast<int>(shape[1]),
+                             shape.size() == 3 ? static_cast<int>(shape[2]) : 1, cfg.crop_to_aspect_ratio,
+                             cfg.skip_bad_files, cfg.cache_dir};
+        }
+        const auto read_image_split = [&](const std::string& split, const RowChooser& rows) {
+            const std::string folder = image_split_dir(dir, split);
+            if (folder.empty())
+                throw DataError(dir + ": no " + split + " folder (format image_folder: " + dir + "/train and " + dir +
+                                "/test, each with one folder per class)");
+            Dataset d = read_image_folder(folder, image_options, split == "train" ? std::vector<std::string>{} : classes,
+                                          split == "train" ? &classes : nullptr, rows);
+            d.sample_shape = model_input_shape;
+            return d;
+        };
+        const bool npy = format == config::DataFormat::npy || format == config::DataFormat::npz;
+        const bool npz = format == config::DataFormat::npz;
         const auto read_train = [&](const RowChooser& rows) {
+            if (npy) return read_npy_split(dir, npz, "train", model_input_shape, cfg.scale_for(false), rows);
+            if (images) return read_image_split("train", rows);
             if (cifar) return read_cifar_split(true, rows);
             return idx ? read_idx_split(dir, "train", model_input_shape, rows)
-                       : read_csv_split(dir, "train", model_input_shape, cfg.scale, rows);
+                       : read_csv_split(dir, "train", model_input_shape, cfg.scale_for(false), rows);
         };
         if (sharded) {
             ShardPlan plan{cfg, source + " train (" + dir + ")", worker, workers};
@@ -205,10 +294,16 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
         } else if (want_train) {
             splits.train = read_train(nullptr);
         }
+        if (want_test && images && classes.empty()) {  // the test set's labels follow the training classes
+            const std::string train_dir = image_split_dir(dir, "train");
+            if (!train_dir.empty()) classes = image_classes(train_dir);
+        }
         if (want_test) {
-            splits.test = cifar ? read_cifar_split(false, nullptr)
+            splits.test = npy     ? read_npy_split(dir, npz, "test", model_input_shape, cfg.scale_for(false))
+                          : images  ? read_image_split("test", nullptr)
+                          : cifar ? read_cifar_split(false, nullptr)
                           : idx ? read_idx_split(dir, "t10k", model_input_shape)
-                                : read_csv_split(dir, "test", model_input_shape, cfg.scale);
+                                : read_csv_split(dir, "test", model_input_shape, cfg.scale_for(false));
         }
         if (want_train && want_test && splits.train.sample_shape != splits.test.sample_shape) {
             throw DataError(dir + ": test samples have shape " + shape_text(splits.test.sample_shape) +
@@ -218,10 +313,11 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
         // data.limit run has the same output size as the full one (with
         // data.shard_files: over this worker's part and the validation samples).
         // CIFAR's classes are fixed by the format.
-        const int64_t classes = cifar ? (kind == CifarKind::cifar10 ? 10 : 100)
+        const int64_t classes_count = images ? static_cast<int64_t>(classes.size())
+                                      : cifar ? (kind == CifarKind::cifar10 ? 10 : 100)
                                       : std::max({classes_of(splits.train.labels), classes_of(splits.validation.labels),
                                                   classes_of(splits.test.labels)});
-        splits.train.num_classes = splits.validation.num_classes = splits.test.num_classes = classes;
+        splits.train.num_classes = splits.validation.num_classes = splits.test.num_classes = classes_count;
         splits.train.description = source + " train (" + dir + ")";
         splits.test.description = source + " test (" + dir + ")";
     }
@@ -251,7 +347,7 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
     for (Dataset* d : {&splits.train, &splits.validation, &splits.test}) {
         check_normalize(cfg, *d);
         if (d->type == SampleType::f32) normalize_floats(*d, cfg.normalize_mean, cfg.normalize_std);
-        make_table(*d, cfg.scale, cfg.normalize_mean, cfg.normalize_std);
+        make_table(*d, cfg.scale_for(d->type == SampleType::u8), cfg.normalize_mean, cfg.normalize_std);
     }
     return splits;
 }

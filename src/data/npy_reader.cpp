@@ -21,9 +21,29 @@ struct Dtype {
     const char* descr;
     const char* name;
     int64_t size;
+    char kind;  // 'f' float, 'i' signed, 'u' unsigned integer
 };
-// '|u1' is how NumPy writes uint8; '<u1' is the same bytes.
-constexpr Dtype kDtypes[] = {{"<f4", "float32", 4}, {"<f8", "float64", 8}, {"|u1", "uint8", 1}, {"<u1", "uint8", 1}};
+// '|u1' is how NumPy writes uint8; '<u1' is the same bytes (likewise int8).
+constexpr Dtype kDtypes[] = {{"<f4", "float32", 4, 'f'}, {"<f8", "float64", 8, 'f'}, {"|u1", "uint8", 1, 'u'},
+                             {"<u1", "uint8", 1, 'u'},   {"|i1", "int8", 1, 'i'},    {"<i1", "int8", 1, 'i'},
+                             {"<i2", "int16", 2, 'i'},   {"<u2", "uint16", 2, 'u'},  {"<i4", "int32", 4, 'i'},
+                             {"<u4", "uint32", 4, 'u'},  {"<i8", "int64", 8, 'i'},   {"<u8", "uint64", 8, 'u'}};
+
+// Element i of little-endian data of `d` as a double.
+double element(const Dtype& d, const char* data, size_t i) {
+    const char* p = data + static_cast<size_t>(d.size) * i;
+    const auto load = [p](auto v) {
+        std::memcpy(&v, p, sizeof v);
+        return static_cast<double>(v);
+    };
+    if (d.kind == 'f') return d.size == 4 ? load(float{}) : load(double{});
+    switch (d.size) {
+        case 1: return d.kind == 'i' ? load(int8_t{}) : load(uint8_t{});
+        case 2: return d.kind == 'i' ? load(int16_t{}) : load(uint16_t{});
+        case 4: return d.kind == 'i' ? load(int32_t{}) : load(uint32_t{});
+        default: return d.kind == 'i' ? load(int64_t{}) : load(uint64_t{});
+    }
+}
 
 // A tiny parser for the one dict literal NumPy writes; anything else is a damaged header.
 class HeaderParser {
@@ -143,11 +163,15 @@ uint32_t little_endian(const unsigned char* p, int bytes) {
 
 }  // namespace
 
-NpyArray read_npy(const std::string& path) {
+NpyArray read_npy(const std::string& path, bool keep_bytes) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw DataError(path + ": cannot open");
     std::vector<char> bytes((std::istreambuf_iterator<char>(in)), {});
     if (in.bad()) throw DataError(path + ": read error");
+    return parse_npy(path, bytes, keep_bytes);
+}
+
+NpyArray parse_npy(const std::string& path, const std::vector<char>& bytes, bool keep_bytes) {
     const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
 
     if (bytes.size() < kMagicSize + 2 || std::memcmp(bytes.data(), kMagic, kMagicSize) != 0)
@@ -178,8 +202,8 @@ NpyArray read_npy(const std::string& path) {
     for (const Dtype& d : kDtypes)
         if (descr == d.descr) dtype = &d;
     if (!dtype) {
-        throw DataError(path + ": dtype '" + descr + "' is not supported; save float32, float64 or uint8 "
-                        "(little-endian), e.g. np.save(path, x.astype('<f4'))");
+        throw DataError(path + ": dtype '" + descr + "' is not supported; save a little-endian float32, float64 or "
+                        "integer array, e.g. np.save(path, x.astype('<f4'))");
     }
     array.dtype = dtype->name;
     if (fortran && array.shape.size() > 1) {
@@ -207,21 +231,13 @@ NpyArray read_npy(const std::string& path) {
     }
 
     // Bytes are copied, not cast in place: the data need not be aligned.
-    array.values.resize(static_cast<size_t>(count));
     const char* data = bytes.data() + data_begin;
-    for (size_t i = 0; i < array.values.size(); ++i) {
-        if (dtype->size == 4) {
-            float v;
-            std::memcpy(&v, data + 4 * i, 4);
-            array.values[i] = v;
-        } else if (dtype->size == 8) {
-            double v;
-            std::memcpy(&v, data + 8 * i, 8);
-            array.values[i] = static_cast<float>(v);
-        } else {
-            array.values[i] = static_cast<unsigned char>(data[i]);
-        }
+    if (dtype->size == 1 && dtype->kind == 'u' && keep_bytes) {
+        array.bytes.assign(data, data + count);
+        return array;
     }
+    array.values.resize(static_cast<size_t>(count));
+    for (size_t i = 0; i < array.values.size(); ++i) array.values[i] = static_cast<float>(element(*dtype, data, i));
     return array;
 }
 

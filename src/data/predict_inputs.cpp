@@ -58,8 +58,9 @@ void check_sample_shape(const std::string& path, const std::vector<int64_t>& dim
 
 }  // namespace
 
-PredictInputs read_predict_inputs(const std::string& path, const Shape& model_input_shape, double scale,
-                                  const std::vector<double>& mean, const std::vector<double>& std) {
+PredictInputs read_predict_inputs(const std::string& path, const Shape& model_input_shape, double byte_scale,
+                                  double float_scale, const std::vector<double>& mean, const std::vector<double>& std) {
+    double scale = float_scale;
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {
         const auto status = std::filesystem::status(path, ec);
@@ -74,6 +75,7 @@ PredictInputs read_predict_inputs(const std::string& path, const Shape& model_in
         NpyArray array = read_npy(path);
         check_sample_shape(path, array.shape, model_input_shape, "the array's", /*same_layout=*/true);
         out.format = "npy";
+        if (array.dtype == "uint8") scale = byte_scale;
         out.rows = array.shape[0];
         out.values = std::move(array.values);
     } else if (ends_with(path, ".csv")) {
@@ -92,6 +94,7 @@ PredictInputs read_predict_inputs(const std::string& path, const Shape& model_in
         IdxArray array = read_idx(path);
         check_sample_shape(path, array.dims, model_input_shape, "the IDX file's", /*same_layout=*/false);
         out.format = "idx";
+        scale = byte_scale;
         out.rows = array.dims[0];
         out.values.assign(array.bytes.begin(), array.bytes.end());
     }

@@ -22,9 +22,12 @@ struct PredictInputs {
 
 // Each sample must hold as many elements as `model_input_shape` (ConfigError
 // naming the file, its sample shape and the model's otherwise). Values are
-// multiplied by `scale` (data.scale) and normalized by `mean`/`std`
-// (data.normalize; empty: none), as the training data were.
-PredictInputs read_predict_inputs(const std::string& path, const Shape& model_input_shape, double scale,
-                                  const std::vector<double>& mean = {}, const std::vector<double>& std = {});
+// multiplied by data.scale (`byte_scale` for bytes: IDX files and uint8
+// arrays; `float_scale` for the rest: they differ under scale: auto) and
+// normalized by `mean`/`std` (data.normalize; empty: none), as the training
+// data were.
+PredictInputs read_predict_inputs(const std::string& path, const Shape& model_input_shape, double byte_scale,
+                                  double float_scale, const std::vector<double>& mean = {},
+                                  const std::vector<double>& std = {});
 
 }  // namespace gputrain::data

@@ -1,10 +1,13 @@
 #include "train/evaluator.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <mutex>
 
 #include "data/loader.hpp"
+#include "core/error.hpp"
 #include "train/parallel.hpp"
+#include "train/predictor.hpp"
 
 namespace gputrain::train {
 
@@ -67,6 +70,52 @@ EvalResult evaluate(std::vector<std::unique_ptr<Replica>>& replicas, const data:
     });
     result.loss = sums[0] / static_cast<double>(dataset.size());
     result.accuracy = sums[1] / static_cast<double>(dataset.size());
+    return result;
+}
+
+EvalResult evaluate_flip_tta(Replica& replica, const data::Dataset& dataset, config::LossKind loss,
+                             bool with_confusion) {
+    const Shape& shape = dataset.sample_shape;
+    if (shape.size() != 2 && shape.size() != 3)
+        throw ConfigError("--tta flip: mirrors images, and the samples have shape " + shape_to_string(shape, false) +
+                          "; give model.input_shape as [height, width, channels]");
+    if (loss == config::LossKind::mean_squared_error)
+        throw ConfigError("--tta flip: averages class probabilities, and loss.name is mean_squared_error");
+    EvalResult result;
+    result.samples = dataset.size();
+    result.classes = replica.model().classes();
+    if (with_confusion) result.confusion.assign(static_cast<size_t>(result.classes * result.classes), 0);
+    if (dataset.size() == 0) return result;
+    const int64_t height = shape[0], width = shape[1], channels = shape.size() == 3 ? shape[2] : 1;
+    const int64_t per = dataset.sample_elements(), classes = result.classes;
+    double loss_sum = 0, correct = 0;
+    const int64_t chunk = 4096;  // samples converted to floats at a time
+    for (int64_t first = 0; first < dataset.size(); first += chunk) {
+        const int64_t rows = std::min(chunk, dataset.size() - first);
+        const std::vector<float> x = data::model_inputs(dataset, first, first + rows);
+        std::vector<float> mirrored(x.size());
+        for (int64_t r = 0; r < rows; ++r)
+            for (int64_t y = 0; y < height; ++y)
+                for (int64_t col = 0; col < width; ++col)
+                    std::copy_n(x.begin() + r * per + (y * width + col) * channels, channels,
+                                mirrored.begin() + r * per + (y * width + (width - 1 - col)) * channels);
+        const std::vector<float> p = predict_probabilities(replica, x, rows);
+        const std::vector<float> q = predict_probabilities(replica, mirrored, rows);
+        for (int64_t r = 0; r < rows; ++r) {
+            const int32_t label = dataset.labels[static_cast<size_t>(first + r)];
+            int64_t best = 0;
+            double best_p = -1;
+            for (int64_t c = 0; c < classes; ++c) {
+                const double mean = 0.5 * (static_cast<double>(p[r * classes + c]) + q[r * classes + c]);
+                if (mean > best_p) best_p = mean, best = c;
+                if (c == label) loss_sum -= std::log(std::clamp(mean, 1e-7, 1.0 - 1e-7));
+            }
+            correct += best == label;
+            if (with_confusion) ++result.confusion[static_cast<size_t>(label * classes + best)];
+        }
+    }
+    result.loss = loss_sum / static_cast<double>(dataset.size());
+    result.accuracy = correct / static_cast<double>(dataset.size());
     return result;
 }
 

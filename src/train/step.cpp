@@ -46,7 +46,7 @@ void Step::forward_backward() {
 
 void Step::forward_backward_observed(const nn::Model::LayerObserver& after) {
     Replica& r = replica_;
-    r.prepare_shard(/*augmenting=*/true);
+    // The caller has prepared the shard (bench times it as the input's share).
     r.model().forward_backward_observed(*ctx_, r.inputs(), r.labels(), in_.rows,
                                         1.0f / static_cast<float>(in_.global_batch), r.stats(), after);
 }

@@ -7,7 +7,7 @@ CIFAR-10: DIR/cifar-10-batches-bin/data_batch_1..5.bin, test_batch.bin
 (a label byte, then 3072 bytes: the red, green, blue 32x32 planes).
 CIFAR-100: DIR/cifar-100-binary/train.bin, test.bin (a coarse label byte, a
 fine label byte, then the planes); fine labels 50..99, coarse 0..19.
-Also DIR/train_images.npy (N, 32, 32, 3) uint8 and DIR/train_labels.npy.
+Also DIR/train_images.npy (N, 32, 32, 3) uint8 and DIR/train_labels.npy, and the same of the test set.
 Images of class k are brighter in channel k % 3, so a model can learn them.
 """
 import os
@@ -49,6 +49,8 @@ def main(argv):
         all_images.append(images)
         all_labels.append(labels)
     images, labels = images_and_labels(rng, test_n, classes, first)
+    np.save(os.path.join(out, "test_images.npy"), images)
+    np.save(os.path.join(out, "test_labels.npy"), labels)
     with open(os.path.join(folder, "test_batch.bin" if kind == "cifar10" else "test.bin"), "wb") as f:
         f.write(records(images, labels, kind))
     np.save(os.path.join(out, "train_images.npy"), np.concatenate(all_images))

@@ -97,6 +97,11 @@ r = json.load(open(sys.argv[1]))
 assert r["samples"] == 120 and r["accuracy"] > 0.9, r
 PY
 
+step "bench: the input pipeline's share of the step (rows as stored, made floats and augmented)"
+run_expect 0 bench "$cfg" --device cpu --replicas 2 --steps 3 --warmup 1
+expect_in "$TMP/out" "= input copy + prepare (data.augment) "
+expect_in "$TMP/out" "input pipeline: "
+
 step "bad settings: one line each, exit 2"
 bad() {  # bad EXPECTED --set ...
     local expected=$1

@@ -54,6 +54,26 @@ r = json.load(open(sys.argv[1]))
 assert r["samples"] == 50, r
 PY
 
+step "evaluate --tta flip: the mean of predict's probabilities on the images and their mirrors (NumPy)"
+run_expect 0 evaluate --json --tta flip --run-dir "$TMP/run" "$cfg"
+cp "$TMP/out" "$TMP/tta.json"
+"$PY" -c "import numpy as np, sys; x = np.load(sys.argv[1]); np.save(sys.argv[2], x[:, :, ::-1].copy())" \
+    "$c10/test_images.npy" "$TMP/mirrored.npy"
+run_expect 0 predict "$cfg" --checkpoint "$TMP/run/best.safetensors" --input "$c10/test_images.npy" --output "$TMP/p.npy"
+run_expect 0 predict "$cfg" --checkpoint "$TMP/run/best.safetensors" --input "$TMP/mirrored.npy" --output "$TMP/q.npy"
+"$PY" - "$TMP/tta.json" "$TMP/p.npy" "$TMP/q.npy" "$c10/test_labels.npy" <<'PY' || fail "--tta flip differs from NumPy's average"
+import json, sys
+import numpy as np
+r = json.load(open(sys.argv[1]))
+p, q, y = np.load(sys.argv[2]).astype(np.float64), np.load(sys.argv[3]).astype(np.float64), np.load(sys.argv[4])
+mean = (p + q) / 2
+loss = -np.log(np.clip(mean[np.arange(len(y)), y], 1e-7, 1 - 1e-7)).mean()
+accuracy = (mean.argmax(1) == y).mean()
+assert r["samples"] == 50 and abs(r["accuracy"] - accuracy) < 1e-6 and abs(r["loss"] - loss) < 1e-5, (r, loss, accuracy)
+assert not np.allclose(p, q), "the mirror changed nothing: the test checks nothing"
+print(f"tta: loss {loss:.6f}, accuracy {accuracy:.4f} as NumPy's")
+PY
+
 step "dataset: cifar10 finds the archive's folder under \$GPUTRAIN_DATA/cifar10, format from the name"
 mkdir -p "$TMP/root"
 ln -s "$c10" "$TMP/root/cifar10"

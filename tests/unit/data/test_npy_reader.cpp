@@ -108,11 +108,11 @@ TEST_CASE("read_npy names the problem of a damaged or unsupported file") {
           "truncated: the NPY header needs 64 bytes, the file holds 2");
     check({0x93, 'N', 'U', 'M', 'P', 'Y', 2, 0, 0, 0, 0, 0x10}, "damaged NPY header: it claims 268435456 bytes");
     check(npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (4,), }", four_floats),
-          "dtype '>f4' is not supported; save float32, float64 or uint8 (little-endian), e.g. np.save(path, "
-          "x.astype('<f4'))");
-    check(npy_bytes("{'descr': '<i8', 'fortran_order': False, 'shape': (2,), }", four_floats),
-          "dtype '<i8' is not supported; save float32, float64 or uint8 (little-endian), e.g. np.save(path, "
-          "x.astype('<f4'))");
+          "dtype '>f4' is not supported; save a little-endian float32, float64 or integer array, e.g. "
+          "np.save(path, x.astype('<f4'))");
+    check(npy_bytes("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", four_floats),
+          "dtype '<c8' is not supported; save a little-endian float32, float64 or integer array, e.g. "
+          "np.save(path, x.astype('<f4'))");
     check(npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", four_floats),
           "Fortran-order arrays are not supported; save a C-order array (np.save(path, np.ascontiguousarray(x)))");
     check(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", four_floats),

@@ -13,7 +13,7 @@ namespace {
 
 std::string error_of(const std::string& path, const Shape& shape) {
     try {
-        read_predict_inputs(path, shape, 1.0);
+        read_predict_inputs(path, shape, 1.0, 1.0);
     } catch (const Error& e) {
         return e.what();
     }
@@ -25,27 +25,27 @@ std::string error_of(const std::string& path, const Shape& shape) {
 TEST_CASE("read_predict_inputs reads IDX, NPY and CSV with and without labels, scaled") {
     TempDir dir;
     write_idx(dir / "images-idx3-ubyte.gz", {2, 2, 2}, {0, 10, 20, 30, 40, 50, 60, 70});
-    PredictInputs in = read_predict_inputs(dir / "images-idx3-ubyte.gz", {4}, 0.5);
+    PredictInputs in = read_predict_inputs(dir / "images-idx3-ubyte.gz", {4}, 0.5, 0.5);
     REQUIRE(in.format == "idx");
     REQUIRE(in.rows == 2);
     REQUIRE(in.values == std::vector<float>{0, 5, 10, 15, 20, 25, 30, 35});
     REQUIRE(in.labels.empty());
 
     write_npy_float32(dir / "x.npy", {3, 2, 1}, {1, 2, 3, 4, 5, 6});
-    in = read_predict_inputs(dir / "x.npy", {2}, 2.0);
+    in = read_predict_inputs(dir / "x.npy", {2}, 2.0, 2.0);
     REQUIRE(in.format == "npy");
     REQUIRE(in.rows == 3);
     REQUIRE(in.values == std::vector<float>{2, 4, 6, 8, 10, 12});
 
     write_text(dir / "labeled.csv", "label,a,b\n3,1,2\n0,4,8\n");
-    in = read_predict_inputs(dir / "labeled.csv", {2}, 0.25);
+    in = read_predict_inputs(dir / "labeled.csv", {2}, 0.25, 0.25);
     REQUIRE(in.format == "csv");
     REQUIRE(in.rows == 2);
     REQUIRE(in.labels == std::vector<int32_t>{3, 0});
     REQUIRE(in.values == std::vector<float>{0.25f, 0.5f, 1, 2});
 
     write_text(dir / "unlabeled.csv", "a,b\n1.5,2\n4,8\n-1,0\n");
-    in = read_predict_inputs(dir / "unlabeled.csv", {2}, 1.0);
+    in = read_predict_inputs(dir / "unlabeled.csv", {2}, 1.0, 1.0);
     REQUIRE(in.rows == 3);
     REQUIRE(in.labels.empty());
     REQUIRE(in.values == std::vector<float>{1.5f, 2, 4, 8, -1, 0});
@@ -58,7 +58,7 @@ TEST_CASE("read_predict_inputs rejects samples that do not fit the model") {
             dir / "x.npy" + ": the array's shape [3, 5] does not hold samples of model.input_shape [2, 2]; "
                             "expected [N, 4] or [N] + model.input_shape");
     write_npy_float32(dir / "flat.npy", {4}, std::vector<float>(4, 1.0f));
-    REQUIRE(read_predict_inputs(dir / "flat.npy", {1}, 1.0).rows == 4);  // N samples of one value
+    REQUIRE(read_predict_inputs(dir / "flat.npy", {1}, 1.0, 1.0).rows == 4);  // N samples of one value
     REQUIRE(error_of(dir / "flat.npy", {4}) ==
             dir / "flat.npy" + ": the array's shape [4] does not hold samples of model.input_shape [4]; "
                                "expected [N, 4] or [N] + model.input_shape");
@@ -93,15 +93,15 @@ TEST_CASE("read_predict_inputs takes samples laid out as model.input_shape or fl
     for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{
              {2, 7, 7, 2}, {2, 98}, {2, 7, 1, 7, 2}, {2, 1, 98}}) {
         write_npy_float32(dir / "ok.npy", dims, values);
-        const PredictInputs in = read_predict_inputs(dir / "ok.npy", {7, 7, 2}, 1.0);
+        const PredictInputs in = read_predict_inputs(dir / "ok.npy", {7, 7, 2}, 1.0, 1.0);
         REQUIRE(in.rows == 2);
         REQUIRE(in.values == values);
     }
     write_npy_float32(dir / "images.npy", {2, 7, 14}, values);
-    REQUIRE(read_predict_inputs(dir / "images.npy", {7, 14, 1}, 1.0).rows == 2);
-    REQUIRE(read_predict_inputs(dir / "images.npy", {98}, 1.0).rows == 2);
+    REQUIRE(read_predict_inputs(dir / "images.npy", {7, 14, 1}, 1.0, 1.0).rows == 2);
+    REQUIRE(read_predict_inputs(dir / "images.npy", {98}, 1.0, 1.0).rows == 2);
     // IDX images as training reads them: by count, whatever the model's shape.
     std::vector<uint8_t> bytes(2 * 98, 7);
     write_idx(dir / "images-idx3-ubyte", {2, 14, 7}, bytes);
-    REQUIRE(read_predict_inputs(dir / "images-idx3-ubyte", {7, 14}, 1.0).rows == 2);
+    REQUIRE(read_predict_inputs(dir / "images-idx3-ubyte", {7, 14}, 1.0, 1.0).rows == 2);
 }

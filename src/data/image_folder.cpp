@@ -1,0 +1,215 @@
+#include "data/image_folder.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <cstring>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "core/error.hpp"
+#include "data/image_decode.hpp"
+
+namespace gputrain::data {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr char kMagic[8] = {'G', 'T', 'I', 'M', 'G', 'C', '1', '\n'};
+
+struct Listing {
+    std::vector<std::string> classes;  // sorted subfolder names
+    std::vector<std::pair<std::string, int>> files;  // path, label; by class then name
+    uint64_t digest = 0;               // names, sizes and times of every file, and the options
+};
+
+uint64_t fnv(uint64_t h, const std::string& s) {
+    for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ull;
+    return (h ^ 0xFF) * 0x100000001B3ull;
+}
+
+Listing list_folder(const std::string& dir, const ImageFolderOptions& o, const std::vector<std::string>& classes) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) throw DataError("data.path: " + dir + ": no such directory");
+    Listing l;
+    l.classes = image_classes(dir);
+    if (l.classes.empty())
+        throw DataError(dir + ": no class folders (format image_folder reads one subfolder of images per class, "
+                              "e.g. " + dir + "/cat/1.png)");
+    l.digest = fnv(0xCBF29CE484222325ull, fmt::format("{}x{}x{} crop {}", o.height, o.width, o.channels,
+                                                       o.crop_to_aspect_ratio));
+    for (const std::string& name : l.classes) {
+        int label = static_cast<int>(&name - l.classes.data());
+        if (!classes.empty()) {
+            const auto it = std::find(classes.begin(), classes.end(), name);
+            if (it == classes.end())
+                throw DataError(fmt::format("{}/{}: a class the training folder does not have (its classes: {})", dir,
+                                            name, fmt::join(classes, ", ")));
+            label = static_cast<int>(it - classes.begin());
+        }
+        std::vector<fs::path> images;
+        for (const auto& entry : fs::directory_iterator(fs::path(dir) / name, ec))
+            if (entry.is_regular_file(ec) && is_image_file(entry.path().string())) images.push_back(entry.path());
+        if (images.empty())
+            throw DataError(fmt::format("{}/{}: an empty class folder (no .png, .jpg or .jpeg files); remove it or "
+                                        "add its images",
+                                        dir, name));
+        std::sort(images.begin(), images.end());
+        for (const fs::path& p : images) {
+            l.files.emplace_back(p.string(), label);
+            const auto time = fs::last_write_time(p, ec).time_since_epoch().count();
+            l.digest = fnv(l.digest, fmt::format("{}/{} {} {} {}", name, p.filename().string(), fs::file_size(p, ec),
+                                                 time, label));
+        }
+    }
+    return l;
+}
+
+// One line on stderr that counts up, when decoding takes more than a second.
+class PrepProgress {
+public:
+    PrepProgress(std::string what, size_t total) : what_(std::move(what)), total_(total) {}
+    void update(size_t done) {
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+        if (seconds < 1.0 || (done != total_ && seconds - shown_ < 0.5)) return;
+        shown_ = seconds;
+        if (isatty(STDERR_FILENO))
+            std::fprintf(stderr, "\r%s: %zu/%zu images (%.0f%%, %.0f s)%s", what_.c_str(), done, total_,
+                         100.0 * static_cast<double>(done) / static_cast<double>(total_), seconds,
+                         done == total_ ? "\n" : "");
+        else if (done == total_)
+            std::fprintf(stderr, "%s: %zu images in %.1f s\n", what_.c_str(), total_, seconds);
+    }
+
+private:
+    std::string what_;
+    size_t total_;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+    double shown_ = 0;
+};
+
+std::string cache_path(const ImageFolderOptions& o, const std::string& dir, uint64_t digest) {
+    const std::string base = o.cache_dir.empty() ? default_cache_dir() : o.cache_dir;
+    std::string name = fs::weakly_canonical(dir).filename().string();
+    if (name.empty()) name = "images";
+    return (fs::path(base) / fmt::format("{}-{:016x}.gtc", name, digest)).string();
+}
+
+bool read_cache(const std::string& path, Dataset& d, size_t count, size_t image_bytes) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return false;
+    char magic[8];
+    uint64_t n = 0;
+    // Fewer images than files: data.skip_bad_files skipped some.
+    if (!in.read(magic, 8) || std::memcmp(magic, kMagic, 8) != 0 || !in.read(reinterpret_cast<char*>(&n), 8) ||
+        n == 0 || n > count)
+        return false;
+    d.labels.resize(n);
+    d.pixels.resize(n * image_bytes);
+    return static_cast<bool>(in.read(reinterpret_cast<char*>(d.labels.data()), static_cast<std::streamsize>(n * 4)) &&
+                             in.read(reinterpret_cast<char*>(d.pixels.data()),
+                                     static_cast<std::streamsize>(d.pixels.size())) &&
+                             in.peek() == std::char_traits<char>::eof());
+}
+
+void write_cache(const std::string& path, const Dataset& d) {
+    std::error_code ec;
+    fs::create_directories(fs::path(path).parent_path(), ec);
+    const std::string tmp = path + ".tmp" + std::to_string(getpid());
+    {
+        std::ofstream out(tmp, std::ios::binary);
+        const uint64_t n = d.labels.size();
+        out.write(kMagic, 8);
+        out.write(reinterpret_cast<const char*>(&n), 8);
+        out.write(reinterpret_cast<const char*>(d.labels.data()), static_cast<std::streamsize>(n * 4));
+        out.write(reinterpret_cast<const char*>(d.pixels.data()), static_cast<std::streamsize>(d.pixels.size()));
+        if (!out) {
+            fs::remove(tmp, ec);
+            spdlog::warn("warning: could not write the image cache {} (set data.cache_dir to a writable folder); "
+                         "the images will be decoded again next time",
+                         path);
+            return;
+        }
+    }
+    fs::rename(tmp, path, ec);
+}
+
+}  // namespace
+
+std::vector<std::string> image_classes(const std::string& dir) {
+    std::error_code ec;
+    std::vector<std::string> out;
+    for (const auto& entry : fs::directory_iterator(dir, ec))
+        if (entry.is_directory(ec) && entry.path().filename().string()[0] != '.')
+            out.push_back(entry.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+}
+
+std::string image_split_dir(const std::string& dir, const std::string& split) {
+    std::error_code ec;
+    if (fs::is_directory(fs::path(dir) / "train", ec))
+        return fs::is_directory(fs::path(dir) / split, ec) ? (fs::path(dir) / split).string() : "";
+    return split == "train" ? dir : "";
+}
+
+std::string default_cache_dir() {
+    if (const char* d = std::getenv("GPUTRAIN_CACHE"); d && *d) return d;
+    if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return (fs::path(d) / "gputrain").string();
+    if (const char* d = std::getenv("HOME"); d && *d) return (fs::path(d) / ".cache" / "gputrain").string();
+    return (fs::temp_directory_path() / "gputrain-cache").string();
+}
+
+Dataset read_image_folder(const std::string& dir, const ImageFolderOptions& o, const std::vector<std::string>& classes,
+                          std::vector<std::string>* found_classes, const RowChooser& rows) {
+    const Listing l = list_folder(dir, o, classes);
+    if (found_classes) *found_classes = classes.empty() ? l.classes : classes;
+    const size_t image_bytes = static_cast<size_t>(o.height) * o.width * o.channels;
+    Dataset all;
+    all.type = SampleType::u8;
+    all.sample_shape = {o.height, o.width, o.channels};
+    const std::string cache = cache_path(o, dir, l.digest);
+    if (!read_cache(cache, all, l.files.size(), image_bytes)) {
+        all.labels.clear();
+        all.pixels.clear();
+        all.pixels.reserve(l.files.size() * image_bytes);
+        PrepProgress progress("decoding " + dir + " into " + cache, l.files.size());
+        std::vector<std::string> skipped;
+        for (size_t i = 0; i < l.files.size(); ++i) {
+            const auto& [path, label] = l.files[i];
+            try {
+                const Image image = resize_image(decode_image(path, o.channels), o.height, o.width,
+                                                 o.crop_to_aspect_ratio);
+                all.pixels.insert(all.pixels.end(), image.pixels.begin(), image.pixels.end());
+                all.labels.push_back(label);
+            } catch (const DataError& e) {
+                if (!o.skip_bad_files) throw DataError(std::string(e.what()) + "; or set data.skip_bad_files: true");
+                skipped.push_back(path);
+            }
+            progress.update(i + 1);
+        }
+        if (!skipped.empty())
+            spdlog::warn("warning: {}: skipped {} of {} files that are not readable images (data.skip_bad_files), "
+                         "the first: {}",
+                         dir, skipped.size(), l.files.size(), skipped.front());
+        if (all.labels.empty()) throw DataError(dir + ": no readable images");
+        write_cache(cache, all);
+    }
+    const int64_t n = all.size();
+    const RowRange keep = rows ? rows(n) : RowRange{0, n};
+    if (keep.begin == 0 && keep.end == n) return all;
+    Dataset part = all;
+    part.labels.assign(all.labels.begin() + keep.begin, all.labels.begin() + keep.end);
+    part.pixels.assign(all.pixels.begin() + static_cast<int64_t>(keep.begin * image_bytes),
+                       all.pixels.begin() + static_cast<int64_t>(keep.end * image_bytes));
+    return part;
+}
+
+}  // namespace gputrain::data
