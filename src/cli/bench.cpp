@@ -89,7 +89,9 @@ void add_stored_batches(HostBatches& b, const data::Dataset& train) {
         for (int64_t r = 0; r < b.batch; ++r) {
             const int64_t src = (static_cast<int64_t>(s) * b.batch + r) % train.size();
             batch.ids.push_back(static_cast<int32_t>(src));
-            const auto* row = static_cast<const char*>(train.row(src));
+            std::vector<char> stored(train.row_bytes());
+            train.read_rows(src, 1, stored.data());
+            const char* row = stored.data();
             if (train.type == data::SampleType::u8)
                 batch.pixels.insert(batch.pixels.end(), row, row + per);
             else

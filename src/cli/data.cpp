@@ -39,14 +39,23 @@ ChannelStats channel_stats(const data::Dataset& d, double scale) {
     ChannelStats s;
     s.low.assign(channels, INFINITY);
     s.high.assign(channels, -INFINITY);
-    const size_t n = static_cast<size_t>(d.size() * d.sample_elements());
-    for (size_t i = 0; i < n; ++i) {
-        const size_t c = i % channels;
-        const double v = d.type == data::SampleType::u8 ? d.pixels[i] * scale : d.inputs[i];
-        sum[c] += v;
-        squares[c] += v * v;
-        s.low[c] = std::min(s.low[c], v);
-        s.high[c] = std::max(s.high[c], v);
+    const size_t per = static_cast<size_t>(d.sample_elements()), n = static_cast<size_t>(d.size()) * per;
+    // A chunk of samples at a time (a streamed set is read from its file).
+    const int64_t chunk = 4096;
+    std::vector<char> rows(static_cast<size_t>(chunk) * d.row_bytes());
+    for (int64_t first = 0; first < d.size(); first += chunk) {
+        const int64_t count = std::min(chunk, d.size() - first);
+        d.read_rows(first, count, rows.data());
+        const auto* bytes = reinterpret_cast<const uint8_t*>(rows.data());
+        const auto* floats = reinterpret_cast<const float*>(rows.data());
+        for (size_t i = 0; i < static_cast<size_t>(count) * per; ++i) {
+            const size_t c = i % channels;
+            const double v = d.type == data::SampleType::u8 ? bytes[i] * scale : floats[i];
+            sum[c] += v;
+            squares[c] += v * v;
+            s.low[c] = std::min(s.low[c], v);
+            s.high[c] = std::max(s.high[c], v);
+        }
     }
     const double count = static_cast<double>(n / channels);
     for (size_t c = 0; c < channels; ++c) {
@@ -72,9 +81,12 @@ std::string number_list(const std::vector<double>& values) {
 void describe(const char* split, const data::Dataset& d, double scale) {
     if (d.size() == 0) return;
     const auto [low, high] = std::minmax_element(d.labels.begin(), d.labels.end());
-    std::printf("%s: %s\n  %lld samples of %s, stored as %s, %lld classes (labels %d..%d)\n", split,
-                d.description.c_str(), static_cast<long long>(d.size()), shape_text(d.sample_shape).c_str(),
-                d.type == data::SampleType::u8 ? "bytes (uint8)" : "float32", static_cast<long long>(d.num_classes),
+    // A validation set's description says what it is already ("validation: the last ...").
+    const std::string what = d.description.starts_with(std::string(split) + ":") ? d.description
+                                                                                    : std::string(split) + ": " + d.description;
+    std::printf("%s\n  %lld samples of %s, stored as %s%s, %lld classes (labels %d..%d)\n", what.c_str(), static_cast<long long>(d.size()), shape_text(d.sample_shape).c_str(),
+                d.type == data::SampleType::u8 ? "bytes (uint8)" : "float32",
+                d.streamed() ? (", streamed from " + d.file->path).c_str() : "", static_cast<long long>(d.num_classes),
                 *low, *high);
     const ChannelStats s = channel_stats(d, scale);
     for (size_t c = 0; c < s.mean.size(); ++c)
@@ -87,15 +99,30 @@ int run_data(DataArgs& args) {
     apply_log_level(cfg, /*quiet=*/true);
     if (args.augmented > 0 && args.out.empty())
         throw ConfigError("--augmented: give --out FILE.npy for the samples");
+    if (!args.out.empty() && args.augmented == 0)
+        throw ConfigError("--out: writes the samples of --augmented N; give --augmented too");
+    if (!args.out.empty() && !args.out.ends_with(".npy"))
+        throw ConfigError("--out: '" + args.out + "' does not end in .npy; the samples are written as an NPY file");
     // The values before data.normalize, for the statistics it takes.
     config::DataConfig plain = cfg.data;
     plain.normalize_mean.clear();
     plain.normalize_std.clear();
-    data::DataSplits splits = data::load_splits(plain, cfg.model.input_shape, data::Need::both);
-    describe("train", splits.train, cfg.data.scale);
-    describe("validation", splits.validation, cfg.data.scale);
-    describe("test", splits.test, cfg.data.scale);
-    const ChannelStats s = channel_stats(splits.train, cfg.data.scale);
+    data::DataSplits splits = data::load_splits(plain, cfg.model.input_shape, data::Need::train);
+    // fit needs no test set; evaluate does: say so rather than fail.
+    std::string no_test;
+    try {
+        splits.test = data::load_splits(plain, cfg.model.input_shape, data::Need::test).test;
+    } catch (const DataError& e) {
+        no_test = e.what();
+    }
+    const double byte_scale = cfg.data.scale_for(true), float_scale = cfg.data.scale_for(false);
+    const auto scale_of = [&](const data::Dataset& d) { return d.type == data::SampleType::u8 ? byte_scale : float_scale; };
+    describe("train", splits.train, scale_of(splits.train));
+    describe("validation", splits.validation, scale_of(splits.validation));
+    describe("test", splits.test, scale_of(splits.test));
+    if (!no_test.empty())
+        std::printf("test: not read: %s (fit trains without a test set; evaluate needs one)\n", no_test.c_str());
+    const ChannelStats s = channel_stats(splits.train, scale_of(splits.train));
     std::printf("\ndata.normalize from the training samples (torchvision's Normalize, after data.scale):\n"
                 "  normalize: {mean: %s, std: %s}\n",
                 number_list(s.mean).c_str(), number_list(s.std).c_str());
@@ -105,7 +132,7 @@ int run_data(DataArgs& args) {
     const int64_t count = std::min(args.augmented, train.size());
     if (train.type == data::SampleType::f32)
         data::normalize_floats(train, cfg.data.normalize_mean, cfg.data.normalize_std);
-    data::make_table(train, cfg.data.scale, cfg.data.normalize_mean, cfg.data.normalize_std);
+    data::make_table(train, scale_of(train), cfg.data.normalize_mean, cfg.data.normalize_std);
     const std::vector<float> x = train::augmented_samples(cfg, train, 0, count, args.epoch);
     std::vector<int64_t> shape{count};
     shape.insert(shape.end(), train.sample_shape.begin(), train.sample_shape.end());

@@ -65,9 +65,15 @@ AugmentConfig read_augment_step(const ValueRef& item) {
     }
     a.type = read_enum<AugmentType>(name);
     if (!item.node.IsMap()) params_path = item.path + "." + name_of(a.type);
-    // random_flip: horizontal is short for {mode: horizontal}.
+    // random_flip: horizontal is short for {mode: horizontal}, random_rotation: 10 for {degrees: 10}.
     if (a.type == AugmentType::random_flip && params.IsScalar()) {
         a.flip = read_enum<FlipMode>(ValueRef{item.source, params, params_path, params_place});
+        return a;
+    }
+    if (a.type == AugmentType::random_rotation && params.IsScalar()) {
+        const ValueRef degrees{item.source, params, params_path + ".degrees", params_place};
+        a.degrees = read_number(degrees, NumberRange::positive);
+        if (a.degrees > 180.0) degrees.fail("expected at most 180 degrees either way, got " + params.Scalar());
         return a;
     }
     std::vector<std::string> known;
@@ -96,6 +102,9 @@ AugmentConfig read_augment_step(const ValueRef& item) {
             if (!p.has("factor") && !p.has("height_factor") && !p.has("width_factor"))
                 p.value("factor").fail("missing", "e.g. {random_translate: {factor: 0.1}} (the most shift, a fraction "
                                                   "of the height and width; or height_factor and width_factor)");
+            if (p.has("factor") && (p.has("height_factor") || p.has("width_factor")))
+                p.value("factor").fail("given with height_factor or width_factor",
+                                       "give factor (both sides) or height_factor and width_factor, not both");
             a.height_factor = a.width_factor = p.number("factor", 0.0, NumberRange::fraction);
             a.height_factor = p.number("height_factor", a.height_factor, NumberRange::fraction);
             a.width_factor = p.number("width_factor", a.width_factor, NumberRange::fraction);
@@ -165,6 +174,7 @@ DataConfig read_data(const Section& top) {
     out.crop_to_aspect_ratio = s.boolean("crop_to_aspect_ratio", out.crop_to_aspect_ratio);
     out.skip_bad_files = s.boolean("skip_bad_files", out.skip_bad_files);
     out.cache_dir = s.text("cache_dir", out.cache_dir);
+    out.stream = s.boolean("stream", out.stream);
     const Section synthetic = s.child("synthetic");
     out.synthetic_samples = synthetic.positive_int("samples", out.synthetic_samples);
     out.synthetic_classes = synthetic.positive_int("classes", out.synthetic_classes);

@@ -191,6 +191,7 @@ private:
         key("test_limit") << d.test_limit;
         // Only when set: the default leaves the digests of existing runs as they were.
         if (d.shard_files) key("shard_files") << true;
+        if (d.stream) key("stream") << true;
         if (d.format == DataFormat::image_folder) {
             key("crop_to_aspect_ratio") << d.crop_to_aspect_ratio;
             key("skip_bad_files") << d.skip_bad_files;

@@ -113,6 +113,9 @@ struct DataConfig {
     bool crop_to_aspect_ratio = false;  // data.crop_to_aspect_ratio: resize the largest centered crop of the input's aspect
     bool skip_bad_files = false;        // data.skip_bad_files: skip (and count) files that are not readable images
     std::string cache_dir;              // data.cache_dir: where decoded images are cached ("" = default_cache_dir())
+    // data.stream: the training and test samples stay on disk and each batch's
+    // rows are read when the loader gathers them (IDX, NPY uint8, image folders' caches)
+    bool stream = false;
     double validation_split = 0.0;   // data.validation_split in [0, 1): last fraction of the training set
     int64_t limit = 0;               // data.limit: first N training samples (0 = all)
     int64_t test_limit = 0;          // data.test_limit: first N test samples (0 = all)

@@ -1,9 +1,43 @@
 #include "data/dataset.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 
+#include "core/error.hpp"
+
 namespace gputrain::data {
+
+FileRows::FileRows(std::string file, int64_t data_offset) : path(std::move(file)), offset(data_offset) {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw DataError(path + ": cannot open (" + std::strerror(errno) + ")");
+}
+
+FileRows::~FileRows() {
+    if (fd >= 0) ::close(fd);
+}
+
+void Dataset::read_rows(int64_t first, int64_t count, void* out) const {
+    const size_t bytes = static_cast<size_t>(count) * row_bytes();
+    if (count <= 0) return;
+    if (!file) {
+        std::memcpy(out, row(first), bytes);
+        return;
+    }
+    auto* dst = static_cast<char*>(out);
+    off_t at = static_cast<off_t>(file->offset + (file_first + first) * static_cast<int64_t>(row_bytes()));
+    for (size_t done = 0; done < bytes;) {
+        const ssize_t got = ::pread(file->fd, dst + done, bytes - done, at + static_cast<off_t>(done));
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0)
+            throw DataError(file->path + ": " + (got < 0 ? std::string("read failed (") + std::strerror(errno) + ")"
+                                                         : std::string("ends early: it was truncated while in use")));
+        done += static_cast<size_t>(got);
+    }
+}
 
 int channels_of(const Shape& shape) { return shape.size() == 3 ? static_cast<int>(shape[2]) : 1; }
 
@@ -40,11 +74,17 @@ std::vector<float> model_inputs(const Dataset& d, int64_t begin, int64_t end) {
     const size_t n = static_cast<size_t>(d.sample_elements());
     std::vector<float> out(static_cast<size_t>(end - begin) * n);
     if (d.type == SampleType::f32) {
-        if (!out.empty()) std::memcpy(out.data(), d.inputs.data() + static_cast<size_t>(begin) * n, out.size() * sizeof(float));
+        if (!out.empty() && d.streamed()) d.read_rows(begin, end - begin, out.data());
+        else if (!out.empty()) std::memcpy(out.data(), d.inputs.data() + static_cast<size_t>(begin) * n, out.size() * sizeof(float));
         return out;
     }
     const size_t channels = static_cast<size_t>(std::max(1, d.channels));
-    const uint8_t* bytes = d.pixels.data() + static_cast<size_t>(begin) * n;
+    std::vector<uint8_t> read;
+    if (d.streamed()) {
+        read.resize(out.size());
+        d.read_rows(begin, end - begin, read.data());
+    }
+    const uint8_t* bytes = d.streamed() ? read.data() : d.pixels.data() + static_cast<size_t>(begin) * n;
     for (size_t i = 0; i < out.size(); ++i) out[i] = d.table[(i % channels) * 256 + bytes[i]];
     return out;
 }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,19 @@ struct DatasetPart {
 
 enum class SampleType { f32, u8 };
 
+// data.stream: rows of bytes read from a file when they are needed (pread),
+// so that the samples never sit in memory; `offset` is where row 0 starts.
+// Shared by the splits cut from one file; closes it with the last of them.
+struct FileRows {
+    std::string path;
+    int fd = -1;
+    int64_t offset = 0;
+    FileRows(std::string file, int64_t data_offset);  // DataError when it cannot be opened
+    ~FileRows();
+    FileRows(const FileRows&) = delete;
+    FileRows& operator=(const FileRows&) = delete;
+};
+
 struct Dataset {
     Shape sample_shape;            // e.g. {28, 28}; size() * shape_elements(sample_shape) values
     int64_t num_classes = 0;       // labels are in [0, num_classes)
@@ -37,6 +51,10 @@ struct Dataset {
     // (the fill of augmentation's padding). Made by data::make_table.
     std::vector<float> table;
     int channels = 1;              // the last axis of a [H, W, C] sample shape, else 1
+    // data.stream: the samples (bytes) stay in this file; `pixels` is empty
+    // and sample i is the file's row file_first + i. Read them with read_rows.
+    std::shared_ptr<const FileRows> file;
+    int64_t file_first = 0;
     std::vector<int32_t> labels;   // one per sample
     std::string description;       // "fashion-mnist train (/usr/share/datasets/fashion-mnist)"
     DatasetPart part;              // the training set of a worker with data.shard_files
@@ -45,7 +63,11 @@ struct Dataset {
     int64_t sample_elements() const { return shape_elements(sample_shape); }
     size_t element_bytes() const { return type == SampleType::u8 ? 1 : sizeof(float); }
     size_t row_bytes() const { return static_cast<size_t>(sample_elements()) * element_bytes(); }
-    // The storage of sample i (bytes or floats).
+    bool streamed() const { return file != nullptr; }
+    // Copies samples [first, first + count) as stored (bytes or floats) into
+    // `out` (count * row_bytes()): from memory, or read from the file.
+    void read_rows(int64_t first, int64_t count, void* out) const;
+    // The storage of sample i (bytes or floats); not for a streamed set.
     const void* row(int64_t i) const {
         return type == SampleType::u8 ? static_cast<const void*>(pixels.data() + static_cast<size_t>(i) * row_bytes())
                                       : static_cast<const void*>(inputs.data() + i * sample_elements());

@@ -126,7 +126,12 @@ std::string check_data_path(const std::string& dir, DataFormat format) {
                             "arrays x_train, y_train, x_test and y_test, as Keras' mnist.npz)");
         return dir;
     }
-    if (!std::filesystem::is_directory(dir, ec)) throw DataError("data.path: " + dir + ": no such directory");
+    if (!std::filesystem::is_directory(dir, ec)) {
+        if (std::filesystem::is_regular_file(dir, ec) && dir.ends_with(".npz"))
+            throw DataError("data.path: " + dir + ": a file, and data.format is " + name_of(format) +
+                            "; add data.format: npz to read an .npz archive");
+        throw DataError("data.path: " + dir + ": no such directory");
+    }
     if (!holds_marker(dir, format)) {
         if (format == DataFormat::cifar10 || format == DataFormat::cifar100)
             throw DataError("data.path: " + dir + ": no " + marker_description(format) + " found there or in its " +

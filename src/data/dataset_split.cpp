@@ -16,7 +16,10 @@ Dataset slice(const Dataset& dataset, int64_t begin, int64_t end) {
     out.channels = dataset.channels;
     const int64_t elements = dataset.sample_elements();
     out.labels.assign(dataset.labels.begin() + begin, dataset.labels.begin() + end);
-    if (dataset.type == SampleType::u8)
+    if (dataset.streamed()) {  // the same file, from row `begin` on
+        out.file = dataset.file;
+        out.file_first = dataset.file_first + begin;
+    } else if (dataset.type == SampleType::u8)
         out.pixels.assign(dataset.pixels.begin() + begin * elements, dataset.pixels.begin() + end * elements);
     else
         out.inputs.assign(dataset.inputs.begin() + begin * elements, dataset.inputs.begin() + end * elements);
@@ -27,7 +30,9 @@ void keep_first(Dataset& dataset, int64_t n) {
     if (n <= 0 || n >= dataset.size()) return;
     dataset.labels.resize(static_cast<size_t>(n));
     const size_t values = static_cast<size_t>(n * dataset.sample_elements());
-    if (dataset.type == SampleType::u8) {
+    if (dataset.streamed()) {
+        // The rows stay in the file; only the labels say how many there are.
+    } else if (dataset.type == SampleType::u8) {
         dataset.pixels.resize(values);
         dataset.pixels.shrink_to_fit();
     } else {

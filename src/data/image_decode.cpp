@@ -22,20 +22,37 @@ std::string lower(std::string s) {
     return s;
 }
 
+// Decoded as RGBA (or gray + alpha), then the alpha dropped as TensorFlow's
+// decode_png does; a color image becomes gray by ITU-R 601's weights, as
+// Pillow's convert("L") and libjpeg do (libpng's own conversion is gamma-aware
+// and gives other values).
 Image decode_png(const std::string& path, int channels) {
     png_image png;
     std::memset(&png, 0, sizeof png);
     png.version = PNG_IMAGE_VERSION;
     if (!png_image_begin_read_from_file(&png, path.c_str()))
         throw DataError(path + ": not a readable PNG (libpng: " + png.message + ")");
-    png.format = channels == 1 ? PNG_FORMAT_GRAY : PNG_FORMAT_RGB;
-    Image out{static_cast<int>(png.height), static_cast<int>(png.width), channels, {}};
-    out.pixels.resize(PNG_IMAGE_SIZE(png));
-    // Transparency is composited on black (no background given).
-    if (!png_image_finish_read(&png, nullptr, out.pixels.data(), 0, nullptr)) {
+    const bool color = (png.format & PNG_FORMAT_FLAG_COLOR) != 0;
+    png.format = color ? PNG_FORMAT_RGBA : PNG_FORMAT_GA;
+    const int stored = color ? 4 : 2;
+    std::vector<uint8_t> raw(PNG_IMAGE_SIZE(png));
+    if (!png_image_finish_read(&png, nullptr, raw.data(), 0, nullptr)) {
         const std::string message = png.message;
         png_image_free(&png);
         throw DataError(path + ": corrupt or truncated PNG (libpng: " + message + ")");
+    }
+    Image out{static_cast<int>(png.height), static_cast<int>(png.width), channels, {}};
+    const size_t pixels = static_cast<size_t>(out.height) * out.width;
+    out.pixels.resize(pixels * channels);
+    for (size_t i = 0; i < pixels; ++i) {
+        const uint8_t* p = raw.data() + i * stored;
+        if (!color) {
+            for (int c = 0; c < channels; ++c) out.pixels[i * channels + c] = p[0];
+        } else if (channels == 3) {
+            std::copy_n(p, 3, out.pixels.data() + i * 3);
+        } else {
+            out.pixels[i] = static_cast<uint8_t>((p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16);
+        }
     }
     return out;
 }

@@ -22,11 +22,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr char kMagic[8] = {'G', 'T', 'I', 'M', 'G', 'C', '1', '\n'};
+constexpr char kMagic[8] = {'G', 'T', 'I', 'M', 'G', 'C', '2', '\n'};
 
 struct Listing {
     std::vector<std::string> classes;  // sorted subfolder names
-    std::vector<std::pair<std::string, int>> files;  // path, label; by class then name
+    std::vector<std::pair<std::string, int>> files;  // path, label; classes in turn (see read_image_folder)
     uint64_t digest = 0;               // names, sizes and times of every file, and the options
 };
 
@@ -43,6 +43,7 @@ Listing list_folder(const std::string& dir, const ImageFolderOptions& o, const s
     if (l.classes.empty())
         throw DataError(dir + ": no class folders (format image_folder reads one subfolder of images per class, "
                               "e.g. " + dir + "/cat/1.png)");
+    std::vector<std::vector<std::pair<std::string, int>>> by_class;
     l.digest = fnv(0xCBF29CE484222325ull, fmt::format("{}x{}x{} crop {}", o.height, o.width, o.channels,
                                                        o.crop_to_aspect_ratio));
     for (const std::string& name : l.classes) {
@@ -62,12 +63,21 @@ Listing list_folder(const std::string& dir, const ImageFolderOptions& o, const s
                                         "add its images",
                                         dir, name));
         std::sort(images.begin(), images.end());
+        by_class.emplace_back();
         for (const fs::path& p : images) {
-            l.files.emplace_back(p.string(), label);
+            by_class.back().emplace_back(p.string(), label);
             const auto time = fs::last_write_time(p, ec).time_since_epoch().count();
             l.digest = fnv(l.digest, fmt::format("{}/{} {} {} {}", name, p.filename().string(), fs::file_size(p, ec),
                                                  time, label));
         }
+    }
+    // The classes in turn (each one's first file, then each one's second...),
+    // so that data.limit and validation_split (the last fraction) hold every class.
+    for (size_t i = 0;; ++i) {
+        bool any = false;
+        for (const auto& files : by_class)
+            if (i < files.size()) l.files.push_back(files[i]), any = true;
+        if (!any) break;
     }
     return l;
 }
@@ -204,6 +214,14 @@ Dataset read_image_folder(const std::string& dir, const ImageFolderOptions& o, c
     }
     const int64_t n = all.size();
     const RowRange keep = rows ? rows(n) : RowRange{0, n};
+    if (o.stream) {  // the rows are read from the cache file when needed: after its magic, count and labels
+        all.pixels.clear();
+        all.pixels.shrink_to_fit();
+        all.file = std::make_shared<FileRows>(cache, 16 + 4 * n);
+        all.file_first = keep.begin;
+        all.labels = std::vector<int32_t>(all.labels.begin() + keep.begin, all.labels.begin() + keep.end);
+        return all;
+    }
     if (keep.begin == 0 && keep.end == n) return all;
     Dataset part = all;
     part.labels.assign(all.labels.begin() + keep.begin, all.labels.begin() + keep.end);

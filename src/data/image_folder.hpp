@@ -18,6 +18,7 @@ struct ImageFolderOptions {
     bool crop_to_aspect_ratio = false;        // data.crop_to_aspect_ratio
     bool skip_bad_files = false;              // data.skip_bad_files
     std::string cache_dir;                    // data.cache_dir ("" = the default, below)
+    bool stream = false;                      // data.stream: the images stay in the cache file
 };
 
 // The folder of class subfolders for `split` ("train" or "test") of

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -50,10 +51,52 @@ std::string require_idx_file(const std::string& dir, const std::string& base) {
 
 // `prefix` is "train" or "t10k", as in the MNIST file names.
 // `rows` (optional) picks the samples to keep, as read_idx does.
+// data.stream: the images file's header (it must be plain: a .gz cannot be
+// read row by row); the rows stay in the file.
+Dataset stream_idx_images(const std::string& images_path, const std::string& labels_path, const Shape& model_shape,
+                          const RowChooser& rows) {
+    if (images_path.ends_with(".gz"))
+        throw DataError(images_path + ": data.stream reads rows from an uncompressed file; unpack it next to the .gz "
+                        "(gunzip -k " + images_path + ") or set data.stream: false");
+    std::ifstream in(images_path, std::ios::binary | std::ios::ate);
+    if (!in) throw DataError(images_path + ": cannot open");
+    const auto size = static_cast<int64_t>(in.tellg());
+    in.seekg(0);
+    unsigned char head[4];
+    if (!in.read(reinterpret_cast<char*>(head), 4) || head[0] != 0 || head[1] != 0 || head[2] != 0x08 || head[3] < 2)
+        throw DataError(images_path + ": not an IDX file of unsigned bytes with a sample shape");
+    std::vector<int64_t> dims;
+    int64_t count = 1;
+    for (int i = 0; i < head[3]; ++i) {
+        unsigned char d[4];
+        if (!in.read(reinterpret_cast<char*>(d), 4)) throw DataError(images_path + ": truncated IDX header");
+        dims.push_back((int64_t{d[0]} << 24) | (d[1] << 16) | (d[2] << 8) | d[3]);
+        count *= dims.back();
+    }
+    const int64_t offset = 4 + 4 * static_cast<int64_t>(dims.size());
+    if (size != offset + count)
+        throw DataError(fmt::format("{}: {} bytes of data where the header declares {}", images_path, size - offset,
+                                    count));
+    const IdxArray labels = read_idx(labels_path);
+    if (labels.dims.size() != 1 || labels.file_rows != dims[0])
+        throw DataError(labels_path + ": " + std::to_string(labels.file_rows) + " labels for " +
+                        std::to_string(dims[0]) + " images in " + images_path);
+    const RowRange keep = rows ? rows(dims[0]) : RowRange{0, dims[0]};
+    Dataset d;
+    d.sample_shape = choose_sample_shape(Shape(dims.begin() + 1, dims.end()), model_shape, images_path);
+    d.type = SampleType::u8;
+    d.labels.assign(labels.bytes.begin() + keep.begin, labels.bytes.begin() + keep.end);
+    d.file = std::make_shared<FileRows>(images_path, offset);
+    d.file_first = keep.begin;
+    if (d.size() == 0) throw DataError(images_path + ": holds no samples");
+    return d;
+}
+
 Dataset read_idx_split(const std::string& dir, const std::string& prefix, const Shape& model_shape,
-                       const RowChooser& rows = nullptr) {
+                       const RowChooser& rows = nullptr, bool stream = false) {
     const std::string images_path = require_idx_file(dir, prefix + "-images-idx3-ubyte");
     const std::string labels_path = require_idx_file(dir, prefix + "-labels-idx1-ubyte");
+    if (stream) return stream_idx_images(images_path, labels_path, model_shape, rows);
     const IdxArray images = read_idx(images_path, rows);
     if (images.dims.size() < 2) {
         throw DataError(images_path + ": expected at least 2 dimensions (the count, then each sample's shape), found " +
@@ -121,7 +164,7 @@ void check_normalize(const config::DataConfig& cfg, const Dataset& d) {
 // the NPZ archive `path` (`npz`). uint8 samples stay bytes; others become
 // floats, multiplied by `float_scale` and checked finite.
 Dataset read_npy_split(const std::string& path, bool npz, const std::string& split, const Shape& model_shape,
-                       double float_scale, const RowChooser& rows = nullptr) {
+                       double float_scale, const RowChooser& rows = nullptr, bool stream = false) {
     const std::string x_name = "x_" + split, y_name = "y_" + split;
     const std::string x_path = npz ? path + ":" + x_name + ".npy" : (std::filesystem::path(path) / (x_name + ".npy")).string();
     const std::string y_path = npz ? path + ":" + y_name + ".npy" : (std::filesystem::path(path) / (y_name + ".npy")).string();
@@ -132,7 +175,16 @@ Dataset read_npy_split(const std::string& path, bool npz, const std::string& spl
                 throw DataError(path + ": no " + std::filesystem::path(p).filename().string() +
                                 " found (format npy: x_train.npy and y_train.npy, x_test.npy and y_test.npy, as "
                                 "np.save writes them)");
-    NpyArray x = npz ? read_npz_array(path, x_name, /*keep_bytes=*/true) : read_npy(x_path, /*keep_bytes=*/true);
+    int64_t x_offset = 0;
+    if (stream && npz)
+        throw ConfigError("data.stream: reads rows from .npy files, not from an .npz archive; save the arrays with "
+                          "np.save (format npy) or set data.stream: false");
+    NpyArray x = stream ? read_npy_header(x_path, x_offset)
+                 : npz  ? read_npz_array(path, x_name, /*keep_bytes=*/true)
+                        : read_npy(x_path, /*keep_bytes=*/true);
+    if (stream && x.dtype != "uint8")
+        throw ConfigError(x_path + ": data.stream reads uint8 arrays (bytes, like images), and this one is " + x.dtype +
+                          "; store bytes or set data.stream: false");
     const NpyArray y = npz ? read_npz_array(path, y_name) : read_npy(y_path);
     if (x.shape.size() < 2)
         throw DataError(fmt::format("{}: shape {} is not (samples, ...): expected at least 2 dimensions", x_path,
@@ -144,8 +196,15 @@ Dataset read_npy_split(const std::string& path, bool npz, const std::string& spl
     if (y.shape[0] != x.shape[0])
         throw DataError(fmt::format("{}: {} labels for the {} samples of {}", y_path, y.shape[0], x.shape[0], x_path));
     if (x.shape[0] == 0) throw DataError(x_path + ": holds no samples");
+    // Arrays of images keep their layout: (N, 3, H, W) is not (N, H, W, 3), though it has as many values.
+    const Shape sample(x.shape.begin() + 1, x.shape.end());
+    if (sample.size() >= 2 && model_shape.size() >= 2 && sample != model_shape)
+        throw ConfigError(fmt::format("{}: samples of shape {} are not laid out as model.input_shape {}; transpose "
+                                      "them (channels last: np.transpose(x, (0, 2, 3, 1)) for (N, C, H, W)) or give "
+                                      "model.input_shape {}",
+                                      x_path, shape_text(sample), shape_text(model_shape), shape_text(sample)));
     Dataset d;
-    d.sample_shape = choose_sample_shape(Shape(x.shape.begin() + 1, x.shape.end()), model_shape, x_path);
+    d.sample_shape = choose_sample_shape(sample, model_shape, x_path);
     const int64_t n = x.shape[0], per = d.sample_elements();
     const RowRange keep = rows ? rows(n) : RowRange{0, n};
     for (int64_t i = keep.begin; i < keep.end; ++i) {
@@ -155,6 +214,12 @@ Dataset read_npy_split(const std::string& path, bool npz, const std::string& spl
                                         "real-valued targets are not supported yet",
                                         y_path, v, i));
         d.labels.push_back(static_cast<int32_t>(v));
+    }
+    if (stream) {
+        d.type = SampleType::u8;
+        d.file = std::make_shared<FileRows>(x_path, x_offset);
+        d.file_first = keep.begin;
+        return d;
     }
     if (!x.bytes.empty()) {
         d.type = SampleType::u8;
@@ -177,6 +242,10 @@ Dataset read_npy_split(const std::string& path, bool npz, const std::string& spl
 }
 
 void check_config(const config::DataConfig& cfg, config::DataFormat format) {
+    if (cfg.stream && format != config::DataFormat::idx && format != config::DataFormat::npy &&
+        format != config::DataFormat::image_folder)
+        throw ConfigError(std::string("data.stream: reads rows from IDX, NPY (uint8) and image folder caches, not ") +
+                          config::name_of(format) + " data; set data.stream: false");
     if (format != config::DataFormat::synthetic && cfg.dataset.empty() == cfg.path.empty()) {
         throw ConfigError("data: set exactly one of data.dataset (a name such as fashion-mnist) and data.path (a folder)");
     }
@@ -263,7 +332,7 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
                                   "(RGB); images are resized to it");
             image_options = {static_cast<int>(shape[0]), static_cast<int>(shape[1]),
                              shape.size() == 3 ? static_cast<int>(shape[2]) : 1, cfg.crop_to_aspect_ratio,
-                             cfg.skip_bad_files, cfg.cache_dir};
+                             cfg.skip_bad_files, cfg.cache_dir, cfg.stream};
         }
         const auto read_image_split = [&](const std::string& split, const RowChooser& rows) {
             const std::string folder = image_split_dir(dir, split);
@@ -278,10 +347,10 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
         const bool npy = format == config::DataFormat::npy || format == config::DataFormat::npz;
         const bool npz = format == config::DataFormat::npz;
         const auto read_train = [&](const RowChooser& rows) {
-            if (npy) return read_npy_split(dir, npz, "train", model_input_shape, cfg.scale_for(false), rows);
+            if (npy) return read_npy_split(dir, npz, "train", model_input_shape, cfg.scale_for(false), rows, cfg.stream);
             if (images) return read_image_split("train", rows);
             if (cifar) return read_cifar_split(true, rows);
-            return idx ? read_idx_split(dir, "train", model_input_shape, rows)
+            return idx ? read_idx_split(dir, "train", model_input_shape, rows, cfg.stream)
                        : read_csv_split(dir, "train", model_input_shape, cfg.scale_for(false), rows);
         };
         if (sharded) {
@@ -299,10 +368,10 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
             if (!train_dir.empty()) classes = image_classes(train_dir);
         }
         if (want_test) {
-            splits.test = npy     ? read_npy_split(dir, npz, "test", model_input_shape, cfg.scale_for(false))
+            splits.test = npy     ? read_npy_split(dir, npz, "test", model_input_shape, cfg.scale_for(false), nullptr, cfg.stream)
                           : images  ? read_image_split("test", nullptr)
                           : cifar ? read_cifar_split(false, nullptr)
-                          : idx ? read_idx_split(dir, "t10k", model_input_shape)
+                          : idx ? read_idx_split(dir, "t10k", model_input_shape, nullptr, cfg.stream)
                                 : read_csv_split(dir, "test", model_input_shape, cfg.scale_for(false));
         }
         if (want_train && want_test && splits.train.sample_shape != splits.test.sample_shape) {

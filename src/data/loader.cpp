@@ -18,7 +18,6 @@ std::shared_ptr<Batch> gather_rows(const Dataset& dataset, const std::vector<int
                                    int64_t rows, int64_t first_id = 0) {
     auto batch = std::make_shared<Batch>();
     const int64_t elements = dataset.sample_elements();
-    const size_t row_bytes = dataset.row_bytes();
     batch->type = dataset.type;
     if (dataset.type == SampleType::u8)
         batch->pixels.resize(static_cast<size_t>(rows * elements));
@@ -28,7 +27,7 @@ std::shared_ptr<Batch> gather_rows(const Dataset& dataset, const std::vector<int
     batch->ids.resize(static_cast<size_t>(rows));
     for (int64_t row = 0; row < rows; ++row) {
         const int64_t sample = order[static_cast<size_t>(begin + row)];
-        std::memcpy(const_cast<void*>(batch->row(row, elements)), dataset.row(sample), row_bytes);
+        dataset.read_rows(sample, 1, const_cast<void*>(batch->row(row, elements)));
         batch->labels[static_cast<size_t>(row)] = dataset.labels[static_cast<size_t>(sample)];
         batch->ids[static_cast<size_t>(row)] = static_cast<int32_t>(first_id + sample);
     }

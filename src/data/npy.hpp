@@ -28,6 +28,10 @@ NpyArray read_npy(const std::string& path, bool keep_bytes = false);
 // ("ARCHIVE.npz:x_train.npy" for an array of an NPZ archive).
 NpyArray parse_npy(const std::string& path, const std::vector<char>& bytes, bool keep_bytes = false);
 
+// The header of `path` alone (shape and dtype; `values` empty), with where
+// its data start: for data.stream, which reads the rows later.
+NpyArray read_npy_header(const std::string& path, int64_t& data_offset);
+
 // NPZ: a ZIP archive of NPY files (np.savez stores them, np.savez_compressed
 // deflates them). The array `name` (the member NAME.npy) of `path`.
 // DataError naming the archive for a damaged ZIP, a member that is missing

@@ -163,6 +163,9 @@ uint32_t little_endian(const unsigned char* p, int bytes) {
 
 }  // namespace
 
+NpyArray parse_npy_part(const std::string& path, const std::vector<char>& bytes, bool keep_bytes, size_t file_size,
+                        size_t* header_only);
+
 NpyArray read_npy(const std::string& path, bool keep_bytes) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw DataError(path + ": cannot open");
@@ -172,6 +175,27 @@ NpyArray read_npy(const std::string& path, bool keep_bytes) {
 }
 
 NpyArray parse_npy(const std::string& path, const std::vector<char>& bytes, bool keep_bytes) {
+    return parse_npy_part(path, bytes, keep_bytes, bytes.size(), nullptr);
+}
+
+NpyArray read_npy_header(const std::string& path, int64_t& data_offset) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) throw DataError(path + ": cannot open");
+    const auto file_size = static_cast<size_t>(in.tellg());
+    in.seekg(0);
+    std::vector<char> bytes(std::min<size_t>(file_size, kMagicSize + 2 + 4 + kMaxHeaderBytes));
+    in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    size_t offset = 0;
+    NpyArray header = parse_npy_part(path, bytes, false, file_size, &offset);
+    data_offset = static_cast<int64_t>(offset);
+    return header;
+}
+
+// `bytes` are the file's first bytes (all of them unless `header_only`, which
+// then receives where the data start, and the data are not read);
+// `file_size` is the whole file's, for the truncation checks.
+NpyArray parse_npy_part(const std::string& path, const std::vector<char>& bytes, bool keep_bytes, size_t file_size,
+                        size_t* header_only) {
     const auto* u = reinterpret_cast<const unsigned char*>(bytes.data());
 
     if (bytes.size() < kMagicSize + 2 || std::memcmp(bytes.data(), kMagic, kMagicSize) != 0)
@@ -220,7 +244,7 @@ NpyArray parse_npy(const std::string& path, const std::vector<char>& bytes, bool
     }
     const size_t data_begin = prefix + header_size;
     const size_t need = static_cast<size_t>(count * dtype->size);
-    const size_t have = bytes.size() - data_begin;
+    const size_t have = file_size - data_begin;
     if (have < need) {
         throw DataError(path + ": truncated: shape " + shape_text(array.shape) + " of " + array.dtype + " needs " +
                         std::to_string(need) + " bytes of data, the file holds " + std::to_string(have));
@@ -230,6 +254,10 @@ NpyArray parse_npy(const std::string& path, const std::vector<char>& bytes, bool
                         std::to_string(need) + " bytes of data the header declares");
     }
 
+    if (header_only) {
+        *header_only = data_begin;
+        return array;
+    }
     // Bytes are copied, not cast in place: the data need not be aligned.
     const char* data = bytes.data() + data_begin;
     if (dtype->size == 1 && dtype->kind == 'u' && keep_bytes) {

@@ -55,8 +55,10 @@ std::vector<float> augmented_samples(const config::RunConfig& cfg, const data::D
     std::iota(ids.begin(), ids.end(), static_cast<int32_t>(first));
     const int64_t params[2] = {0, epoch};
     CpuBackend cpu;
+    std::vector<char> rows(static_cast<size_t>(count) * d.row_bytes());
+    d.read_rows(first, count, rows.data());
     ops::PrepareInputs op{};
-    op.source = d.row(first);
+    op.source = rows.data();
     op.source_u8 = d.type == data::SampleType::u8;
     op.sample_elements = static_cast<size_t>(n);
     op.params = params;

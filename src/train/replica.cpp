@@ -160,6 +160,13 @@ bool Replica::make_resident(const data::Dataset& train, config::ResidentMode mod
     }
     set_input_format(train);
     if (mode == config::ResidentMode::off || train.size() == 0) return false;
+    // data.stream: the rows are not in memory; the loader reads each batch's.
+    if (train.streamed()) {
+        if (mode == config::ResidentMode::on)
+            throw ConfigError("data.resident: true holds the training set in memory, and data.stream reads it from "
+                              "disk; use data.resident: auto or false");
+        return false;
+    }
     if (train.size() > INT32_MAX) {
         if (mode == config::ResidentMode::automatic) return false;
         throw ConfigError("data.resident: the training set has more than 2^31 samples; use data.resident: false");

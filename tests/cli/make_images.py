@@ -1,9 +1,12 @@
 """Writes an image folder for the image_folder tests with Pillow (an
 independent PNG/JPEG writer and decoder), and what gputrain should read from
 it: DIR/train/{cat,dog,fish}/ and DIR/test/{cat,dog,fish}/ images, and
-DIR/expected_train.npy, the training images in gputrain's order (class, then
-file name) at HEIGHT x WIDTH x 3 as Pillow decodes them, resized where a
-file is another size by a NumPy bilinear of TensorFlow's half-pixel rule.
+DIR/expected_train.npy, the training images in gputrain's order (the classes
+in turn: each one's first file by name, then each one's second...) at
+HEIGHT x WIDTH x 3 as Pillow decodes them, resized where a file is another
+size by a NumPy bilinear of TensorFlow's half-pixel rule; and
+DIR/expected_gray.npy, the same through Pillow's convert("L") (JPEG: its
+luma plane, as libjpeg decodes it to gray).
 
 usage: make_images.py DIR HEIGHT WIDTH
 """
@@ -49,15 +52,21 @@ def main(argv):
                 path = os.path.join(folder, f"{i:02d}.{kind}")
                 if kind == "gray.png":
                     Image.fromarray(base[:, :, 0]).save(path)
-                    decoded = np.array(Image.open(path).convert("RGB"))
                 else:
                     Image.fromarray(base).save(path, quality=95) if kind == "jpg" else Image.fromarray(base).save(path)
-                    decoded = np.array(Image.open(path).convert("RGB"))
+                decoded = np.array(Image.open(path).convert("RGB"))
+                # A JPEG's gray is its luma plane as libjpeg decodes it (TensorFlow's
+                # decode_jpeg(channels=1) too): Pillow's draft mode asks libjpeg for it.
+                image = Image.open(path)
+                if kind == "jpg":
+                    image.draft("L", image.size)
+                gray = np.array(image.convert("L"))[:, :, None]
                 if split == "train":
-                    expected.append((name, f"{i:02d}.{kind}", tf_bilinear(decoded, h, w)))
-    # gputrain's order: class folders sorted, then file names sorted
-    expected.sort(key=lambda e: (e[0], e[1]))
+                    expected.append((name, f"{i:02d}.{kind}", tf_bilinear(decoded, h, w), tf_bilinear(gray, h, w)))
+    # gputrain's order: the classes in turn, each one's files by name
+    expected.sort(key=lambda e: (e[1], e[0]))
     np.save(os.path.join(root, "expected_train.npy"), np.stack([e[2] for e in expected]))
+    np.save(os.path.join(root, "expected_gray.npy"), np.stack([e[3] for e in expected]))
     with open(os.path.join(root, "train", "cat", "notes.txt"), "w") as f:
         f.write("not an image: ignored by its name\n")
 

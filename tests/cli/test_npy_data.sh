@@ -115,6 +115,12 @@ cp -r "$TMP/u8" "$TMP/complex"
 bad "x_train.npy: dtype '<c8' is not supported" "$TMP/complex"
 mkdir -p "$TMP/none"
 bad "data.path: $TMP/none: no x_train.npy found" "$TMP/none"
+cp -r "$TMP/u8" "$TMP/chw"
+"$PY" -c "import numpy as np, sys; np.save(sys.argv[1], np.zeros((240, 3, 2, 5), np.uint8))" "$TMP/chw/x_train.npy"
+run_expect 2 data "$cfg" --set data.path="$TMP/chw" --set 'model.input_shape=[2, 5, 3]'
+expect_in "$TMP/err" "x_train.npy: samples of shape [3, 2, 5] are not laid out as model.input_shape [2, 5, 3]; transpose them"
+run_expect 1 data "$cfg" --set data.path="$TMP/stored.npz"
+expect_in "$TMP/err" "stored.npz: a file, and data.format is npy; add data.format: npz"
 run_expect 2 data "$cfg" --set 'model.input_shape=[31]'
 expect_in "$TMP/err" "model.input_shape [31] does not match the data's sample shape [6, 5]"
 echo "PASS"
