@@ -175,6 +175,8 @@ DataConfig read_data(const Section& top) {
     out.skip_bad_files = s.boolean("skip_bad_files", out.skip_bad_files);
     out.cache_dir = s.text("cache_dir", out.cache_dir);
     out.stream = s.boolean("stream", out.stream);
+    out.workers = s.positive_int("workers", out.workers);
+    if (out.workers > 64) s.value("workers").fail("expected at most 64 threads, got " + std::to_string(out.workers));
     const Section synthetic = s.child("synthetic");
     out.synthetic_samples = synthetic.positive_int("samples", out.synthetic_samples);
     out.synthetic_classes = synthetic.positive_int("classes", out.synthetic_classes);

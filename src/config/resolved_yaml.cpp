@@ -198,6 +198,7 @@ private:
             if (full_ || !d.cache_dir.empty()) key("cache_dir") << d.cache_dir;
         }
         if (full_) key("resident") << name_of(d.resident);
+        if (full_) key("workers") << d.workers;
         key("synthetic") << YAML::BeginMap;
         key("samples") << d.synthetic_samples;
         key("classes") << d.synthetic_classes;

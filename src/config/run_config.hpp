@@ -116,6 +116,9 @@ struct DataConfig {
     // data.stream: the training and test samples stay on disk and each batch's
     // rows are read when the loader gathers them (IDX, NPY uint8, image folders' caches)
     bool stream = false;
+    // data.workers: threads that gather batches ahead (reading streamed rows,
+    // copying in-memory ones); not part of the digest: they change no batch.
+    int64_t workers = 1;
     double validation_split = 0.0;   // data.validation_split in [0, 1): last fraction of the training set
     int64_t limit = 0;               // data.limit: first N training samples (0 = all)
     int64_t test_limit = 0;          // data.test_limit: first N test samples (0 = all)

@@ -71,14 +71,15 @@ std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t
 }
 
 Loader::Loader(const Dataset& dataset, int64_t global_batch, int replicas, bool shuffle, uint64_t seed,
-               int prefetch_depth, int consumers)
+               int prefetch_depth, int consumers, int workers)
     : dataset_(dataset),
       global_batch_(global_batch),
       replicas_(replicas),
       consumers_(consumers > 0 ? consumers : replicas),
       shuffle_(shuffle),
       seed_(seed),
-      prefetch_depth_(std::max(1, prefetch_depth)) {
+      prefetch_depth_(std::max(1, prefetch_depth)),
+      workers_(std::max(1, workers)) {
     if (global_batch < 1) throw ConfigError("training.batch_size must be at least 1, got " + std::to_string(global_batch));
     if (replicas < 1) throw ConfigError("the data loader needs at least 1 replica, got " + std::to_string(replicas));
     const DatasetPart& part = dataset.part;
@@ -147,7 +148,9 @@ void Loader::start_epoch(int64_t epoch, int64_t first_step) {
         epoch_ = epoch;
         first_step_ = first_step;
     }
-    producer_ = std::thread(&Loader::produce, this, epoch, first_step);
+    // One order for all the workers, made once.
+    auto order = std::make_shared<const std::vector<int64_t>>(epoch_order(dataset_.size(), shuffle_, seed_, epoch));
+    for (int w = 0; w < workers_; ++w) producers_.emplace_back(&Loader::produce, this, epoch, first_step, w, order);
 }
 
 std::shared_ptr<const Batch> Loader::get(int64_t step) {
@@ -195,13 +198,17 @@ std::shared_ptr<const Batch> Loader::get(int64_t step) {
     return batch;
 }
 
-void Loader::produce(int64_t epoch, int64_t first_step) {
-    const std::vector<int64_t> order = epoch_order(dataset_.size(), shuffle_, seed_, epoch);
+void Loader::produce(int64_t epoch, int64_t first_step, int worker,
+                     std::shared_ptr<const std::vector<int64_t>> epoch_rows) {
+    const std::vector<int64_t>& order = *epoch_rows;
     const int64_t steps = steps_per_epoch();
-    for (int64_t step = first_step; step < steps; ++step) {
+    // Worker w gathers steps first_step + w, + workers, ...; each waits for its
+    // step to come within the prefetch depth (at least one step per worker).
+    const int64_t depth = std::max<int64_t>(prefetch_depth_, workers_);
+    for (int64_t step = first_step + worker; step < steps; step += workers_) {
         {
             std::unique_lock lock(mutex_);
-            changed_.wait(lock, [&] { return stopping_ || step < released_below_ + prefetch_depth_; });
+            changed_.wait(lock, [&] { return stopping_ || step < released_below_ + depth; });
             if (stopping_) return;
         }
         // Gather outside the lock so that consumers can take earlier batches meanwhile.
@@ -233,7 +240,9 @@ void Loader::stop_producer() {
         stopping_ = true;
     }
     changed_.notify_all();
-    if (producer_.joinable()) producer_.join();
+    for (std::thread& t : producers_)
+        if (t.joinable()) t.join();
+    producers_.clear();
 }
 
 }  // namespace gputrain::data

@@ -1,6 +1,6 @@
 // Loader: the GLOBAL order of an epoch (a permutation seeded by (seed, epoch),
 // so a resumed run sees the same order), cut into global batches, each split
-// into per-replica shards, gathered ahead of time on a background thread.
+// into per-replica shards, gathered ahead of time on background threads.
 //
 // A Dataset that is one worker's part of the training set (data.shard_files,
 // DatasetPart count > 1) is loaded differently: each worker permutes its own
@@ -56,8 +56,10 @@ public:
     // `replicas` is the number of shards of a batch (all replicas of all
     // workers); `consumers` the replicas of this process that call get() per
     // step (0 = replicas: a single-process run).
+    // `workers` threads gather batches ahead (data.workers), each every
+    // workers-th step; the batches are the same whatever their number.
     Loader(const Dataset& dataset, int64_t global_batch, int replicas, bool shuffle, uint64_t seed,
-           int prefetch_depth = 4, int consumers = 0);
+           int prefetch_depth = 4, int consumers = 0, int workers = 1);
     ~Loader();
     Loader(const Loader&) = delete;
     Loader& operator=(const Loader&) = delete;
@@ -81,7 +83,7 @@ public:
     std::shared_ptr<const Batch> get(int64_t step);
 
 private:
-    void produce(int64_t epoch, int64_t first_step);
+    void produce(int64_t epoch, int64_t first_step, int worker, std::shared_ptr<const std::vector<int64_t>> order);
     void stop_producer();
 
     const Dataset& dataset_;
@@ -91,6 +93,7 @@ private:
     bool shuffle_;
     uint64_t seed_;
     int prefetch_depth_;
+    int workers_;
     // For a worker's part (data.shard_files): its rows of each global batch and the epoch's steps.
     bool part_ = false;
     bool index_only_ = false;
@@ -108,7 +111,7 @@ private:
     bool started_ = false;               // start_epoch has been called
     int64_t epoch_ = 0;                  // the current epoch and its first step (for get's checks)
     int64_t first_step_ = 0;
-    std::thread producer_;
+    std::vector<std::thread> producers_;
 };
 
 }  // namespace gputrain::data

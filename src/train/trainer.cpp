@@ -305,7 +305,7 @@ FitResult Trainer::fit() {
     const int local_replicas = static_cast<int>(replicas_.size());
     const int global_replicas = replicas_[0]->comm().size();
     data::Loader loader(data_.train, cfg_.training.batch_size, global_replicas, cfg_.training.shuffle,
-                        cfg_.training.seed, /*prefetch_depth=*/4, local_replicas);
+                        cfg_.training.seed, /*prefetch_depth=*/4, local_replicas, cfg_.data.workers);
     // Only the worker holding global rank 0 writes files and logs.
     writer_ = replicas_[0]->rank() == 0;
     steps_per_epoch_ = loader.steps_per_epoch();

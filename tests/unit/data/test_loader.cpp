@@ -205,3 +205,25 @@ TEST_CASE("An index-only Loader gives each step's size and shards without rows, 
     index_only.start_epoch(0);
     REQUIRE(index_only.get(0)->labels.size() == 5);
 }
+
+TEST_CASE("several loader workers gather the batches one worker gathers, also from a step in the middle") {
+    const Dataset d = numbered_dataset(103);
+    for (const int64_t first_step : {int64_t{0}, int64_t{4}}) {
+        Loader one(d, 10, 2, true, 9, 4, 1, 1);
+        Loader three(d, 10, 2, true, 9, 2, 1, 3);
+        for (const int64_t epoch : {0, 1}) {
+            one.start_epoch(epoch, first_step);
+            three.start_epoch(epoch, first_step);
+            for (int64_t step = first_step; step < one.steps_per_epoch(); ++step) {
+                const auto a = one.get(step);
+                const auto b = three.get(step);
+                REQUIRE(a->step == b->step);
+                REQUIRE(a->epoch == b->epoch);
+                REQUIRE(a->inputs == b->inputs);
+                REQUIRE(a->labels == b->labels);
+                REQUIRE(a->ids == b->ids);
+                require_direct_gather(d, *b, epoch_order(103, true, 9, epoch), step, 10, 2);
+            }
+        }
+    }
+}
