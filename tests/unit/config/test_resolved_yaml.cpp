@@ -107,10 +107,10 @@ TEST_CASE("the digest ignores training.epochs (and the speed-only keys) but not 
     const RunConfig base = load_text(kMinimal);
     CHECK(base.digest == config_digest(base));
     // Without training.epochs, and without the keys that change only speed
-    // (strategy.bucket_mb, data.resident, training.cuda_graphs, training.fused_kernels,
+    // (strategy.bucket_mb, data.resident, data.workers, training.cuda_graphs, training.fused_kernels,
     // training.cast_gemm_inputs, training.gemm_epilogues, training.deterministic).
     std::string digested = resolved_yaml(base);
-    for (const std::string key : {"  epochs: ", "  bucket_mb: ", "  resident: ", "  cuda_graphs: ", "  fused_kernels: ",
+    for (const std::string key : {"  epochs: ", "  bucket_mb: ", "  resident: ", "  workers: ", "  cuda_graphs: ", "  fused_kernels: ",
                                   "  cast_gemm_inputs: ", "  gemm_epilogues: ", "  deterministic: "}) {
         const size_t at = digested.find(key);
         REQUIRE(at != std::string::npos);
@@ -123,6 +123,7 @@ TEST_CASE("the digest ignores training.epochs (and the speed-only keys) but not 
     CHECK(load_text(kMinimal, {"training.batch_size=64"}).digest != base.digest);
     CHECK(load_text(kMinimal, {"model.layers[1].units=11"}).digest != base.digest);
     CHECK(load_text(kMinimal, {"strategy.bucket_mb=0"}).digest == base.digest);
+    CHECK(load_text(kMinimal, {"data.workers=3"}).digest == base.digest);
     // early_stopping decides how many epochs run, as training.epochs does.
     const RunConfig stopping = load_text(kMinimal + "early_stopping: {patience: 3}\n");
     CHECK(stopping.digest == base.digest);
