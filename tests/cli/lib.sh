@@ -44,6 +44,16 @@ expect_in() {
     grep -qF -- "$2" "$1" || { echo "--- $1:" >&2; cat "$1" >&2; fail "expected '$2' in $(basename "$1")"; }
 }
 
+# expect_one_line_error CODE EXPECTED ARGS...: gputrain ARGS exits CODE with
+# exactly one line on stderr, which contains EXPECTED.
+expect_one_line_error() {
+    local code=$1 expected=$2
+    shift 2
+    run_expect "$code" "$@"
+    expect_in "$TMP/err" "$expected"
+    [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "more than one line on stderr for: $*"
+}
+
 # safetensors FILE|A B ...: the safetensors checks in safetensors_check.py.
 safetensors() { python3 "$HERE/safetensors_check.py" "$@"; }
 

@@ -93,13 +93,7 @@ expect_in "$TMP/out" "60 samples of [32, 32, 3], stored as bytes (uint8), 100 cl
     "$TMP/y.npy" "$c100/train_images.npy" || fail "CIFAR-100 images differ from NumPy's"
 
 step "damaged files: one line each"
-bad() {  # bad CODE EXPECTED ARGS...
-    local code=$1 expected=$2
-    shift 2
-    run_expect "$code" data "$cfg" "$@"
-    expect_in "$TMP/err" "$expected"
-    [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "more than one line"
-}
+bad() { expect_one_line_error "$1" "$2" data "$cfg" "${@:3}"; }  # bad CODE EXPECTED ARGS...
 cp -r "$c10" "$TMP/cut"
 truncate -s -100 "$TMP/cut/cifar-10-batches-bin/data_batch_2.bin"
 bad 1 "data_batch_2.bin: 122820 bytes is not a whole number of 3073-byte CIFAR-10 records (1 label byte and 3072 pixel bytes each); the file is truncated or not the binary version" \

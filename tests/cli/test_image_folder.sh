@@ -82,13 +82,7 @@ assert r["samples"] == 9 and r["accuracy"] >= 0.6, r
 PY
 
 step "bad files: one line each"
-bad() {  # bad CODE EXPECTED ARGS...
-    local code=$1 expected=$2
-    shift 2
-    run_expect "$code" data "$cfg" "$@"
-    expect_in "$TMP/err" "$expected"
-    [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "more than one line"
-}
+bad() { expect_one_line_error "$1" "$2" data "$cfg" "${@:3}"; }  # bad CODE EXPECTED ARGS...
 cp -r "$imgs" "$TMP/corrupt"
 head -c 300 "$imgs/train/fish/00.png" >"$TMP/corrupt/train/fish/00.png"
 bad 1 "$TMP/corrupt/train/fish/00.png: corrupt or truncated PNG (libpng: " --set data.path="$TMP/corrupt"
