@@ -244,6 +244,14 @@ public:
     // Mean squared error against the one-hot label, averaged over cols.
     virtual void mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float grad_scale,
                                     float* grad, float* stats) = 0;
+    // A regression loss over `rows` samples of `cols` outputs against `cols`
+    // real-valued targets each (math::regression_term: the row's loss is the
+    // mean over cols). Adds the loss sum to stats[0] and the sum of the rows'
+    // `metric` (mean absolute or squared error) to stats[1]; writes
+    // d(loss sum)/d(y) * grad_scale into grad (if not null).
+    virtual void regression_loss(const float* y, const float* targets, int rows, int cols, math::RegressionLoss kind,
+                                 float delta, math::RegressionMetric metric, float grad_scale, float* grad,
+                                 float* stats) = 0;
 
     // ---- Convolution and pooling (NHWC; see conv_geometry.hpp) ----
     // Filters are [out_c, kernel_h, kernel_w, in_c] (cuDNN's NHWC filter

@@ -255,4 +255,37 @@ GPUTRAIN_HD float probs_xent_grad(float p_label, bool is_label, float grad_scale
 GPUTRAIN_HD float mse_diff(float y, bool is_label) { return y - (is_label ? 1.0f : 0.0f); }
 GPUTRAIN_HD float mse_grad(float diff, int cols, float grad_scale) { return 2.0f * diff / cols * grad_scale; }
 
+// Losses against real-valued targets (regression): each output y_c of a row
+// of `cols` against its target t_c, diff = y_c - t_c. The row's loss is the
+// mean of the elements' terms over the row (Keras' reduction over the last
+// axis); d(row loss)/dy_c is term'(diff) / cols. Huber (Keras' definition):
+// diff^2 / 2 where |diff| <= delta, else delta * |diff| - delta^2 / 2. The
+// derivative of |diff| at 0 is 0 (TensorFlow's sign(0)).
+enum class RegressionLoss : int { mean_squared_error, mean_absolute_error, huber };
+// The metric a regression run reports beside its loss: the row's mean
+// absolute or squared error (none: 0).
+enum class RegressionMetric : int { none, mae, mse };
+GPUTRAIN_HD float regression_term(RegressionLoss kind, float diff, float delta) {
+    const float a = fabsf(diff);
+    switch (kind) {
+        case RegressionLoss::mean_squared_error: return diff * diff;
+        case RegressionLoss::mean_absolute_error: return a;
+        case RegressionLoss::huber: return a <= delta ? 0.5f * diff * diff : delta * a - 0.5f * delta * delta;
+    }
+    return 0.0f;
+}
+GPUTRAIN_HD float sign_of(float x) { return x > 0.0f ? 1.0f : (x < 0.0f ? -1.0f : 0.0f); }
+GPUTRAIN_HD float regression_grad(RegressionLoss kind, float diff, float delta, int cols, float grad_scale) {
+    float g = 0.0f;
+    switch (kind) {
+        case RegressionLoss::mean_squared_error: g = 2.0f * diff; break;
+        case RegressionLoss::mean_absolute_error: g = sign_of(diff); break;
+        case RegressionLoss::huber: g = fabsf(diff) <= delta ? diff : delta * sign_of(diff); break;
+    }
+    return g / cols * grad_scale;
+}
+GPUTRAIN_HD float regression_metric_term(RegressionMetric metric, float diff) {
+    return metric == RegressionMetric::mae ? fabsf(diff) : metric == RegressionMetric::mse ? diff * diff : 0.0f;
+}
+
 }  // namespace gputrain::math

@@ -53,22 +53,25 @@ struct HostBatches {
     std::vector<std::vector<int32_t>> labels;
     std::vector<int64_t> shard_begin;
     int64_t batch = 0;
+    int label_width = 1;  // labels per sample (Dataset::labels)
 };
 
 HostBatches make_batches(const data::Dataset& train, int64_t batch, int replicas, int64_t steps) {
     HostBatches b;
     b.batch = batch;
+    b.label_width = train.label_width;
     b.shard_begin = data::shard_offsets(batch, replicas);
     const int64_t distinct = std::min<int64_t>({steps, 16, (train.size() + batch - 1) / batch});
     const int64_t per = train.sample_elements();
     for (int64_t s = 0; s < distinct; ++s) {
         std::vector<float> x(static_cast<size_t>(batch * per));
-        std::vector<int32_t> y(static_cast<size_t>(batch));
+        const int width = train.label_width;
+        std::vector<int32_t> y(static_cast<size_t>(batch * width));
         for (int64_t r = 0; r < batch; ++r) {
             const int64_t src = (s * batch + r) % train.size();
             const std::vector<float> row = data::model_inputs(train, src, src + 1);  // as the model reads it
             std::copy_n(row.begin(), per, x.begin() + r * per);
-            y[r] = train.labels[src];
+            std::copy_n(train.labels.begin() + src * width, width, y.begin() + r * width);
         }
         b.inputs.push_back(std::move(x));
         b.labels.push_back(std::move(y));
@@ -86,6 +89,7 @@ void add_stored_batches(HostBatches& b, const data::Dataset& train) {
         batch.type = train.type;
         batch.shard_begin = b.shard_begin;
         batch.labels = b.labels[s];
+        batch.label_width = b.label_width;
         for (int64_t r = 0; r < b.batch; ++r) {
             const int64_t src = (static_cast<int64_t>(s) * b.batch + r) % train.size();
             batch.ids.push_back(static_cast<int32_t>(src));
@@ -130,7 +134,7 @@ double run_pipelined_steps(train::Replica& r, train::Step& train_step, const Hos
     const int rows = static_cast<int>(end - begin);
     const int64_t per = static_cast<int64_t>(batches.inputs[0].size()) / batches.batch;
     const size_t input_bytes = static_cast<size_t>(rows * per) * sizeof(float);
-    const size_t label_bytes = static_cast<size_t>(rows) * sizeof(int32_t);
+    const size_t label_bytes = static_cast<size_t>(rows) * batches.label_width * sizeof(int32_t);
     std::vector<Buffer> inputs, labels;  // the batches in device memory, freed on any exit
     const bool on_device = be.has_device_memory() && rows > 0 && batches.stored.empty();
     if (on_device) {
@@ -138,7 +142,8 @@ double run_pipelined_steps(train::Replica& r, train::Step& train_step, const Hos
             inputs.emplace_back(be, input_bytes);
             labels.emplace_back(be, label_bytes);
             be.copy_to_device(inputs.back().get(), batches.inputs[b].data() + begin * per, input_bytes);
-            be.copy_to_device(labels.back().get(), batches.labels[b].data() + begin, label_bytes);
+            be.copy_to_device(labels.back().get(), batches.labels[b].data() + begin * batches.label_width,
+                              label_bytes);
         }
     }
     r.guard().reset();

@@ -80,14 +80,29 @@ std::string number_list(const std::vector<double>& values) {
 
 void describe(const char* split, const data::Dataset& d, double scale) {
     if (d.size() == 0) return;
-    const auto [low, high] = std::minmax_element(d.labels.begin(), d.labels.end());
     // A validation set's description says what it is already ("validation: the last ...").
     const std::string what = d.description.starts_with(std::string(split) + ":") ? d.description
                                                                                     : std::string(split) + ": " + d.description;
-    std::printf("%s\n  %lld samples of %s, stored as %s%s, %lld classes (labels %d..%d)\n", what.c_str(), static_cast<long long>(d.size()), shape_text(d.sample_shape).c_str(),
-                d.type == data::SampleType::u8 ? "bytes (uint8)" : "float32",
-                d.streamed() ? (", streamed from " + d.file->path).c_str() : "", static_cast<long long>(d.num_classes),
-                *low, *high);
+    std::string labels;
+    if (d.real_targets) {
+        labels = fmt::format("{} real-valued target{} per sample", d.label_width, d.label_width == 1 ? "" : "s");
+    } else {
+        const auto [low, high] = std::minmax_element(d.labels.begin(), d.labels.end());
+        labels = fmt::format("{} classes (labels {}..{})", d.num_classes, *low, *high);
+    }
+    std::printf("%s\n  %lld samples of %s, stored as %s%s, %s\n", what.c_str(), static_cast<long long>(d.size()),
+                shape_text(d.sample_shape).c_str(), d.type == data::SampleType::u8 ? "bytes (uint8)" : "float32",
+                d.streamed() ? (", streamed from " + d.file->path).c_str() : "", labels.c_str());
+    for (int j = 0; d.real_targets && j < d.label_width; ++j) {
+        double sum = 0, squares = 0, lowest = INFINITY, highest = -INFINITY;
+        for (int64_t i = 0; i < d.size(); ++i) {
+            const double t = d.target(i, j);
+            sum += t, squares += t * t, lowest = std::min(lowest, t), highest = std::max(highest, t);
+        }
+        const double mean = sum / static_cast<double>(d.size());
+        const double var = std::max(0.0, squares / static_cast<double>(d.size()) - mean * mean);
+        std::printf("  target %d: mean %.4f, std %.4f, min %.4g, max %.4g\n", j, mean, std::sqrt(var), lowest, highest);
+    }
     const ChannelStats s = channel_stats(d, scale);
     for (size_t c = 0; c < s.mean.size(); ++c)
         std::printf("  channel %zu after data.scale: mean %.4f, std %.4f, min %.4g, max %.4g\n", c, s.mean[c],

@@ -42,9 +42,10 @@ std::string json_number(double v) {
     return buf;
 }
 
-void print_json(const train::EvalResult& r, const std::string& checkpoint, bool confusion) {
-    std::printf("{\"loss\": %s, \"accuracy\": %s, \"samples\": %lld, \"checkpoint\": %s", json_number(r.loss).c_str(),
-                json_number(r.accuracy).c_str(), (long long)r.samples, json_string(checkpoint).c_str());
+// `metric`: its name (RunConfig::metric: accuracy, mae or mse).
+void print_json(const train::EvalResult& r, const std::string& metric, const std::string& checkpoint, bool confusion) {
+    std::printf("{\"loss\": %s, \"%s\": %s, \"samples\": %lld, \"checkpoint\": %s", json_number(r.loss).c_str(),
+                metric.c_str(), json_number(r.metric).c_str(), (long long)r.samples, json_string(checkpoint).c_str());
     if (confusion) {
         std::printf(", \"confusion\": [");
         for (int64_t i = 0; i < r.classes; ++i) {
@@ -101,15 +102,18 @@ int run_evaluate(EvaluateArgs& args) {
     // Finite weights can still overflow on the test inputs: the outputs of
     // those samples are NaN, and their argmax (so accuracy and the confusion
     // matrix) says class 0.
+    const std::string metric = cfg.metric();
     if (!std::isfinite(result.loss))
         spdlog::warn("warning: the loss is {}: the model's outputs overflowed on some test samples (weights or "
-                     "inputs far out of range; check data.scale ({:g})); accuracy counts their predictions as class 0",
-                     std::isnan(result.loss) ? "NaN" : "infinite", cfg.data.scale);
+                     "inputs far out of range; check data.scale ({:g})){}",
+                     std::isnan(result.loss) ? "NaN" : "infinite", cfg.data.scale,
+                     data.test.real_targets ? "" : "; accuracy counts their predictions as class 0");
     if (args.json) {
-        print_json(result, path, args.confusion);
+        print_json(result, metric, path, args.confusion);
     } else {
-        std::printf("%s: loss %s - accuracy %.4f (%lld test samples%s)\n", path.c_str(),
-                    std::isnan(result.loss) ? "nan" : fmt::format("{:.4f}", result.loss).c_str(), result.accuracy,
+        std::printf("%s: loss %s - %s %.4f (%lld test samples%s)\n", path.c_str(),
+                    std::isnan(result.loss) ? "nan" : fmt::format("{:.4f}", result.loss).c_str(), metric.c_str(),
+                    result.metric,
                     (long long)result.samples, args.tta.empty() ? "" : ", each averaged with its mirror");
         if (args.confusion) print_confusion(result);
     }
@@ -120,7 +124,7 @@ int run_evaluate(EvaluateArgs& args) {
 
 Action add_evaluate_command(CLI::App& app) {
     auto args = std::make_shared<EvaluateArgs>();
-    CLI::App* cmd = app.add_subcommand("evaluate", "Score a checkpoint on the test set (loss, accuracy)");
+    CLI::App* cmd = app.add_subcommand("evaluate", "Score a checkpoint on the test set (loss, and accuracy or mae/mse)");
     cmd->add_option("config", args->common.config_path,
                     "YAML config file the model was trained with (default: RUN_DIR/config.yaml with --run-dir, else "
                     "the config stored in --checkpoint)");
@@ -134,7 +138,7 @@ Action add_evaluate_command(CLI::App& app) {
         ->allow_extra_args(false);
     cmd->add_option("--device", args->common.device, "auto, cpu or gpu")->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     cmd->add_option("--replicas", args->common.replicas, "Number of CPU replicas (threads)")->check(replica_count());
-    cmd->add_flag("--json", args->json, "Print one JSON object: loss, accuracy, samples, checkpoint (and confusion)");
+    cmd->add_flag("--json", args->json, "Print one JSON object: loss, accuracy (mae or mse for real targets), samples, checkpoint (and confusion)");
     cmd->add_flag("--confusion", args->confusion, "Also print the confusion matrix");
     cmd->add_option("--tta", args->tta,
                     "Test-time augmentation: 'flip' averages the class probabilities of each image and its "

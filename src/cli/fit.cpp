@@ -89,8 +89,8 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     // the Trainer resolves it): said once, with the key that turns validation on.
     if (lead && data.validation.size() == 0) {
         const auto fallback = [&](const char* key, config::Monitor m) {
-            if (m != config::Monitor::val_loss && m != config::Monitor::val_accuracy) return;
-            const char* train_metric = m == config::Monitor::val_loss ? "loss" : "accuracy";
+            if (!config::is_validation(m)) return;
+            const std::string train_metric = m == config::Monitor::val_loss ? "loss" : config::monitored_metric_name(m);
             spdlog::warn("warning: {} is {}, but there is no validation data, so it watches the training {}; set "
                          "data.validation_split (e.g. 0.1) to watch {}",
                          key, config::name_of(m), train_metric, config::name_of(m));

@@ -107,7 +107,8 @@ int run_predict(PredictArgs& args) {
 
     const data::PredictInputs inputs = data::read_predict_inputs(args.input, cfg.model.input_shape, cfg.data.scale_for(true),
                                                                           cfg.data.scale_for(false),
-                                                                          cfg.data.normalize_mean, cfg.data.normalize_std);
+                                                                          cfg.data.normalize_mean, cfg.data.normalize_std,
+                                                                          cfg.data.target_columns);
     // Inputs normalized by the user (as a PyTorch pipeline does) would be scaled a second time.
     if (cfg.data.scale < 1.0 && inputs.largest_raw > 0 && inputs.largest_raw <= 1.0f)
         spdlog::warn("warning: {}: every value is within [-1, 1] before data.scale ({:g}) is applied, as in "

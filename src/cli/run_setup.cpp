@@ -142,11 +142,35 @@ void log_gemm_epilogues(const config::RunConfig& cfg, const Backend& backend) {
 }
 
 void check_classes(const data::Dataset& data, int64_t model_classes, const config::RunConfig& cfg) {
-    if (data.num_classes <= model_classes) return;
     // Where the last layer is in the config; the labels are counted over every split read.
     const size_t last = cfg.model.layers.size() - 1;
     const auto& where = cfg.model.layers[last].where;
     const auto place = where.count("units") ? where.at("units") : where.count("") ? where.at("") : cfg.source_file;
+    const std::string loss = config::name_of(cfg.loss.name);
+    const std::string metric = cfg.metric();
+    if (data.real_targets) {
+        if (config::is_cross_entropy(cfg.loss.name))
+            throw ConfigError(cfg.source_file + ": loss: " + loss + " trains class labels, and the targets of " +
+                              data.description +
+                              " are real values; use mean_squared_error, mean_absolute_error or huber");
+        if (metric == "accuracy")
+            throw ConfigError(cfg.source_file + ": metrics: accuracy counts class labels, and the targets of " +
+                              data.description + " are real values; use metrics: [mae] or [mse]");
+        if (data.label_width != model_classes)
+            throw ConfigError(place + ": model.layers[" + std::to_string(last) + "]: the model has " +
+                              std::to_string(model_classes) + " output" + (model_classes == 1 ? "" : "s") + ", and " +
+                              data.description + " has " + std::to_string(data.label_width) + " target" +
+                              (data.label_width == 1 ? "" : "s") + " per sample; set the last layer's units to " +
+                              std::to_string(data.label_width));
+        return;
+    }
+    if (config::needs_real_targets(cfg.loss.name) || metric != "accuracy")
+        throw ConfigError(cfg.source_file + ": " +
+                          (config::needs_real_targets(cfg.loss.name) ? "loss: " + loss : "metrics: " + metric) +
+                          " needs real-valued targets, and " + data.description +
+                          " has class labels; name the target columns in data.target_columns (CSV) or give a "
+                          "float y array (NPY)");
+    if (data.num_classes <= model_classes) return;
     throw ConfigError(place + ": model.layers[" + std::to_string(last) + "]: the model has " +
                       std::to_string(model_classes) + " outputs, but the data's labels go up to " +
                       std::to_string(data.num_classes - 1) + " (" + data.description +

@@ -11,17 +11,31 @@
 namespace gputrain::config {
 
 // loss, loss.name
-enum class LossKind { sparse_categorical_crossentropy, categorical_crossentropy, mean_squared_error };
+enum class LossKind {
+    sparse_categorical_crossentropy,
+    categorical_crossentropy,
+    mean_squared_error,
+    mean_absolute_error,
+    huber
+};
 template <>
 struct EnumTable<LossKind> {
     static constexpr const char* noun = "loss";
     static constexpr const char* plural = "losses";
-    static constexpr std::array<EnumName<LossKind>, 3> entries{{
+    static constexpr std::array<EnumName<LossKind>, 5> entries{{
         {LossKind::sparse_categorical_crossentropy, "sparse_categorical_crossentropy"},
         {LossKind::categorical_crossentropy, "categorical_crossentropy"},
         {LossKind::mean_squared_error, "mean_squared_error"},
+        {LossKind::mean_absolute_error, "mean_absolute_error"},
+        {LossKind::huber, "huber"},
     }};
 };
+inline bool is_cross_entropy(LossKind k) {
+    return k == LossKind::sparse_categorical_crossentropy || k == LossKind::categorical_crossentropy;
+}
+// Losses that only real-valued targets can have (mean_squared_error takes
+// either: real targets, or class labels as one-hot vectors).
+inline bool needs_real_targets(LossKind k) { return k == LossKind::mean_absolute_error || k == LossKind::huber; }
 
 // optimizer.type
 enum class OptimizerType { sgd, adam, adamw, rmsprop };
@@ -175,18 +189,35 @@ struct EnumTable<CommunicatorKind> {
 };
 
 // checkpoint.monitor, early_stopping.monitor, reduce_lr_on_plateau.monitor
-enum class Monitor { loss, accuracy, val_loss, val_accuracy };
+// accuracy, mae and mse are the run's metric (one of them: RunConfig::metric).
+enum class Monitor { loss, accuracy, val_loss, val_accuracy, mae, val_mae, mse, val_mse };
 template <>
 struct EnumTable<Monitor> {
     static constexpr const char* noun = "monitored metric";
     static constexpr const char* plural = "monitored metrics";
-    static constexpr std::array<EnumName<Monitor>, 4> entries{{
+    static constexpr std::array<EnumName<Monitor>, 8> entries{{
         {Monitor::loss, "loss"},
         {Monitor::accuracy, "accuracy"},
         {Monitor::val_loss, "val_loss"},
         {Monitor::val_accuracy, "val_accuracy"},
+        {Monitor::mae, "mae"},
+        {Monitor::val_mae, "val_mae"},
+        {Monitor::mse, "mse"},
+        {Monitor::val_mse, "val_mse"},
     }};
 };
+inline bool is_validation(Monitor m) {
+    return m == Monitor::val_loss || m == Monitor::val_accuracy || m == Monitor::val_mae || m == Monitor::val_mse;
+}
+// The metric a monitor reads (accuracy, mae or mse), "" for the loss.
+inline const char* monitored_metric_name(Monitor m) {
+    switch (m) {
+        case Monitor::accuracy: case Monitor::val_accuracy: return "accuracy";
+        case Monitor::mae: case Monitor::val_mae: return "mae";
+        case Monitor::mse: case Monitor::val_mse: return "mse";
+        default: return "";
+    }
+}
 
 // The `mode` of checkpoint, early_stopping and reduce_lr_on_plateau: min | max | auto
 enum class MonitorMode { min, max, automatic };

@@ -233,7 +233,8 @@ RunConfig load_from_string(const std::string& yaml, const std::string& source_na
     config.run_dir = read_run_dir(top);
     config.model = read_model(top);
     config.loss = read_loss(top);
-    config.metrics = read_metrics(top);
+    config.metrics = read_metrics(top, config.loss.name);
+    config.data.float_labels_are_targets = !is_cross_entropy(config.loss.name);
     config.optimizer = read_optimizer(top);
     config.data = read_data(top);
     config.training = read_training(top);

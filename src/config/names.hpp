@@ -15,6 +15,6 @@ struct NameSet {
     std::vector<std::string> names;
 };
 
-inline const NameSet kMetricNames{"metric", "metrics", {"accuracy", "loss"}};
+inline const NameSet kMetricNames{"metric", "metrics", {"accuracy", "mae", "mse", "loss"}};
 
 }  // namespace gputrain::config

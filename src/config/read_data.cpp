@@ -27,6 +27,26 @@ std::vector<double> read_numbers(const Section& s, const std::string& key, Numbe
     return out;
 }
 
+// data.target_columns: a column (index or header name) or a list of them.
+std::vector<std::string> read_target_columns(const Section& data) {
+    if (!data.has("target_columns")) return {};
+    const ValueRef v = data.value("target_columns");
+    const char* example = "e.g. target_columns: [target] (header names) or [-1] (0-based indices; -1 the last)";
+    if (v.node.IsNull()) return {};
+    if (v.node.IsScalar()) return {read_text(v)};
+    if (!v.node.IsSequence()) v.fail("expected a column or a list of columns, got " + describe(v.node), example);
+    if (v.node.size() == 0) v.fail("is empty", example);
+    std::vector<std::string> out;
+    for (size_t i = 0; i < v.node.size(); ++i) {
+        const ValueRef item = list_item(v, i);
+        if (!item.node.IsScalar()) item.fail("expected a column index or name, got " + describe(item.node), example);
+        const std::string column = read_text(item);
+        if (column.empty()) item.fail("is empty", example);
+        out.push_back(column);
+    }
+    return out;
+}
+
 void read_normalize(const Section& data, DataConfig& out) {
     if (!data.has("normalize")) return;
     const ValueRef v = data.value("normalize");
@@ -154,12 +174,16 @@ DataConfig read_data(const Section& top) {
     out.dataset = s.text("dataset", out.dataset);
     out.path = s.text("path", out.path);
     out.format = s.choice("format", out.format);
-    // scale: auto follows the data (1/255 for bytes, 1 for floats): the default of formats npy and npz.
+    // The default follows the data: 1/255 for formats of bytes (images), 1 for
+    // CSV's numbers, and auto for NPY/NPZ, whose dtype decides when they are
+    // read (1/255 for uint8, 1 for others). A given scale is used as it is.
     out.scale_auto = out.format == DataFormat::npy || out.format == DataFormat::npz;
+    if (out.format == DataFormat::csv && out.dataset != "synthetic") out.scale = 1.0;
     if (s.has("scale") && s.value("scale").node.IsScalar() && s.value("scale").node.Scalar() == "auto")
         out.scale_auto = true;
     else if (s.has("scale"))
-        out.scale_auto = false, out.scale = s.number("scale", out.scale, NumberRange::positive);
+        out.scale_auto = false, out.scale = s.number("scale", DataConfig{}.scale, NumberRange::positive);
+    out.target_columns = read_target_columns(s);
     read_normalize(s, out);
     read_augment(s, out);
     // Images and synthetic data are bytes (0 to 255): their largest value, scaled, must stay a float32.

@@ -28,11 +28,14 @@ LossConfig read_loss(const Section& top) {
     const Section s = top.child("loss");
     loss.name = s.choice("name", loss.name);
     loss.from_logits = s.boolean("from_logits", loss.from_logits);
+    loss.delta = s.number("delta", loss.delta, NumberRange::positive);
+    if (s.has("delta") && loss.name != LossKind::huber)
+        s.value("delta").fail("is huber's parameter, and the loss is " + std::string(name_of(loss.name)), "remove it");
     return loss;
 }
 
-std::vector<std::string> read_metrics(const Section& top) {
-    if (!top.has("metrics")) return RunConfig{}.metrics;
+std::vector<std::string> read_metrics(const Section& top, LossKind loss) {
+    if (!top.has("metrics")) return needs_real_targets(loss) ? std::vector<std::string>{"mae"} : RunConfig{}.metrics;
     const ValueRef v = top.value("metrics");
     if (v.node.IsNull()) return {};
     if (v.node.IsScalar()) return {read_choice(v, kMetricNames)};
@@ -43,6 +46,11 @@ std::vector<std::string> read_metrics(const Section& top) {
         const std::string name = read_choice(item, kMetricNames);
         if (std::find(metrics.begin(), metrics.end(), name) != metrics.end())
             item.fail("'" + name + "' is listed twice", "remove one");
+        if (name != "loss")
+            for (const std::string& m : metrics)
+                if (m != "loss")
+                    item.fail("'" + name + "' after '" + m + "': gputrain reports one metric beside the loss",
+                              "keep one of accuracy, mae and mse");
         metrics.push_back(name);
     }
     return metrics;

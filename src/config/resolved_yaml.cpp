@@ -28,6 +28,7 @@ public:
         key("loss") << YAML::BeginMap;
         key("name") << name_of(c.loss.name);
         key("from_logits") << c.loss.from_logits;
+        if (c.loss.name == LossKind::huber) number("delta", c.loss.delta);
         out_ << YAML::EndMap;
         key("metrics") << YAML::Flow << c.metrics;
         emit_optimizer(c.optimizer);
@@ -185,6 +186,7 @@ private:
             numbers("std", d.normalize_std);
             out_ << YAML::EndMap;
         }
+        if (!d.target_columns.empty()) key("target_columns") << YAML::Flow << d.target_columns;
         if (!d.augment.empty()) emit_augment(d.augment);
         number("validation_split", d.validation_split);
         key("limit") << d.limit;

@@ -52,8 +52,10 @@ struct ModelConfig {
 };
 
 struct LossConfig {
-    LossKind name = LossKind::sparse_categorical_crossentropy;  // | categorical_crossentropy | mean_squared_error
+    // | categorical_crossentropy | mean_squared_error | mean_absolute_error | huber
+    LossKind name = LossKind::sparse_categorical_crossentropy;
     bool from_logits = false;                               // loss.from_logits
+    double delta = 1.0;                                     // loss.delta: huber's switch from squared to linear
 };
 
 struct ScheduleConfig {
@@ -103,6 +105,14 @@ struct DataConfig {
     // data.scale: auto (the default of format npy): 1/255 for byte (uint8)
     // samples, 1 for float ones, decided when the data are read (scale_for).
     bool scale_auto = false;
+    // data.target_columns (CSV): the columns of real-valued targets (0-based
+    // indices, -1 the last, or header names); the other columns are the
+    // features. Empty: a class label in the first column.
+    std::vector<std::string> target_columns;
+    // Not a key: set from loss.name when the config is read. A float labels
+    // array (NPY/NPZ) holds real-valued targets, except under a crossentropy
+    // loss, which reads its whole numbers as class indices.
+    bool float_labels_are_targets = false;
     double scale_for(bool bytes) const { return scale_auto ? (bytes ? 1.0 / 255.0 : 1.0) : scale; }
     // data.normalize: {mean: [...], std: [...]}, per channel (or one value for
     // all), applied after scale: (x * scale - mean) / std. Empty: none.
@@ -225,7 +235,9 @@ struct RunConfig {
     std::string run_dir = "runs/default";  // run_dir: where checkpoints and logs go (--run-dir overrides)
     ModelConfig model;
     LossConfig loss;
-    std::vector<std::string> metrics{"accuracy"};  // accuracy | loss ("loss" is always reported)
+    // accuracy | mae | mse | loss ("loss" is always reported): at most one of the
+    // first three. Default: [accuracy], or [mae] with a loss for real targets.
+    std::vector<std::string> metrics{"accuracy"};
     OptimizerConfig optimizer;
     DataConfig data;
     TrainingConfig training;
@@ -239,6 +251,15 @@ struct RunConfig {
     // The digest gputrain gave this config before its layers were resolved
     // (nn::resolve_layers): what checkpoints of an earlier version store.
     std::string digest_of_layers_as_given;
+
+    // The metric reported beside the loss (progress bar, metrics.csv, TensorBoard,
+    // evaluate): the one of accuracy, mae and mse that `metrics` lists; with
+    // none listed, accuracy (mae for a loss of real targets), computed all the same.
+    std::string metric() const {
+        for (const std::string& m : metrics)
+            if (m != "loss") return m;
+        return needs_real_targets(loss.name) ? "mae" : "accuracy";
+    }
 };
 
 }  // namespace gputrain::config

@@ -98,6 +98,10 @@ void check_data(DataConfig& data, const ConfigSource& source) {
         require_user(source, data.skip_bad_files, "data.skip_bad_files", "format image_folder", what, "remove it");
         require_user(source, !data.cache_dir.empty(), "data.cache_dir", "format image_folder", what, "remove it");
     }
+    if (data.format != DataFormat::csv)
+        require_user(source, !data.target_columns.empty(), "data.target_columns", "format csv",
+                     std::string(name_of(data.format)) + " data",
+                     "remove it (NPY/NPZ: a float y_train array holds real-valued targets)");
     const std::string hint = "remove it or use dataset: synthetic";
     const std::string actual = std::string(name_of(data.format)) + " data";
     require_user(source, data.synthetic_samples != d.synthetic_samples, "data.synthetic.samples", "synthetic data",
@@ -178,9 +182,19 @@ std::filesystem::path plain_path(const std::filesystem::path& p) {
 }  // namespace
 
 void validate(RunConfig& config, const ConfigSource& source) {
-    if (config.loss.from_logits && config.loss.name == LossKind::mean_squared_error)
-        source.fail_at("loss.from_logits", "only used by the crossentropy losses, not mean_squared_error",
+    if (config.loss.from_logits && !is_cross_entropy(config.loss.name))
+        source.fail_at("loss.from_logits",
+                       "only used by the crossentropy losses, not " + std::string(name_of(config.loss.name)),
                        "remove it");
+    const std::string metric = config.metric();
+    if (is_cross_entropy(config.loss.name) && metric != "accuracy")
+        source.fail_at("metrics", "'" + metric + "' measures real-valued targets, and " +
+                                      std::string(name_of(config.loss.name)) + " trains class labels",
+                       "use metrics: [accuracy]");
+    if (needs_real_targets(config.loss.name) && metric == "accuracy")
+        source.fail_at("metrics", "accuracy counts class labels, and " + std::string(name_of(config.loss.name)) +
+                                      " trains real-valued targets",
+                       "use metrics: [mae] or [mse]");
     check_optimizer(config.optimizer, source);
     check_data(config.data, source);
     check_augment(config.data, config.model.input_shape, source);
@@ -194,11 +208,11 @@ void validate(RunConfig& config, const ConfigSource& source) {
                        "'" + config.logging.metrics_file + "' is the folder logging.tensorboard writes its event files in",
                        "give another name, e.g. metrics_file: metrics.csv");
     const auto& metrics = config.metrics;
-    const bool has_accuracy = std::find(metrics.begin(), metrics.end(), "accuracy") != metrics.end();
     const auto check_monitor = [&](Monitor monitor, const char* key) {
-        if ((monitor == Monitor::accuracy || monitor == Monitor::val_accuracy) && !has_accuracy)
-            source.fail_at(key, "'" + std::string(name_of(monitor)) + "' needs the accuracy metric",
-                           "add accuracy to metrics or monitor val_loss");
+        const std::string wanted = monitored_metric_name(monitor);
+        if (!wanted.empty() && std::find(metrics.begin(), metrics.end(), wanted) == metrics.end())
+            source.fail_at(key, "'" + std::string(name_of(monitor)) + "' needs the " + wanted + " metric",
+                           "add " + wanted + " to metrics or monitor val_loss");
     };
     check_monitor(config.checkpoint.monitor, "checkpoint.monitor");
     if (config.early_stopping.enabled) check_monitor(config.early_stopping.monitor, "early_stopping.monitor");

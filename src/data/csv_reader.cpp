@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "core/suggest.hpp"
 
 namespace gputrain::data {
 namespace {
@@ -111,9 +112,48 @@ int64_t count_data_rows(const std::string& path) {
     return rows;
 }
 
+// The column indices of `specs` (data.target_columns) in a table of `columns`
+// fields whose header is `header` (empty: none).
+std::vector<int64_t> resolve_targets(const std::string& path, const std::vector<std::string>& specs, int64_t columns,
+                                     const std::vector<std::string_view>& header) {
+    std::vector<int64_t> out;
+    std::vector<std::string> names;
+    for (std::string_view h : header) names.emplace_back(trim(h));
+    for (const std::string& spec : specs) {
+        int64_t index = -1;
+        int64_t number = 0;
+        const auto [end, ec] = std::from_chars(spec.data(), spec.data() + spec.size(), number);
+        if (ec == std::errc() && end == spec.data() + spec.size()) {
+            index = number < 0 ? columns + number : number;
+            if (index < 0 || index >= columns)
+                throw DataError(path + ": data.target_columns: column " + spec + " is outside the " +
+                                std::to_string(columns) + " columns of the file (0.." + std::to_string(columns - 1) +
+                                ", or -1 for the last)");
+        } else {
+            if (names.empty())
+                throw DataError(path + ": data.target_columns names column '" + spec +
+                                "', and the file has no header line; give the column's 0-based index");
+            for (size_t i = 0; i < names.size(); ++i)
+                if (names[i] == spec) index = static_cast<int64_t>(i);
+            if (index < 0)
+                throw DataError(path + ": data.target_columns: no column '" + spec + "' in the header" +
+                                did_you_mean(spec, names) + "; its columns are " + join_names(names));
+        }
+        for (int64_t taken : out)
+            if (taken == index)
+                throw DataError(path + ": data.target_columns names column " + std::to_string(index) + " twice");
+        out.push_back(index);
+    }
+    if (static_cast<int64_t>(out.size()) >= columns)
+        throw DataError(path + ": data.target_columns takes all " + std::to_string(columns) +
+                        " columns; leave at least one for the features");
+    return out;
+}
+
 }  // namespace
 
-CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const RowChooser& choose) {
+CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const RowChooser& choose,
+                  const std::vector<std::string>& target_columns) {
     const int64_t counted = choose ? count_data_rows(path) : 0;
     const RowRange keep = choose ? choose(counted) : RowRange{0, INT64_MAX};
     if (choose && (keep.begin < 0 || keep.begin > keep.end || keep.end > counted))
@@ -126,6 +166,8 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const Row
     int64_t columns = -1;    // fields per line, fixed by the first line
     bool first_line = true;
     bool labeled = true;
+    std::vector<int64_t> targets;       // column indices
+    std::vector<char> is_target;        // per column
     std::string line;
     for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
         if (line_no == 1) strip_bom(line);
@@ -142,10 +184,20 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const Row
             first_line = false;
             columns = static_cast<int64_t>(fields.size());
             labeled = columns != unlabeled_features;
-            if (labeled && columns < 2)
-                throw DataError(where + "expected a label and at least one feature, found 1 field");
-            table.feature_columns = labeled ? columns - 1 : columns;
-            if (is_header(fields)) continue;  // a header line
+            const bool header = is_header(fields);
+            if (labeled && !target_columns.empty()) {
+                targets = resolve_targets(path, target_columns, columns, header ? fields : std::vector<std::string_view>{});
+                is_target.assign(static_cast<size_t>(columns), 0);
+                for (int64_t t : targets) is_target[static_cast<size_t>(t)] = 1;
+                table.target_count = static_cast<int64_t>(targets.size());
+                table.feature_columns = columns - table.target_count;
+                if (header) continue;
+            } else {
+                if (labeled && columns < 2)
+                    throw DataError(where + "expected a label and at least one feature, found 1 field");
+                table.feature_columns = labeled ? columns - 1 : columns;
+                if (header) continue;  // a header line
+            }
         }
         const int64_t data_row = table.file_rows++;
         if (data_row < keep.begin || data_row >= keep.end) continue;  // another worker's row
@@ -153,10 +205,34 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const Row
             throw DataError(where + "expected " + std::to_string(columns) + " fields like the first line, found " +
                             std::to_string(fields.size()));
         }
+        if (!targets.empty()) {
+            for (const int64_t t : targets) {
+                const std::string problem = feature_problem(fields[static_cast<size_t>(t)], value);
+                if (!problem.empty())
+                    throw DataError(where + "target (field " + std::to_string(t + 1) + ") '" +
+                                    std::string(trim(fields[static_cast<size_t>(t)])) + "' " + problem);
+                table.targets.push_back(static_cast<float>(value));
+            }
+            ++table.rows;
+            for (size_t i = 0; i < fields.size(); ++i) {
+                if (is_target[i]) continue;
+                const std::string problem = feature_problem(fields[i], value);
+                if (!problem.empty())
+                    throw DataError(where + "field " + std::to_string(i + 1) + " '" + std::string(trim(fields[i])) +
+                                    "' " + problem);
+                table.features.push_back(static_cast<float>(value));
+            }
+            continue;
+        }
         if (labeled) {
             if (!parse_number(fields[0], value) || value < 0 || value != std::floor(value) || value > 2147483647.0) {
+                // A number that is no class index may be a real-valued target.
+                const char* target_hint = parse_number(fields[0], value)
+                                              ? "; for real-valued targets name their columns in data.target_columns"
+                                              : "";
                 throw DataError(where + "label '" + std::string(trim(fields[0])) +
-                                "' is not a class index (a whole number from 0 to 2147483647)" + header_hint);
+                                "' is not a class index (a whole number from 0 to 2147483647)" + header_hint +
+                                target_hint);
             }
             table.labels.push_back(static_cast<int32_t>(value));
         }

@@ -1,7 +1,9 @@
 // CsvReader: a numeric CSV table, one sample a line, the class label in the
 // first column and the features after it (the layout of the Kaggle MNIST and
-// Fashion-MNIST CSVs). An optional header line is recognised by a first field
-// that is not a number. For prediction the label column may be left out.
+// Fashion-MNIST CSVs), or, with target columns named (data.target_columns),
+// real-valued targets in those columns and the features in all others. An
+// optional header line is recognised by a first field that is not a number.
+// For prediction the label (or target) columns may be left out.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +18,9 @@ struct CsvTable {
     int64_t feature_columns = 0;   // columns after the label
     std::vector<float> features;   // rows * feature_columns, as written (not scaled)
     std::vector<int32_t> labels;   // one per row, non-negative integers; empty when the file has no labels
+    // With target columns: rows * target_count values, in the order the columns were named.
+    std::vector<float> targets;
+    int64_t target_count = 0;
     int64_t rows = 0;              // rows kept
     int64_t first_row = 0;         // the kept rows are data rows [first_row, first_row + rows) of the file
     int64_t file_rows = 0;         // data rows in the file (the header line not counted)
@@ -28,6 +33,9 @@ struct CsvTable {
 // With `choose`, the file is read twice: once to count its data rows, then to
 // parse only the rows `choose` returns; the other rows are skipped unparsed
 // (so an error in another worker's rows is not reported).
-CsvTable read_csv(const std::string& path, int64_t unlabeled_features = 0, const RowChooser& choose = nullptr);
+// `target_columns`: the columns of real-valued targets, each a 0-based index
+// ("0", "-1" for the last) or a header name; with them a row has no label.
+CsvTable read_csv(const std::string& path, int64_t unlabeled_features = 0, const RowChooser& choose = nullptr,
+                  const std::vector<std::string>& target_columns = {});
 
 }  // namespace gputrain::data

@@ -4,6 +4,7 @@
 // float samples are scaled and normalized when read.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -55,11 +56,21 @@ struct Dataset {
     // and sample i is the file's row file_first + i. Read them with read_rows.
     std::shared_ptr<const FileRows> file;
     int64_t file_first = 0;
-    std::vector<int32_t> labels;   // one per sample
+    // label_width 32-bit values per sample: class indices (int32), or with
+    // real_targets the bits of float targets (regression: data.target_columns,
+    // a float labels array), which every copy moves as they are and the loss
+    // reads as floats (target()).
+    std::vector<int32_t> labels;
+    int label_width = 1;
+    bool real_targets = false;
     std::string description;       // "fashion-mnist train (/usr/share/datasets/fashion-mnist)"
     DatasetPart part;              // the training set of a worker with data.shard_files
 
-    int64_t size() const { return static_cast<int64_t>(labels.size()); }
+    int64_t size() const { return static_cast<int64_t>(labels.size()) / label_width; }
+    // Target j of sample i (real_targets).
+    float target(int64_t i, int j) const {
+        return std::bit_cast<float>(labels[static_cast<size_t>(i * label_width + j)]);
+    }
     int64_t sample_elements() const { return shape_elements(sample_shape); }
     size_t element_bytes() const { return type == SampleType::u8 ? 1 : sizeof(float); }
     size_t row_bytes() const { return static_cast<size_t>(sample_elements()) * element_bytes(); }

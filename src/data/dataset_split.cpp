@@ -15,7 +15,10 @@ Dataset slice(const Dataset& dataset, int64_t begin, int64_t end) {
     out.table = dataset.table;
     out.channels = dataset.channels;
     const int64_t elements = dataset.sample_elements();
-    out.labels.assign(dataset.labels.begin() + begin, dataset.labels.begin() + end);
+    out.label_width = dataset.label_width;
+    out.real_targets = dataset.real_targets;
+    out.labels.assign(dataset.labels.begin() + begin * dataset.label_width,
+                      dataset.labels.begin() + end * dataset.label_width);
     if (dataset.streamed()) {  // the same file, from row `begin` on
         out.file = dataset.file;
         out.file_first = dataset.file_first + begin;
@@ -28,7 +31,7 @@ Dataset slice(const Dataset& dataset, int64_t begin, int64_t end) {
 
 void keep_first(Dataset& dataset, int64_t n) {
     if (n <= 0 || n >= dataset.size()) return;
-    dataset.labels.resize(static_cast<size_t>(n));
+    dataset.labels.resize(static_cast<size_t>(n * dataset.label_width));
     const size_t values = static_cast<size_t>(n * dataset.sample_elements());
     if (dataset.streamed()) {
         // The rows stay in the file; only the labels say how many there are.

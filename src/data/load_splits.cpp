@@ -1,5 +1,6 @@
 // load_splits: from DataConfig to the train / validation / test Datasets.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -39,8 +40,17 @@ Shape choose_sample_shape(const Shape& data_shape, const Shape& model_shape, con
     return model_shape;
 }
 
-int64_t classes_of(const std::vector<int32_t>& labels) {
-    return labels.empty() ? 0 : int64_t{*std::max_element(labels.begin(), labels.end())} + 1;
+int64_t classes_of(const Dataset& d) {
+    if (d.real_targets || d.labels.empty()) return 0;
+    return int64_t{*std::max_element(d.labels.begin(), d.labels.end())} + 1;
+}
+
+// Real-valued targets, `width` per sample, as Dataset::labels holds them.
+void set_targets(Dataset& d, const std::vector<float>& values, int width) {
+    d.real_targets = true;
+    d.label_width = width;
+    d.labels.resize(values.size());
+    for (size_t i = 0; i < values.size(); ++i) d.labels[i] = std::bit_cast<int32_t>(values[i]);
 }
 
 std::string require_idx_file(const std::string& dir, const std::string& base) {
@@ -126,11 +136,11 @@ Dataset read_idx_split(const std::string& dir, const std::string& prefix, const 
 
 // `name` is "train" or "test", the files train.csv and test.csv.
 Dataset read_csv_split(const std::string& dir, const std::string& name, const Shape& model_shape, double scale,
-                       const RowChooser& rows = nullptr) {
+                       const std::vector<std::string>& target_columns, const RowChooser& rows = nullptr) {
     const std::string path = (std::filesystem::path(dir) / (name + ".csv")).string();
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) throw DataError(dir + ": no " + name + ".csv found");
-    CsvTable table = read_csv(path, 0, rows);
+    CsvTable table = read_csv(path, 0, rows, target_columns);
     Dataset d;
     d.sample_shape = choose_sample_shape({table.feature_columns}, model_shape, path);
     d.inputs = std::move(table.features);
@@ -143,6 +153,10 @@ Dataset read_csv_split(const std::string& dir, const std::string& name, const Sh
                                         "multiplied by data.scale ({:g}); lower data.scale",
                                         path, i / per_row + 1, i % per_row + 1, v, scale));
         }
+    }
+    if (!target_columns.empty()) {
+        set_targets(d, table.targets, static_cast<int>(table.target_count));
+        return d;
     }
     d.labels = std::move(table.labels);
     return d;
@@ -164,7 +178,7 @@ void check_normalize(const config::DataConfig& cfg, const Dataset& d) {
 // the NPZ archive `path` (`npz`). uint8 samples stay bytes; others become
 // floats, multiplied by `float_scale` and checked finite.
 Dataset read_npy_split(const std::string& path, bool npz, const std::string& split, const Shape& model_shape,
-                       double float_scale, const RowChooser& rows = nullptr, bool stream = false) {
+                       double float_scale, bool float_targets, const RowChooser& rows = nullptr, bool stream = false) {
     const std::string x_name = "x_" + split, y_name = "y_" + split;
     const std::string x_path = npz ? path + ":" + x_name + ".npy" : (std::filesystem::path(path) / (x_name + ".npy")).string();
     const std::string y_path = npz ? path + ":" + y_name + ".npy" : (std::filesystem::path(path) / (y_name + ".npy")).string();
@@ -189,10 +203,14 @@ Dataset read_npy_split(const std::string& path, bool npz, const std::string& spl
     if (x.shape.size() < 2)
         throw DataError(fmt::format("{}: shape {} is not (samples, ...): expected at least 2 dimensions", x_path,
                                     shape_text(x.shape)));
-    const bool column = y.shape.size() == 2 && y.shape[1] == 1;
+    // Float labels are real-valued targets, (samples,) or (samples, targets);
+    // integer ones class indices, (samples,) or (samples, 1).
+    const bool real = float_targets && y.dtype.rfind("float", 0) == 0;
+    const bool column = y.shape.size() == 2 && (real || y.shape[1] == 1);
     if (y.shape.size() != 1 && !column)
-        throw DataError(fmt::format("{}: shape {} is not (samples,) or (samples, 1) of class indices", y_path,
-                                    shape_text(y.shape)));
+        throw DataError(fmt::format("{}: shape {} is not (samples,) or (samples, {}) of {}", y_path,
+                                    shape_text(y.shape), real ? "targets" : "1", real ? "targets" : "class indices"));
+    if (column && y.shape[1] == 0) throw DataError(y_path + ": holds no targets (shape " + shape_text(y.shape) + ")");
     if (y.shape[0] != x.shape[0])
         throw DataError(fmt::format("{}: {} labels for the {} samples of {}", y_path, y.shape[0], x.shape[0], x_path));
     if (x.shape[0] == 0) throw DataError(x_path + ": holds no samples");
@@ -207,11 +225,21 @@ Dataset read_npy_split(const std::string& path, bool npz, const std::string& spl
     d.sample_shape = choose_sample_shape(sample, model_shape, x_path);
     const int64_t n = x.shape[0], per = d.sample_elements();
     const RowRange keep = rows ? rows(n) : RowRange{0, n};
-    for (int64_t i = keep.begin; i < keep.end; ++i) {
+    if (real) {
+        const int64_t width = column ? y.shape[1] : 1;
+        const std::vector<float> targets(y.values.begin() + keep.begin * width, y.values.begin() + keep.end * width);
+        for (size_t i = 0; i < targets.size(); ++i)
+            if (!std::isfinite(targets[i]))
+                throw DataError(fmt::format("{}: target {} of sample {} is {}; targets must be finite", y_path,
+                                            static_cast<int64_t>(i) % width, keep.begin + static_cast<int64_t>(i) / width,
+                                            std::isnan(targets[i]) ? "NaN" : "infinite"));
+        set_targets(d, targets, static_cast<int>(width));
+    }
+    for (int64_t i = keep.begin; i < keep.end && !real; ++i) {
         const float v = y.values[static_cast<size_t>(i)];
         if (!(v >= 0.0f) || v != std::floor(v) || v > 2147483647.0f)
             throw DataError(fmt::format("{}: label {:g} of sample {} is not a class index (a whole number >= 0); "
-                                        "real-valued targets are not supported yet",
+                                        "real-valued targets are read from a float array",
                                         y_path, v, i));
         d.labels.push_back(static_cast<int32_t>(v));
     }
@@ -347,11 +375,11 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
         const bool npy = format == config::DataFormat::npy || format == config::DataFormat::npz;
         const bool npz = format == config::DataFormat::npz;
         const auto read_train = [&](const RowChooser& rows) {
-            if (npy) return read_npy_split(dir, npz, "train", model_input_shape, cfg.scale_for(false), rows, cfg.stream);
+            if (npy) return read_npy_split(dir, npz, "train", model_input_shape, cfg.scale_for(false), cfg.float_labels_are_targets, rows, cfg.stream);
             if (images) return read_image_split("train", rows);
             if (cifar) return read_cifar_split(true, rows);
             return idx ? read_idx_split(dir, "train", model_input_shape, rows, cfg.stream)
-                       : read_csv_split(dir, "train", model_input_shape, cfg.scale_for(false), rows);
+                       : read_csv_split(dir, "train", model_input_shape, cfg.scale_for(false), cfg.target_columns, rows);
         };
         if (sharded) {
             ShardPlan plan{cfg, source + " train (" + dir + ")", worker, workers};
@@ -368,11 +396,11 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
             if (!train_dir.empty()) classes = image_classes(train_dir);
         }
         if (want_test) {
-            splits.test = npy     ? read_npy_split(dir, npz, "test", model_input_shape, cfg.scale_for(false), nullptr, cfg.stream)
+            splits.test = npy     ? read_npy_split(dir, npz, "test", model_input_shape, cfg.scale_for(false), cfg.float_labels_are_targets, nullptr, cfg.stream)
                           : images  ? read_image_split("test", nullptr)
                           : cifar ? read_cifar_split(false, nullptr)
                           : idx ? read_idx_split(dir, "t10k", model_input_shape, nullptr, cfg.stream)
-                                : read_csv_split(dir, "test", model_input_shape, cfg.scale_for(false));
+                                : read_csv_split(dir, "test", model_input_shape, cfg.scale_for(false), cfg.target_columns);
         }
         if (want_train && want_test && splits.train.sample_shape != splits.test.sample_shape) {
             throw DataError(dir + ": test samples have shape " + shape_text(splits.test.sample_shape) +
@@ -384,8 +412,8 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
         // CIFAR's classes are fixed by the format.
         const int64_t classes_count = images ? static_cast<int64_t>(classes.size())
                                       : cifar ? (kind == CifarKind::cifar10 ? 10 : 100)
-                                      : std::max({classes_of(splits.train.labels), classes_of(splits.validation.labels),
-                                                  classes_of(splits.test.labels)});
+                                      : std::max({classes_of(splits.train), classes_of(splits.validation),
+                                                  classes_of(splits.test)});
         splits.train.num_classes = splits.validation.num_classes = splits.test.num_classes = classes_count;
         splits.train.description = source + " train (" + dir + ")";
         splits.test.description = source + " test (" + dir + ")";

@@ -23,12 +23,14 @@ std::shared_ptr<Batch> gather_rows(const Dataset& dataset, const std::vector<int
         batch->pixels.resize(static_cast<size_t>(rows * elements));
     else
         batch->inputs.resize(static_cast<size_t>(rows * elements));
-    batch->labels.resize(static_cast<size_t>(rows));
+    const int width = dataset.label_width;
+    batch->label_width = width;
+    batch->labels.resize(static_cast<size_t>(rows * width));
     batch->ids.resize(static_cast<size_t>(rows));
     for (int64_t row = 0; row < rows; ++row) {
         const int64_t sample = order[static_cast<size_t>(begin + row)];
         dataset.read_rows(sample, 1, const_cast<void*>(batch->row(row, elements)));
-        batch->labels[static_cast<size_t>(row)] = dataset.labels[static_cast<size_t>(sample)];
+        std::copy_n(dataset.labels.begin() + sample * width, width, batch->labels.begin() + row * width);
         batch->ids[static_cast<size_t>(row)] = static_cast<int32_t>(first_id + sample);
     }
     return batch;

@@ -29,7 +29,8 @@ struct Batch {
     SampleType type = SampleType::f32;   // the data set's: inputs (f32) or pixels (u8) hold the rows
     std::vector<float> inputs;           // size * sample_elements
     std::vector<uint8_t> pixels;         // size * sample_elements
-    std::vector<int32_t> labels;         // size
+    std::vector<int32_t> labels;         // size * label_width (Dataset::labels)
+    int label_width = 1;
     std::vector<int32_t> ids;            // size: each row's index in the data set (augmentation's key)
     std::vector<int64_t> shard_begin;    // replicas + 1 offsets: replica r owns rows [shard_begin[r], shard_begin[r+1])
     // inputs/labels hold the global batch's rows [first_row, first_row + labels.size()): all of

@@ -59,7 +59,8 @@ void check_sample_shape(const std::string& path, const std::vector<int64_t>& dim
 }  // namespace
 
 PredictInputs read_predict_inputs(const std::string& path, const Shape& model_input_shape, double byte_scale,
-                                  double float_scale, const std::vector<double>& mean, const std::vector<double>& std) {
+                                  double float_scale, const std::vector<double>& mean, const std::vector<double>& std,
+                                  const std::vector<std::string>& target_columns) {
     double scale = float_scale;
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {
@@ -79,7 +80,14 @@ PredictInputs read_predict_inputs(const std::string& path, const Shape& model_in
         out.rows = array.shape[0];
         out.values = std::move(array.values);
     } else if (ends_with(path, ".csv")) {
-        CsvTable table = read_csv(path, elements);
+        CsvTable table = read_csv(path, elements, nullptr, target_columns);
+        if (!target_columns.empty() && table.feature_columns != elements) {
+            throw DataError(path + ": " + std::to_string(table.feature_columns + table.target_count) +
+                            " columns, but model.input_shape " + shape_text(model_input_shape) + " needs " +
+                            std::to_string(elements) + " (the features) or " +
+                            std::to_string(elements + static_cast<int64_t>(target_columns.size())) +
+                            " (with data.target_columns)");
+        }
         if (table.feature_columns != elements) {
             // Neither the features alone nor a label and the features.
             throw DataError(path + ": " + std::to_string(table.feature_columns + 1) + " columns, but model.input_shape " +

@@ -25,9 +25,12 @@ struct PredictInputs {
 // multiplied by data.scale (`byte_scale` for bytes: IDX files and uint8
 // arrays; `float_scale` for the rest: they differ under scale: auto) and
 // normalized by `mean`/`std` (data.normalize; empty: none), as the training
-// data were.
+// data were. A CSV file may hold the features alone, or the columns the
+// training file had: a label first, or the target columns (`target_columns`,
+// data.target_columns), which are left out.
 PredictInputs read_predict_inputs(const std::string& path, const Shape& model_input_shape, double byte_scale,
                                   double float_scale, const std::vector<double>& mean = {},
-                                  const std::vector<double>& std = {});
+                                  const std::vector<double>& std = {},
+                                  const std::vector<std::string>& target_columns = {});
 
 }  // namespace gputrain::data

@@ -62,6 +62,7 @@ public:
     float* state_data() { return state_; }
     size_t workspace_bytes() const { return workspace_bytes_; }
     const Loss& loss() const { return loss_; }
+    Loss& loss() { return loss_; }
     bool fused_softmax() const { return fused_softmax_; }
 
     // Forward, loss and backward for `rows` samples (device pointers). The

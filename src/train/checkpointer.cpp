@@ -133,7 +133,7 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
         {"config_digest", cfg_.digest},
         {"optimizer", replica0.optimizer().type()},
         {"loss", number(record.loss)},
-        {"accuracy", number(record.accuracy)},
+        {cfg_.metric(), number(record.metric)},
         {"learning_rate", number(record.learning_rate)},
     };
     // The whole resolved config: a checkpoint says how it was trained, and
@@ -146,7 +146,7 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
         meta["config_bytes"] = to_latin1_code_points(cfg_.resolved_yaml);
     if (record.has_validation) {
         meta["val_loss"] = number(record.val_loss);
-        meta["val_accuracy"] = number(record.val_accuracy);
+        meta["val_" + cfg_.metric()] = number(record.val_metric);
     }
     if (!state.epoch_steps.empty()) meta["steps_per_epoch"] = optim::format_epoch_steps(state.epoch_steps);
     if (state.has_best) meta["best_value"] = number(state.best_value);

@@ -22,7 +22,7 @@ std::string EarlyStopping::adopt(EarlyStoppingState& state) const {
 }
 
 bool EarlyStopping::valid_of(const std::string& of) {
-    for (const char* name : {"loss", "accuracy", "val_loss", "val_accuracy"})
+    for (const char* name : {"loss", "accuracy", "val_loss", "val_accuracy", "mae", "val_mae", "mse", "val_mse"})
         for (const char* direction : {" min", " max"})
             if (of == std::string(name) + direction) return true;
     return false;

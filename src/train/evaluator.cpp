@@ -16,6 +16,9 @@ EvalResult evaluate(std::vector<std::unique_ptr<Replica>>& replicas, const data:
     EvalResult result;
     result.samples = dataset.size();
     result.classes = replicas[0]->model().classes();
+    if (with_confusion && dataset.real_targets)
+        throw ConfigError("--confusion: counts predicted classes, and the targets of " + dataset.description +
+                          " are real values");
     if (with_confusion) result.confusion.assign(static_cast<size_t>(result.classes * result.classes), 0);
     if (dataset.size() == 0) return result;
 
@@ -69,7 +72,7 @@ EvalResult evaluate(std::vector<std::unique_ptr<Replica>>& replicas, const data:
         }
     });
     result.loss = sums[0] / static_cast<double>(dataset.size());
-    result.accuracy = sums[1] / static_cast<double>(dataset.size());
+    result.metric = sums[1] / static_cast<double>(dataset.size());
     return result;
 }
 
@@ -79,8 +82,9 @@ EvalResult evaluate_flip_tta(Replica& replica, const data::Dataset& dataset, con
     if (shape.size() != 2 && shape.size() != 3)
         throw ConfigError("--tta flip: mirrors images, and the samples have shape " + shape_to_string(shape, false) +
                           "; give model.input_shape as [height, width, channels]");
-    if (loss == config::LossKind::mean_squared_error)
-        throw ConfigError("--tta flip: averages class probabilities, and loss.name is mean_squared_error");
+    if (!config::is_cross_entropy(loss) || dataset.real_targets)
+        throw ConfigError(std::string("--tta flip: averages class probabilities, and loss.name is ") +
+                          config::name_of(loss));
     EvalResult result;
     result.samples = dataset.size();
     result.classes = replica.model().classes();
@@ -115,7 +119,7 @@ EvalResult evaluate_flip_tta(Replica& replica, const data::Dataset& dataset, con
         }
     }
     result.loss = loss_sum / static_cast<double>(dataset.size());
-    result.accuracy = correct / static_cast<double>(dataset.size());
+    result.metric = correct / static_cast<double>(dataset.size());
     return result;
 }
 

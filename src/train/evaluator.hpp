@@ -13,7 +13,7 @@ namespace gputrain::train {
 
 struct EvalResult {
     double loss = 0;
-    double accuracy = 0;
+    double metric = 0;  // accuracy (class labels), or the mean absolute or squared error (real targets)
     int64_t samples = 0;
     int64_t classes = 0;
     std::vector<int64_t> confusion;  // classes x classes when asked for

@@ -12,12 +12,9 @@
 
 namespace gputrain::train {
 
-namespace {
-constexpr const char* kHeader =
-    "epoch,loss,accuracy,val_loss,val_accuracy,learning_rate,seconds,samples_per_second\n";
-}
-
-MetricsFile::MetricsFile(const std::string& path, bool append, int64_t epochs_done) : path_(path) {
+MetricsFile::MetricsFile(const std::string& path, bool append, int64_t epochs_done, const std::string& metric)
+    : path_(path),
+      header_("epoch,loss," + metric + ",val_loss,val_" + metric + ",learning_rate,seconds,samples_per_second") {
     if (path_.empty()) return;
     std::error_code ec;
     if (append && std::filesystem::exists(path_, ec)) {
@@ -33,7 +30,7 @@ MetricsFile::MetricsFile(const std::string& path, bool append, int64_t epochs_do
     }
     std::FILE* f = std::fopen(path_.c_str(), "w");
     if (!f) throw Error("cannot write metrics file '" + path_ + "': " + std::strerror(errno));
-    std::fputs(kHeader, f);
+    std::fprintf(f, "%s\n", header_.c_str());
     close_or_throw(f, "cannot write metrics file");
 }
 
@@ -50,10 +47,9 @@ void MetricsFile::keep_epochs_through(int64_t epochs_done) {
     std::vector<std::string> kept;
     std::string line;
     bool dropped = false;
-    const std::string header(kHeader, std::strlen(kHeader) - 1);
     // A file without this header (emptied, another program's, edited) is not
     // one to append to: kept aside, and a new one started.
-    if (!std::getline(in, line) || line != header) {
+    if (!std::getline(in, line) || line != header_) {
         const std::string aside = path_ + ".unreadable";
         std::error_code ec;
         std::filesystem::rename(path_, aside, ec);
@@ -64,7 +60,7 @@ void MetricsFile::keep_epochs_through(int64_t epochs_done) {
                    "): kept as " + aside + ", and a new one started with this run's epochs";
         std::FILE* f = std::fopen(path_.c_str(), "w");
         if (!f) throw Error("cannot write metrics file '" + path_ + "': " + std::strerror(errno));
-        std::fputs(kHeader, f);
+        std::fprintf(f, "%s\n", header_.c_str());
         close_or_throw(f, "cannot write metrics file");
         return;
     }
@@ -84,7 +80,7 @@ void MetricsFile::keep_epochs_through(int64_t epochs_done) {
     if (torn_epoch > 0)
         warning_ = "metrics file '" + path_ + "': the row of epoch " + std::to_string(torn_epoch) +
                    " was cut short (no line end; a write stopped by a crash or an edit), so it is dropped; that "
-                   "epoch's loss and accuracy are in its checkpoint's metadata";
+                   "epoch's loss and metric are in its checkpoint's metadata";
     if (!dropped) return;
     const std::string temp = path_ + ".tmp";
     {
@@ -101,10 +97,10 @@ void MetricsFile::write(const EpochRecord& r) {
     std::FILE* f = std::fopen(path_.c_str(), "a");
     if (!f) throw Error("cannot append to metrics file '" + path_ + "': " + std::strerror(errno));
     if (r.has_validation)
-        std::fprintf(f, "%lld,%.6f,%.6f,%.6f,%.6f,%.8g,%.3f,%.1f\n", (long long)r.epoch, r.loss, r.accuracy, r.val_loss,
-                     r.val_accuracy, r.learning_rate, r.seconds, r.samples_per_second);
+        std::fprintf(f, "%lld,%.6f,%.6f,%.6f,%.6f,%.8g,%.3f,%.1f\n", (long long)r.epoch, r.loss, r.metric, r.val_loss,
+                     r.val_metric, r.learning_rate, r.seconds, r.samples_per_second);
     else
-        std::fprintf(f, "%lld,%.6f,%.6f,,,%.8g,%.3f,%.1f\n", (long long)r.epoch, r.loss, r.accuracy, r.learning_rate,
+        std::fprintf(f, "%lld,%.6f,%.6f,,,%.8g,%.3f,%.1f\n", (long long)r.epoch, r.loss, r.metric, r.learning_rate,
                      r.seconds, r.samples_per_second);
     close_or_throw(f, "cannot append to metrics file");
 }

@@ -1,5 +1,6 @@
 // MetricsFile: RUN_DIR/metrics.csv, one row appended (and flushed) per epoch:
 // epoch,loss,accuracy,val_loss,val_accuracy,learning_rate,seconds,samples_per_second
+// (mae or mse in place of accuracy with real-valued targets: RunConfig::metric).
 #pragma once
 
 #include <cstdint>
@@ -10,9 +11,9 @@ namespace gputrain::train {
 
 struct EpochRecord {
     int64_t epoch = 0;  // 1-based, as printed
-    double loss = 0, accuracy = 0;
+    double loss = 0, metric = 0;  // metric: RunConfig::metric (accuracy, mae or mse)
     bool has_validation = false;
-    double val_loss = 0, val_accuracy = 0;
+    double val_loss = 0, val_metric = 0;
     double learning_rate = 0;
     double seconds = 0;
     double samples_per_second = 0;
@@ -25,7 +26,9 @@ public:
     // epochs (written before a crash that lost their checkpoint) and a torn
     // last row; a file without gputrain's header is moved to PATH.unreadable
     // and started anew (warning() says so).
-    MetricsFile(const std::string& path, bool append, int64_t epochs_done = 0);
+    // `metric` names the second and fifth columns (RunConfig::metric).
+    MetricsFile(const std::string& path, bool append, int64_t epochs_done = 0,
+                const std::string& metric = "accuracy");
     void write(const EpochRecord& record);
     const std::string& path() const { return path_; }
     // What the resume found wrong with the file and did about it ("" when nothing).
@@ -39,6 +42,7 @@ private:
     void close_or_throw(std::FILE* f, const char* what) const;
 
     std::string path_;
+    std::string header_;
     std::string warning_;
     int64_t replaced_rows_ = 0;
 };

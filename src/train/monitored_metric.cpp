@@ -14,8 +14,12 @@ MonitoredMetric MonitoredMetric::resolve(config::Monitor monitor, config::Monito
     using config::Monitor;
     MonitoredMetric m;
     m.metric = monitor;
-    if (!has_validation && monitor == Monitor::val_loss) m.metric = Monitor::loss;
-    if (!has_validation && monitor == Monitor::val_accuracy) m.metric = Monitor::accuracy;
+    if (!has_validation) {
+        if (monitor == Monitor::val_loss) m.metric = Monitor::loss;
+        if (monitor == Monitor::val_accuracy) m.metric = Monitor::accuracy;
+        if (monitor == Monitor::val_mae) m.metric = Monitor::mae;
+        if (monitor == Monitor::val_mse) m.metric = Monitor::mse;
+    }
     const bool accuracy = m.metric == Monitor::accuracy || m.metric == Monitor::val_accuracy;
     switch (mode) {
         case config::MonitorMode::min: m.maximize = false; break;
@@ -36,9 +40,13 @@ std::string MonitoredMetric::no_improvement(const WatchedBest& watched, double m
 double MonitoredMetric::value_of(const EpochRecord& record) const {
     switch (metric) {
         case config::Monitor::loss: return record.loss;
-        case config::Monitor::accuracy: return record.accuracy;
+        case config::Monitor::accuracy:
+        case config::Monitor::mae:
+        case config::Monitor::mse: return record.metric;
         case config::Monitor::val_loss: return record.val_loss;
-        case config::Monitor::val_accuracy: return record.val_accuracy;
+        case config::Monitor::val_accuracy:
+        case config::Monitor::val_mae:
+        case config::Monitor::val_mse: return record.val_metric;
     }
     return record.loss;
 }

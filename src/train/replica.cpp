@@ -33,6 +33,7 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
     max_rows_ = rows;
     model_ = std::make_unique<nn::Model>(cfg.model, cfg.loss, *backend_, rows, cfg.training.seed,
                                          use == ReplicaUse::training ? nn::ModelUse::training : nn::ModelUse::inference);
+    model_->loss().set_metric(cfg.metric() == "mse" ? math::RegressionMetric::mse : math::RegressionMetric::mae);
     if (use == ReplicaUse::training) optimizer_ = optim::make_optimizer(cfg.optimizer, *backend_, model_->param_count());
     sample_elements_ = shape_elements(model_->input_shape());
     const size_t input_bytes = static_cast<size_t>(rows * sample_elements_) * sizeof(float);
@@ -102,7 +103,21 @@ void Replica::load_shard(const float* host_inputs, const int32_t* host_labels, i
                     std::to_string(max_rows_) + " (a larger batch than the replicas were built for)");
     backend_->copy_to_device(inputs(), host_inputs + begin * sample_elements_,
                              static_cast<size_t>((end - begin) * sample_elements_) * sizeof(float));
-    backend_->copy_to_device(labels(), host_labels + begin, static_cast<size_t>(end - begin) * sizeof(int32_t));
+    backend_->copy_to_device(labels(), host_labels + begin * label_width_,
+                             static_cast<size_t>((end - begin) * label_width_) * sizeof(int32_t));
+}
+
+void Replica::set_target_format(int width, bool real) {
+    model_->loss().set_real_targets(real);
+    if (width == label_width_) return;
+    graphs_->forget();  // recorded steps read the old label buffers
+    label_width_ = width;
+    const size_t label_bytes = static_cast<size_t>(max_rows_) * static_cast<size_t>(width) * sizeof(int32_t);
+    for (int slot = 0; slot < (staging_ ? 2 : 1); ++slot) {
+        labels_[slot] = own<int32_t>(label_bytes);
+        if (staging_) pinned_labels_[slot] = own_pinned<int32_t>(label_bytes);
+    }
+    backend_->wait_copies();
 }
 
 size_t Replica::row_bytes() const {
@@ -110,6 +125,7 @@ size_t Replica::row_bytes() const {
 }
 
 void Replica::set_input_format(const data::Dataset& like) {
+    set_target_format(like.label_width, like.real_targets);
     // A data set made by hand (tests) may have no table: floats padded with 0.
     const std::vector<float> table = like.type == data::SampleType::f32 && like.table.empty()
                                          ? std::vector<float>(static_cast<size_t>(plan_.channels), 0.0f)
@@ -142,7 +158,8 @@ void Replica::load_shard(const data::Batch& batch, int64_t begin, int64_t end, b
                     std::to_string(max_rows_) + " (a larger batch than the replicas were built for)");
     backend_->copy_to_device(rows_[current_], batch.row(begin, sample_elements_),
                              static_cast<size_t>(end - begin) * row_bytes());
-    backend_->copy_to_device(labels(), batch.labels.data() + begin, static_cast<size_t>(end - begin) * sizeof(int32_t));
+    backend_->copy_to_device(labels(), batch.labels.data() + begin * label_width_,
+                             static_cast<size_t>((end - begin) * label_width_) * sizeof(int32_t));
     if (augmenting && augment_)
         backend_->copy_to_device(ids_[current_], batch.ids.data() + begin,
                                  static_cast<size_t>(end - begin) * sizeof(int32_t));
@@ -181,7 +198,8 @@ bool Replica::make_resident(const data::Dataset& train, config::ResidentMode mod
     }
     const size_t input_bytes = static_cast<size_t>(train.size()) * train.row_bytes();
     const size_t label_bytes = train.labels.size() * sizeof(int32_t);
-    const size_t bytes = input_bytes + 2 * label_bytes;  // inputs, labels, the epoch's order
+    const size_t order_bytes = static_cast<size_t>(train.size()) * sizeof(int32_t);
+    const size_t bytes = input_bytes + label_bytes + order_bytes;  // inputs, labels, the epoch's order
     const size_t free_bytes = backend_->free_device_bytes();
     if (mode == config::ResidentMode::automatic && bytes > free_bytes / 2) return false;
     if (bytes > free_bytes)
@@ -190,7 +208,7 @@ bool Replica::make_resident(const data::Dataset& train, config::ResidentMode mod
                           " MiB free; use data.resident: auto or false");
     resident_blocks_[0] = Buffer(*backend_, input_bytes);
     resident_blocks_[1] = Buffer(*backend_, label_bytes);
-    resident_blocks_[2] = Buffer(*backend_, label_bytes);
+    resident_blocks_[2] = Buffer(*backend_, order_bytes);
     resident_owned_ = true;  // released by release_resident, or with the replica
     resident_inputs_ = resident_blocks_[0].get();
     resident_labels_ = resident_blocks_[1].as<int32_t>();
@@ -248,6 +266,7 @@ void Replica::prepare_shard(bool augmenting) {
     op.plan = plan_;
     op.rows = shard_rows_;
     op.out = inputs();
+    op.label_width = label_width_;
     if (gather_resident_) {
         op.source = resident_inputs_;
         op.order = resident_order_;
@@ -269,14 +288,15 @@ void Replica::stage_training_shard(const data::Batch& batch) {
     backend_->wait_copy_on_host(copy_tickets_[slot]);
     const bool prepares = needs_prepare(true);
     const size_t input_bytes = static_cast<size_t>(end - begin) * (prepares ? row_bytes() : sample_elements_ * sizeof(float));
-    const size_t label_bytes = static_cast<size_t>(end - begin) * sizeof(int32_t);
+    const size_t id_bytes = static_cast<size_t>(end - begin) * sizeof(int32_t);
+    const size_t label_bytes = id_bytes * static_cast<size_t>(label_width_);
     const int64_t first = begin - batch.first_row;  // see load_training_shard
     std::memcpy(pinned_rows_[slot], batch.row(first, sample_elements_), input_bytes);
-    std::memcpy(pinned_labels_[slot], batch.labels.data() + first, label_bytes);
+    std::memcpy(pinned_labels_[slot], batch.labels.data() + first * label_width_, label_bytes);
     backend_->copy_to_device_async(prepares ? rows_[slot] : inputs_[slot], pinned_rows_[slot], input_bytes);
     if (augment_) {
-        std::memcpy(pinned_ids_[slot], batch.ids.data() + first, label_bytes);
-        backend_->copy_to_device_async(ids_[slot], pinned_ids_[slot], label_bytes);
+        std::memcpy(pinned_ids_[slot], batch.ids.data() + first, id_bytes);
+        backend_->copy_to_device_async(ids_[slot], pinned_ids_[slot], id_bytes);
     }
     copy_tickets_[slot] = backend_->copy_to_device_async(labels_[slot], pinned_labels_[slot], label_bytes);
     staged_ = true;

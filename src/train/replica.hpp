@@ -51,13 +51,18 @@ public:
     void set_comm(std::unique_ptr<dist::Communicator> comm) { comm_ = std::move(comm); }
 
     // Copies rows [begin, end) of host float inputs (as the model reads them)
-    // and labels into the device shard buffers, now.
+    // and labels (label_width each, as set_input_format last said) into the
+    // device shard buffers, now.
     void load_shard(const float* host_inputs, const int32_t* host_labels, int64_t begin, int64_t end);
     // The data's storage and value table (bytes or floats; Dataset::table):
     // call with each data set before its batches reach load_shard or
     // load_training_shard (nothing when it is stored as the last one was).
+    // Also sets the labels' width and kind (class indices or real-valued
+    // targets: Dataset::labels) for the buffers and the loss.
     // Allocates: outside collectives.
     void set_input_format(const data::Dataset& like);
+    // The labels' part of set_input_format: `width` values per sample, real-valued targets or class indices.
+    void set_target_format(int width, bool real);
     // Copies rows [begin, end) of `batch`'s rows (as stored, with their labels,
     // and with their ids when `augmenting`) into the shard buffers, now;
     // prepare_shard(augmenting) then makes inputs() of them.
@@ -143,6 +148,7 @@ private:
     // Shard buffers; [1] only when staging (a GPU), used in turn with [0].
     float* inputs_[2] = {};
     int32_t* labels_[2] = {};
+    int label_width_ = 1;
     int current_ = 0;
     // The data's storage (set_input_format) and augmentation. When rows need
     // making (bytes, or augmenting), they are copied as stored into rows_ (and

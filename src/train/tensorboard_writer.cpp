@@ -59,7 +59,9 @@ void TensorBoardWriter::EventFile::append(const std::string& event) {
         throw Error("cannot write TensorBoard events '" + path + "': " + std::strerror(errno));
 }
 
-TensorBoardWriter::TensorBoardWriter(const std::string& dir, int64_t epochs_done, int64_t steps_done) {
+TensorBoardWriter::TensorBoardWriter(const std::string& dir, int64_t epochs_done, int64_t steps_done,
+                                     const std::string& metric)
+    : metric_(metric) {
     if (dir.empty()) return;
     epochs_.open(dir, epochs_done + 1);
     steps_.open((std::filesystem::path(dir) / "steps").string(), steps_done + 1);
@@ -72,7 +74,7 @@ void TensorBoardWriter::write(const StepRecord& r) {
         steps_.append(scalar_event(now, r.step, tag, static_cast<float>(value)));
     };
     scalar("batch/loss", r.loss);
-    scalar("batch/accuracy", r.accuracy);
+    scalar(("batch/" + metric_).c_str(), r.metric);
     scalar("batch/learning_rate", r.learning_rate);
     scalar("batch/samples_per_second", r.samples_per_second);
 }
@@ -84,10 +86,10 @@ void TensorBoardWriter::write(const EpochRecord& r) {
         epochs_.append(scalar_event(now, r.epoch, tag, static_cast<float>(value)));
     };
     scalar("loss", r.loss);
-    scalar("accuracy", r.accuracy);
+    scalar(metric_.c_str(), r.metric);
     if (r.has_validation) {
         scalar("val_loss", r.val_loss);
-        scalar("val_accuracy", r.val_accuracy);
+        scalar(("val_" + metric_).c_str(), r.val_metric);
     }
     scalar("learning_rate", r.learning_rate);
     scalar("samples_per_second", r.samples_per_second);

@@ -1,7 +1,7 @@
 // TensorBoardWriter: TensorBoard scalars of a run (logging.tensorboard: true),
 // in two folders that TensorBoard shows as two runs:
 //  - RUN_DIR/tensorboard/, per epoch, step = the 1-based epoch number as in
-//    metrics.csv: loss, accuracy, val_loss, val_accuracy, learning_rate,
+//    metrics.csv: loss, accuracy (or mae/mse), val_loss, val_accuracy, learning_rate,
 //    samples_per_second;
 //  - RUN_DIR/tensorboard/steps/, every logging.every_steps steps, step = the
 //    global step (steps done): batch/loss and batch/accuracy (the epoch's
@@ -27,14 +27,16 @@ namespace gputrain::train {
 // One batch-level report.
 struct StepRecord {
     int64_t step = 0;  // global steps done
-    double loss = 0, accuracy = 0, learning_rate = 0, samples_per_second = 0;
+    double loss = 0, metric = 0, learning_rate = 0, samples_per_second = 0;
 };
 
 class TensorBoardWriter {
 public:
     // Empty `dir` = disabled. Creates the folders and files; Error naming them
     // when it cannot. The run starts after `epochs_done` epochs, `steps_done` global steps.
-    TensorBoardWriter(const std::string& dir, int64_t epochs_done, int64_t steps_done);
+    // `metric`: the tag of the metric beside the loss (RunConfig::metric).
+    TensorBoardWriter(const std::string& dir, int64_t epochs_done, int64_t steps_done,
+                      const std::string& metric = "accuracy");
 
     bool enabled() const { return epochs_.file != nullptr; }
     // loss, accuracy, val_loss and val_accuracy (with validation), learning_rate,
@@ -55,6 +57,7 @@ private:
         void append(const std::string& event);
     };
 
+    std::string metric_;
     EventFile epochs_, steps_;
 };
 

@@ -161,15 +161,15 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
             }
             if (r.rank() == 0) {
                 const double loss = (earlier[0] + reduced[0]) / (earlier[2] + samples);
-                const double accuracy = (earlier[1] + reduced[1]) / (earlier[2] + samples);
-                progress_.update(step + 1, {{"loss", loss}, {"accuracy", accuracy}});
+                const double metric = (earlier[1] + reduced[1]) / (earlier[2] + samples);
+                progress_.update(step + 1, {{"loss", loss}, {metric_name_, metric}});
                 if (tensorboard.enabled()) {
                     const auto now = std::chrono::steady_clock::now();
                     const double seconds = std::chrono::duration<double>(now - reported_at).count();
                     const double throughput =
                         seconds > 0 ? static_cast<double>(samples - samples_reported) / seconds : 0.0;
                     tensorboard.write(
-                        StepRecord{global_step + 1, loss, accuracy, schedule.learning_rate(global_step, epoch, step), throughput});
+                        StepRecord{global_step + 1, loss, metric, schedule.learning_rate(global_step, epoch, step), throughput});
                     reported_at = now;
                     samples_reported = samples;
                 }
@@ -252,7 +252,7 @@ void Trainer::stop_interrupted(int64_t epoch, const EpochTotals& totals, double 
     EpochRecord partial;
     partial.epoch = epoch + 1;
     partial.loss = totals.loss_sum / totals.samples;
-    partial.accuracy = totals.correct / totals.samples;
+    partial.metric = totals.correct / totals.samples;
     partial.learning_rate = learning_rate;  // the epoch's, as a finished epoch's record has
     const std::string path = replicas_[0]->rank() == 0
                                  ? checkpointer.save_interrupted(*replicas_[0], st, partial, callbacks_metadata(), signal_name(signal))
@@ -344,11 +344,11 @@ FitResult Trainer::fit() {
     MetricsFile metrics(cfg_.logging.metrics_file.empty() || !logs
                             ? std::string()
                             : (std::filesystem::path(options_.run_dir) / cfg_.logging.metrics_file).string(),
-                        /*append=*/resuming, state_.epochs_done);
+                        /*append=*/resuming, state_.epochs_done, metric_name_);
     TensorBoardWriter tensorboard(cfg_.logging.tensorboard && logs
                                       ? (std::filesystem::path(options_.run_dir) / "tensorboard").string()
                                       : std::string(),
-                                  state_.epochs_done, state_.global_step);
+                                  state_.epochs_done, state_.global_step, metric_name_);
     if (!metrics.warning().empty()) warn(metrics.warning());
     // A fresh run starts its metrics file anew: one outside the checkpoint
     // folder may be another run's (a shared logging.metrics_file).
@@ -555,7 +555,7 @@ EpochRecord Trainer::record_epoch(int64_t epoch, int64_t start_step, double samp
     EpochRecord rec;
     rec.epoch = epoch + 1;
     rec.loss = totals.loss_sum / totals.samples;
-    rec.accuracy = totals.correct / totals.samples;
+    rec.metric = totals.correct / totals.samples;
     rec.learning_rate = learning_rate;
     // The samples this process trained on (a resumed epoch's later steps
     // only). A worker's part (data.shard_files) is not the epoch: every
@@ -564,14 +564,14 @@ EpochRecord Trainer::record_epoch(int64_t epoch, int64_t start_step, double samp
                                    ? static_cast<double>((steps_per_epoch_ - start_step) * cfg_.training.batch_size)
                                    : totals.samples - samples_before;
     rec.samples_per_second = run_samples / train_seconds;
-    MetricList shown{{"loss", rec.loss}, {"accuracy", rec.accuracy}};
+    MetricList shown{{"loss", rec.loss}, {metric_name_, rec.metric}};
     if (data_.validation.size() > 0) {
         const EvalResult v = evaluate(replicas_, data_.validation, cfg_.training.batch_size);
         rec.has_validation = true;
         rec.val_loss = v.loss;
-        rec.val_accuracy = v.accuracy;
+        rec.val_metric = v.metric;
         shown.push_back({"val_loss", v.loss});
-        shown.push_back({"val_accuracy", v.accuracy});
+        shown.push_back({"val_" + metric_name_, v.metric});
     }
     rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     progress_.end_epoch(shown, rec.seconds);

@@ -128,6 +128,7 @@ private:
                                        Checkpointer& checkpointer);
 
     const config::RunConfig& cfg_;
+    std::string metric_name_ = cfg_.metric();  // accuracy, mae or mse: shown beside the loss
     std::vector<std::unique_ptr<Replica>>& replicas_;
     const data::DataSplits& data_;
     FitOptions options_;

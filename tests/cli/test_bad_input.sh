@@ -112,7 +112,7 @@ cases=(
 "1|err|data.path: @DATA@/nope: no such directory|-|fit @DCFG@ $run --set data.path=@DATA@/nope"
 "1|err|@DATA@/csv-ragged/train.csv:6: expected 65 fields like the first line, found 66|-|fit @DCFG@ $run --set data.format=csv --set data.path=@DATA@/csv-ragged"
 "1|err|@DATA@/csv-bad-label/train.csv:3: label 'cat' is not a class index (a whole number from 0 to 2147483647)|-|fit @DCFG@ $run --set data.format=csv --set data.path=@DATA@/csv-bad-label"
-"1|err|@DATA@/csv-negative-label/train.csv:3: label '-1' is not a class index (a whole number from 0 to 2147483647)|-|fit @DCFG@ $run --set data.format=csv --set data.path=@DATA@/csv-negative-label"
+"1|err|@DATA@/csv-negative-label/train.csv:3: label '-1' is not a class index (a whole number from 0 to 2147483647); for real-valued targets name their columns in data.target_columns|-|fit @DCFG@ $run --set data.format=csv --set data.path=@DATA@/csv-negative-label"
 "1|err|@DATA@/csv-bad-field/train.csv:8: field 2 'x' is not a number|-|fit @DCFG@ $run --set data.format=csv --set data.path=@DATA@/csv-bad-field"
 "1|err|@DATA@/csv-empty/train.csv: no data rows|-|fit @DCFG@ $run --set data.format=csv --set data.path=@DATA@/csv-empty"
 "0|out|Done: 1 epoch|-|fit @DCFG@ --run-dir @TMP@/run --set training.epochs=1 --set data.path=@DATA@/gz-good"

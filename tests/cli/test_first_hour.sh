@@ -49,9 +49,9 @@ error 2 "5:8: model.layers[1] (BatchNormalization): type: unknown layer type 'Ba
 config 's/{type: flatten}/{type: MaxPooling2D}/'
 error 2 "5:8: model.layers[1] (MaxPooling2D): type: unknown layer type 'MaxPooling2D' (did you mean 'max_pool2d'?); known types: add, avg_pool2d, batch_norm, concatenate, conv2d, dense, dropout, flatten, gelu, global_avg_pool2d, max_pool2d, multiply, relu, reshape, sigmoid, softmax, tanh"
 config 's/^loss: .*/loss: CrossEntropyLoss/'
-error 2 "7:7: loss: unknown loss 'CrossEntropyLoss' (did you mean 'sparse_categorical_crossentropy'? PyTorch's CrossEntropyLoss takes logits: write loss: {name: sparse_categorical_crossentropy, from_logits: true} and no softmax on the last layer); known losses: sparse_categorical_crossentropy, categorical_crossentropy, mean_squared_error"
+error 2 "7:7: loss: unknown loss 'CrossEntropyLoss' (did you mean 'sparse_categorical_crossentropy'? PyTorch's CrossEntropyLoss takes logits: write loss: {name: sparse_categorical_crossentropy, from_logits: true} and no softmax on the last layer); known losses: sparse_categorical_crossentropy, categorical_crossentropy, mean_squared_error, mean_absolute_error, huber"
 config 's/x/x/' "metrics: [acc]"
-error 2 "10:11: metrics[0]: unknown metric 'acc' (did you mean 'accuracy'?); known metrics: accuracy, loss"
+error 2 "10:11: metrics[0]: unknown metric 'acc' (did you mean 'accuracy'?); known metrics: accuracy, mae, mse, loss"
 config 's/x/x/' "checkpoint: {monitor: val_acc}"
 error 2 "10:23: checkpoint.monitor: unknown monitored metric 'val_acc' (did you mean 'val_accuracy'?); known monitored metrics: loss, accuracy, val_loss, val_accuracy"
 config 's/x/x/' "checkpoint: {save_best_only: true}"

@@ -217,6 +217,26 @@ void CpuBackend::mean_squared_error(const float* y, const int32_t* labels, int r
     stats[1] += static_cast<float>(correct);
 }
 
+void CpuBackend::regression_loss(const float* y, const float* targets, int rows, int cols, math::RegressionLoss kind,
+                                 float delta, math::RegressionMetric metric, float grad_scale, float* grad,
+                                 float* stats) {
+    double loss = 0.0, metric_sum = 0.0;
+    for (int r = 0; r < rows; ++r) {
+        const size_t at = static_cast<size_t>(r) * cols;
+        double row_loss = 0.0, row_metric = 0.0;
+        for (int c = 0; c < cols; ++c) {
+            const float diff = y[at + c] - targets[at + c];
+            row_loss += math::regression_term(kind, diff, delta);
+            row_metric += math::regression_metric_term(metric, diff);
+            if (grad) grad[at + c] = math::regression_grad(kind, diff, delta, cols, grad_scale);
+        }
+        loss += row_loss / cols;
+        metric_sum += row_metric / cols;
+    }
+    stats[0] += static_cast<float>(loss);
+    stats[1] += static_cast<float>(metric_sum);
+}
+
 // The optimizer touches every parameter every step: compiled twice, for
 // baseline x86-64 and for AVX2+FMA (math::adam_update inlines into both),
 // picked at run time (cpu_features.hpp).

@@ -63,6 +63,9 @@ public:
                              float* grad, float* stats) override;
     void mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float grad_scale,
                             float* grad, float* stats) override;
+    void regression_loss(const float* y, const float* targets, int rows, int cols, math::RegressionLoss kind,
+                         float delta, math::RegressionMetric metric, float grad_scale, float* grad,
+                         float* stats) override;
 
     // Convolution via im2col + GEMM (cpu_conv.cpp), pooling (cpu_pool.cpp),
     // batch normalization (cpu_batch_norm.cpp).

@@ -16,7 +16,10 @@ void prepare_inputs(Backend&, const ops::PrepareInputs& op) {
     for (int r = 0; r < op.rows; ++r) {
         const int64_t sample = op.order ? op.order[position + r] : r;
         float* out = op.out + static_cast<size_t>(r) * n;
-        if (op.order && op.labels) op.labels[r] = op.source_labels[sample];
+        if (op.order && op.labels)
+            std::memcpy(op.labels + static_cast<size_t>(r) * op.label_width,
+                        op.source_labels + static_cast<size_t>(sample) * op.label_width,
+                        static_cast<size_t>(op.label_width) * sizeof(int32_t));
         const uint8_t* bytes = op.source_u8 ? static_cast<const uint8_t*>(op.source) + static_cast<size_t>(sample) * n
                                             : nullptr;
         const float* floats =

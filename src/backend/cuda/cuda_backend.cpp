@@ -524,6 +524,14 @@ void CudaBackend::mean_squared_error(const float* y, const int32_t* labels, int 
     CUDA_CHECK(device_, cuda_kernels::mean_squared_error(stream_, y, labels, rows, cols, grad_scale, grad, stats));
 }
 
+void CudaBackend::regression_loss(const float* y, const float* targets, int rows, int cols, math::RegressionLoss kind,
+                                  float delta, math::RegressionMetric metric, float grad_scale, float* grad,
+                                  float* stats) {
+    activate();
+    CUDA_CHECK(device_, cuda_kernels::regression_loss(stream_, y, targets, rows, cols, kind, delta, metric, grad_scale,
+                                                      grad, stats));
+}
+
 // ---- convolution and pooling ----
 
 size_t CudaBackend::conv2d_workspace_bytes(const Conv2dGeometry& g) {

@@ -126,6 +126,9 @@ public:
                              float* grad, float* stats) override;
     void mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float grad_scale,
                             float* grad, float* stats) override;
+    void regression_loss(const float* y, const float* targets, int rows, int cols, math::RegressionLoss kind,
+                         float delta, math::RegressionMetric metric, float grad_scale, float* grad,
+                         float* stats) override;
 
     // Convolutions through cuDNN (cudnn_convolution.hpp); pooling and batch
     // norm are our own kernels (image_kernels.cu, batch_norm_kernels.cu).

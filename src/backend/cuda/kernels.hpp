@@ -83,6 +83,9 @@ cudaError_t cross_entropy_probs(cudaStream_t stream, const float* probs, const i
                                 float grad_scale, float* grad, float* stats);
 cudaError_t mean_squared_error(cudaStream_t stream, const float* y, const int32_t* labels, int rows, int cols,
                                float grad_scale, float* grad, float* stats);
+cudaError_t regression_loss(cudaStream_t stream, const float* y, const float* targets, int rows, int cols,
+                            math::RegressionLoss kind, float delta, math::RegressionMetric metric, float grad_scale,
+                            float* grad, float* stats);
 
 cudaError_t adam_step(cudaStream_t stream, float* params, const float* grads, float* m, float* v, size_t n,
                       const math::AdamParams& a);

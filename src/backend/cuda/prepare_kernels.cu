@@ -1,6 +1,6 @@
 // The CUDA backend's kernel of backend/ops/prepare_inputs.hpp: one thread an
-// element of the shard, over a grid-stride loop; the first `rows` items of
-// the loop gather the labels of a resident set.
+// element of the shard, over a grid-stride loop; the last rows * label_width items of
+// the loop gather the labels (label_width each) of a resident set.
 #include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/cuda_kernels.hpp"
@@ -15,11 +15,12 @@ __global__ void prepare_inputs_kernel(ops::PrepareInputs op, size_t n) {
     const ops::AugmentPlan& p = op.plan;
     const size_t per = op.sample_elements;
     const int64_t position = op.order ? op.params[0] : 0;
-    const size_t labels = op.order && op.labels ? static_cast<size_t>(op.rows) : 0;
+    const size_t width = static_cast<size_t>(op.label_width);
+    const size_t labels = op.order && op.labels ? static_cast<size_t>(op.rows) * width : 0;
     for (size_t i = thread_index(); i < n + labels; i += thread_count()) {
         if (i >= n) {
-            const size_t r = i - n;
-            op.labels[r] = op.source_labels[op.order[position + static_cast<int64_t>(r)]];
+            const size_t r = (i - n) / width, j = (i - n) % width;
+            op.labels[i - n] = op.source_labels[static_cast<size_t>(op.order[position + static_cast<int64_t>(r)]) * width + j];
             continue;
         }
         const size_t r = i / per, e = i % per;
@@ -52,7 +53,7 @@ int device_of(Backend& backend) { return static_cast<CudaBackend&>(backend).devi
 
 void prepare_inputs(Backend& b, const ops::PrepareInputs& op) {
     const size_t n = elements(op.rows, op.sample_elements);
-    const size_t items = n + (op.order && op.labels ? static_cast<size_t>(op.rows) : 0);
+    const size_t items = n + (op.order && op.labels ? static_cast<size_t>(op.rows) * op.label_width : 0);
     if (items == 0) return;
     CUDA_CHECK(device_of(b), launch_1d(stream_of(b), items, prepare_inputs_kernel, op, n));
 }

@@ -75,6 +75,27 @@ __device__ void add_block_stats(double loss, int correct, float* stats) {
     }
 }
 
+// As above with a real-valued second sum (a regression metric).
+__device__ void add_block_stats(double loss, double metric, float* stats) {
+    __shared__ double warp_loss[kWarpsPerBlock];
+    __shared__ double warp_metric[kWarpsPerBlock];
+    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
+    if (lane_index() == 0) {
+        warp_loss[warp] = loss;
+        warp_metric[warp] = metric;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double block_loss = 0.0, block_metric = 0.0;
+        for (int w = 0; w < kWarpsPerBlock; ++w) {
+            block_loss += warp_loss[w];
+            block_metric += warp_metric[w];
+        }
+        atomicAdd(&stats[0], static_cast<float>(block_loss));
+        atomicAdd(&stats[1], static_cast<float>(block_metric));
+    }
+}
+
 __global__ void softmax_forward_kernel(const float* x, float* y, int rows, int cols) {
     const int lane = lane_index();
     for (int r = warp_index(); r < rows; r += warp_count()) {
@@ -179,6 +200,30 @@ __global__ void mean_squared_error_kernel(const float* y, const int32_t* labels,
     add_block_stats(loss, correct, stats);
 }
 
+__global__ void regression_loss_kernel(const float* y, const float* targets, int rows, int cols,
+                                       math::RegressionLoss kind, float delta, math::RegressionMetric metric,
+                                       float grad_scale, float* grad, float* stats) {
+    const int lane = lane_index();
+    double loss = 0.0, metric_sum = 0.0;
+    for (int r = warp_index(); r < rows; r += warp_count()) {
+        const size_t at = static_cast<size_t>(r) * cols;
+        double row_loss = 0.0, row_metric = 0.0;
+        for (int c = lane; c < cols; c += kWarpSize) {
+            const float diff = y[at + c] - targets[at + c];
+            row_loss += math::regression_term(kind, diff, delta);
+            row_metric += math::regression_metric_term(metric, diff);
+            if (grad) grad[at + c] = math::regression_grad(kind, diff, delta, cols, grad_scale);
+        }
+        row_loss = warp_sum(row_loss);
+        row_metric = warp_sum(row_metric);
+        if (lane == 0) {
+            loss += row_loss / cols;
+            metric_sum += row_metric / cols;
+        }
+    }
+    add_block_stats(loss, metric_sum, stats);
+}
+
 unsigned row_blocks(int rows) { return blocks_for(static_cast<size_t>(rows), kWarpsPerBlock); }
 
 }  // namespace
@@ -216,6 +261,15 @@ cudaError_t mean_squared_error(cudaStream_t stream, const float* y, const int32_
     if (rows <= 0 || cols <= 0) return cudaSuccess;
     mean_squared_error_kernel<<<row_blocks(rows), kBlockThreads, 0, stream>>>(y, labels, rows, cols, grad_scale,
                                                                               grad, stats);
+    return cudaGetLastError();
+}
+
+cudaError_t regression_loss(cudaStream_t stream, const float* y, const float* targets, int rows, int cols,
+                            math::RegressionLoss kind, float delta, math::RegressionMetric metric, float grad_scale,
+                            float* grad, float* stats) {
+    if (rows <= 0 || cols <= 0) return cudaSuccess;
+    regression_loss_kernel<<<row_blocks(rows), kBlockThreads, 0, stream>>>(y, targets, rows, cols, kind, delta, metric,
+                                                                           grad_scale, grad, stats);
     return cudaGetLastError();
 }
 

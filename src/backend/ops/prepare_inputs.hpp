@@ -46,12 +46,14 @@ struct PrepareInputs {
     const void* source;            // samples, one after another: bytes (source_u8) or floats
     bool source_u8;
     size_t sample_elements;        // height * width * channels
-    // Resident sets: row r is source sample order[params[0] + r], and its label
-    // is gathered into `labels`. Null: row r is source sample r (a copied shard).
+    // Resident sets: row r is source sample order[params[0] + r], and its
+    // label_width label values (class indices or float targets' bits) are
+    // gathered into `labels`. Null: row r is source sample r (a copied shard).
     const int32_t* order;
     const int64_t* params;         // backend memory: [first position in the order, epoch]
     const int32_t* source_labels;  // with order
     int32_t* labels;               // with order
+    int label_width = 1;
     const int32_t* ids;            // without order, augmenting: each row's sample index
     // Bytes: channels x 256 floats, the value of byte v in channel c at
     // [c * 256 + v]. Floats (already scaled and normalized): `channels` fill

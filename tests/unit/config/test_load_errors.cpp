@@ -182,7 +182,7 @@ TEST_CASE("unknown names list the known ones, with did-you-mean") {
     REQUIRE(error_of(kMinimal + "loss: sparse_categorical_crosentropy\n") ==
             "cfg.yaml:3:7: loss: unknown loss 'sparse_categorical_crosentropy' (did you mean "
             "'sparse_categorical_crossentropy'?); known losses: sparse_categorical_crossentropy, "
-            "categorical_crossentropy, mean_squared_error");
+            "categorical_crossentropy, mean_squared_error, mean_absolute_error, huber");
     REQUIRE(error_of(kMinimal + "optimizer: {schedule: {type: cosin}}\n") ==
             "cfg.yaml:3:30: optimizer.schedule.type: unknown schedule 'cosin' (did you mean 'cosine'?); "
             "known schedules: constant, step_decay, exponential_decay, cosine");
@@ -199,12 +199,12 @@ TEST_CASE("unknown names list the known ones, with did-you-mean") {
             "error");
     REQUIRE(error_of(kMinimal + "metrics: [accuracy, acuracy]\n") ==
             "cfg.yaml:3:21: metrics[1]: unknown metric 'acuracy' (did you mean 'accuracy'?); "
-            "known metrics: accuracy, loss");
+            "known metrics: accuracy, mae, mse, loss");
     REQUIRE(error_of(kMinimal + "metrics: [accuracy, accuracy]\n") ==
             "cfg.yaml:3:21: metrics[1]: 'accuracy' is listed twice; remove one");
     REQUIRE(error_of(kMinimal + "checkpoint: {monitor: val_acc}\n") ==
             "cfg.yaml:3:23: checkpoint.monitor: unknown monitored metric 'val_acc' (did you mean 'val_accuracy'?); "
-            "known monitored metrics: loss, accuracy, val_loss, val_accuracy");
+            "known monitored metrics: loss, accuracy, val_loss, val_accuracy, mae, val_mae, mse, val_mse");
     REQUIRE(error_of(kMinimal + "early_stopping:\n") ==
             "cfg.yaml:3:1: early_stopping: is empty; give its keys, e.g. early_stopping: {patience: 3}, or true for "
             "Keras' defaults (patience 0); remove it to train every epoch");

@@ -39,7 +39,7 @@ TEST_CASE("loss: NAME takes loss.from_logits and loss.name overrides") {
     REQUIRE(error_of(kMinimal + "loss: mse\n", {"loss.from_logits=true"}) ==
             "cfg.yaml:3:7: loss.name: unknown loss 'mse' (did you mean 'mean_squared_error'?); known losses: "
             "sparse_categorical_crossentropy, "
-            "categorical_crossentropy, mean_squared_error");
+            "categorical_crossentropy, mean_squared_error, mean_absolute_error, huber");
 }
 
 TEST_CASE("an unknown key path is an unknown key, placed at the override") {

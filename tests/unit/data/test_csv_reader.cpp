@@ -59,9 +59,11 @@ TEST_CASE("read_csv names the file and line of a malformed row") {
     write_text(path, "1,2,3\n0,4,x5\n");
     REQUIRE(error_of(path) == path + ":2: field 3 'x5' is not a number");
     write_text(path, "1,2,3\n1.5,4,5\n");
-    REQUIRE(error_of(path) == path + ":2: label '1.5' is not a class index (a whole number from 0 to 2147483647)");
+    REQUIRE(error_of(path) == path + ":2: label '1.5' is not a class index (a whole number from 0 to 2147483647)"
+                                          "; for real-valued targets name their columns in data.target_columns");
     write_text(path, "1,2,3\n-1,4,5\n");
-    REQUIRE(error_of(path) == path + ":2: label '-1' is not a class index (a whole number from 0 to 2147483647)");
+    REQUIRE(error_of(path) == path + ":2: label '-1' is not a class index (a whole number from 0 to 2147483647)"
+                                          "; for real-valued targets name their columns in data.target_columns");
     write_text(path, "label\n1\n");
     REQUIRE(error_of(path) == path + ":1: expected a label and at least one feature, found 1 field");
     write_text(path, "label,a\n");

@@ -273,6 +273,11 @@ public:
                             float* stats) override {
         GPUTRAIN_RECORDED(mean_squared_error(y, labels, rows, cols, scale, grad, stats));
     }
+    void regression_loss(const float* y, const float* targets, int rows, int cols, gputrain::math::RegressionLoss kind,
+                         float delta, gputrain::math::RegressionMetric metric, float scale, float* grad,
+                         float* stats) override {
+        GPUTRAIN_RECORDED(regression_loss(y, targets, rows, cols, kind, delta, metric, scale, grad, stats));
+    }
     void conv2d_forward(const Conv2dGeometry& g, const float* x, const float* w, float* y, void* ws,
                         size_t ws_bytes) override {
         GPUTRAIN_RECORDED(conv2d_forward(g, x, w, y, ws, ws_bytes));

@@ -109,8 +109,8 @@ TEST_CASE("Evaluation normalizes with the moving statistics: the score does not 
     const auto single = train::evaluate(reps, test, 1);  // batch statistics of one sample would zero the features
     REQUIRE(small.loss == Approx(whole.loss).epsilon(1e-5));
     REQUIRE(single.loss == Approx(whole.loss).epsilon(1e-5));
-    REQUIRE(single.accuracy == whole.accuracy);
-    REQUIRE(whole.accuracy > 0.8);
+    REQUIRE(single.metric == whole.metric);
+    REQUIRE(whole.metric > 0.8);
     REQUIRE(state_of(*reps[0]) == before);  // evaluation leaves the moving statistics alone
 }
 
@@ -145,7 +145,7 @@ TEST_CASE("A CNN checkpoint round-trips its weights and moving statistics; anoth
     }
     const auto a = train::evaluate(trained, test, 8), b = train::evaluate(fresh, test, 8);
     REQUIRE(b.loss == Approx(a.loss).epsilon(1e-6));
-    REQUIRE(b.accuracy == a.accuracy);
+    REQUIRE(b.metric == a.metric);
 
     const auto other = cnn_bn_job(8, "true", "5");
     auto wrong = fixture::replicas(other, 1);

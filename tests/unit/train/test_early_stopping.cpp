@@ -34,7 +34,7 @@ int64_t stop_epoch(const train::EarlyStopping& rule, const std::vector<double>& 
         train::EpochRecord rec;
         rec.epoch = static_cast<int64_t>(i) + 1;
         rec.has_validation = true;
-        rec.val_loss = rec.val_accuracy = rec.loss = rec.accuracy = values[i];
+        rec.val_loss = rec.val_metric = rec.loss = rec.metric = values[i];
         if (rule.after_epoch(state, rec)) {
             if (end_state) *end_state = state;
             return rec.epoch;

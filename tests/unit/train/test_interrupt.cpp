@@ -65,7 +65,7 @@ TEST_CASE("An interrupt mid-epoch writes a checkpoint that resumes to the uninte
         REQUIRE(fixture::params_of(*d[0]) == fixture::params_of(*a[0]));
         // The resumed epoch reports averages over all of its steps, as the straight run did.
         REQUIRE(resumed.history[0].loss == Approx(reference.history[1].loss).epsilon(1e-6));
-        REQUIRE(resumed.history[0].accuracy == Approx(reference.history[1].accuracy).epsilon(1e-9));
+        REQUIRE(resumed.history[0].metric == Approx(reference.history[1].metric).epsilon(1e-9));
         const auto csv = lines_of(stopped.path / "metrics.csv");
         REQUIRE(csv.size() == 4);
         REQUIRE(csv[2].rfind("2,", 0) == 0);

@@ -32,7 +32,7 @@ std::vector<double> rates(const config::ReduceLrOnPlateauConfig& cfg, const std:
         train::EpochRecord rec;
         rec.epoch = static_cast<int64_t>(i) + 1;
         rec.has_validation = true;
-        rec.val_loss = rec.loss = rec.val_accuracy = rec.accuracy = values[i];
+        rec.val_loss = rec.loss = rec.val_metric = rec.metric = values[i];
         rule.after_epoch(state, rec);
         out.push_back(rule.learning_rate(state));
     }

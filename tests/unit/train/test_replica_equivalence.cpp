@@ -43,7 +43,7 @@ TEST_CASE("Training learns the blobs, and evaluation agrees across replica count
     REQUIRE(result.history.back().loss < result.history.front().loss);
     const auto two = train::evaluate(reps, test, 16, true);
     REQUIRE(two.samples == 101);
-    REQUIRE(two.accuracy > 0.9);
+    REQUIRE(two.metric > 0.9);
     int64_t total = 0, diagonal = 0;
     for (int64_t i = 0; i < 3; ++i)
         for (int64_t j = 0; j < 3; ++j) {
@@ -51,7 +51,7 @@ TEST_CASE("Training learns the blobs, and evaluation agrees across replica count
             if (i == j) diagonal += two.confusion[static_cast<size_t>(i * 3 + j)];
         }
     REQUIRE(total == 101);
-    REQUIRE(static_cast<double>(diagonal) / total == Approx(two.accuracy));
+    REQUIRE(static_cast<double>(diagonal) / total == Approx(two.metric));
 
     // The same weights in three replicas score the same.
     auto three = fixture::replicas(cfg, 3);
@@ -59,14 +59,14 @@ TEST_CASE("Training learns the blobs, and evaluation agrees across replica count
     for (auto& r : three) std::copy(weights.begin(), weights.end(), r->model().param_data());
     const auto other = train::evaluate(three, test, 16);
     REQUIRE(other.loss == Approx(two.loss).epsilon(1e-5));
-    REQUIRE(other.accuracy == two.accuracy);
+    REQUIRE(other.metric == two.metric);
 
     // A batch larger than the replicas' input buffers (built for the
     // training batch) scores the same instead of overrunning them.
     const auto larger = train::evaluate(three, test, 256);
     REQUIRE(larger.samples == 101);
     REQUIRE(larger.loss == Approx(two.loss).epsilon(1e-5));
-    REQUIRE(larger.accuracy == two.accuracy);
+    REQUIRE(larger.metric == two.metric);
 }
 
 TEST_CASE("CPU replicas that copy their rows from the data set (data.resident) train the loader's weights exactly") {
