@@ -40,9 +40,10 @@ bool is_npy(const std::string& path) {
     return ext == ".npy";
 }
 
-// Header class_0..class_K-1, then one row per sample; %.9g round-trips a float.
-void write_csv(std::FILE* f, const std::vector<float>& probabilities, int64_t classes) {
-    for (int64_t j = 0; j < classes; ++j) std::fprintf(f, "%sclass_%lld", j ? "," : "", (long long)j);
+// Header PREFIX_0..PREFIX_K-1 (class_: probabilities; output_: a model of
+// real-valued targets), then one row per sample; %.9g round-trips a float.
+void write_csv(std::FILE* f, const std::vector<float>& probabilities, int64_t classes, const char* prefix) {
+    for (int64_t j = 0; j < classes; ++j) std::fprintf(f, "%s%s%lld", j ? "," : "", prefix, (long long)j);
     std::fputc('\n', f);
     for (size_t i = 0; i < probabilities.size(); i += static_cast<size_t>(classes)) {
         for (int64_t j = 0; j < classes; ++j) std::fprintf(f, "%s%.9g", j ? "," : "", probabilities[i + j]);
@@ -50,9 +51,10 @@ void write_csv(std::FILE* f, const std::vector<float>& probabilities, int64_t cl
     }
 }
 
-void write_output(const std::string& path, const std::vector<float>& probabilities, int64_t rows, int64_t classes) {
+void write_output(const std::string& path, const std::vector<float>& probabilities, int64_t rows, int64_t classes,
+                  const char* prefix) {
     if (path.empty()) {
-        write_csv(stdout, probabilities, classes);
+        write_csv(stdout, probabilities, classes, prefix);
         // A closed pipe or a full disk: say so rather than exit 0 with rows lost.
         if (std::fflush(stdout) != 0 || std::ferror(stdout))
             throw Error("cannot write the probabilities to standard output: " + std::string(std::strerror(errno)) +
@@ -69,7 +71,7 @@ void write_output(const std::string& path, const std::vector<float>& probabiliti
     }
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "w"), &std::fclose);
     if (!f) throw Error("--output: cannot write '" + path + "': " + std::strerror(errno));
-    write_csv(f.get(), probabilities, classes);
+    write_csv(f.get(), probabilities, classes, prefix);
     if (std::ferror(f.get()) || std::fclose(f.release()) != 0)
         throw Error("--output: cannot write '" + path + "': " + std::strerror(errno));
 }
@@ -123,7 +125,9 @@ int run_predict(PredictArgs& args) {
 
     const std::vector<float> probabilities = train::predict_probabilities(*replicas[0], inputs.values, inputs.rows);
     const int64_t classes = replicas[0]->model().classes();
-    write_output(args.output, probabilities, inputs.rows, classes);
+    // Outputs of real-valued targets are values, not class probabilities.
+    const bool values = !config::is_cross_entropy(cfg.loss.name) && cfg.metric() != "accuracy";
+    write_output(args.output, probabilities, inputs.rows, classes, values ? "output_" : "class_");
     // Finite inputs can still overflow the model (values far beyond training's range).
     int64_t bad_rows = 0, first_bad = -1;
     for (int64_t row = 0; row < inputs.rows; ++row) {
@@ -143,7 +147,9 @@ int run_predict(PredictArgs& args) {
 Action add_predict_command(CLI::App& app) {
     auto args = std::make_shared<PredictArgs>();
     CLI::App* cmd = app.add_subcommand(
-        "predict", "Class probabilities of a checkpoint's model for the samples of an IDX, CSV or NPY file");
+        "predict",
+        "Class probabilities (or, for real-valued targets, the outputs) of a checkpoint's model for the samples of "
+        "an IDX, CSV or NPY file");
     cmd->add_option("config", args->common.config_path,
                     "YAML config file the model was trained with (default: the config stored in --checkpoint)");
     cmd->add_option("--checkpoint", args->checkpoint, "Checkpoint file (.safetensors) whose weights are used")
@@ -151,13 +157,14 @@ Action add_predict_command(CLI::App& app) {
         ->required();
     cmd->add_option("--input", args->input,
                     "Samples to score, the format by name: *.npy (float32, float64 or uint8, shape (N, ...)), "
-                    "*.csv (the training layout, label column optional), else an IDX images file (plain or .gz). "
+                    "*.csv (the training layout, label or data.target_columns optional), else an IDX images file "
+                    "(plain or .gz). "
                     "data.scale is applied to the values, as in training")
         ->check(non_empty_path())
         ->required();
     cmd->add_option("--output", args->output,
                     "Where to write the probabilities: *.npy (float32, N x classes), else CSV with the header "
-                    "class_0,...; default: CSV on stdout")
+                    "class_0,... (output_0,... for real-valued targets); default: CSV on stdout")
         ->check(non_empty_path());
     cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set data.scale=1")
         ->allow_extra_args(false);

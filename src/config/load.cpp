@@ -234,9 +234,9 @@ RunConfig load_from_string(const std::string& yaml, const std::string& source_na
     config.model = read_model(top);
     config.loss = read_loss(top);
     config.metrics = read_metrics(top, config.loss.name);
-    config.data.float_labels_are_targets = !is_cross_entropy(config.loss.name);
     config.optimizer = read_optimizer(top);
     config.data = read_data(top);
+    config.data.float_labels_are_targets = !is_cross_entropy(config.loss.name);
     config.training = read_training(top);
     config.strategy = read_strategy(top);
     config.checkpoint = read_checkpoint(top);

@@ -205,7 +205,8 @@ Dataset read_npy_split(const std::string& path, bool npz, const std::string& spl
                                     shape_text(x.shape)));
     // Float labels are real-valued targets, (samples,) or (samples, targets);
     // integer ones class indices, (samples,) or (samples, 1).
-    const bool real = float_targets && y.dtype.rfind("float", 0) == 0;
+    const bool real_dtype = y.dtype.rfind("float", 0) == 0;
+    const bool real = float_targets && real_dtype;
     const bool column = y.shape.size() == 2 && (real || y.shape[1] == 1);
     if (y.shape.size() != 1 && !column)
         throw DataError(fmt::format("{}: shape {} is not (samples,) or (samples, {}) of {}", y_path,
@@ -238,9 +239,11 @@ Dataset read_npy_split(const std::string& path, bool npz, const std::string& spl
     for (int64_t i = keep.begin; i < keep.end && !real; ++i) {
         const float v = y.values[static_cast<size_t>(i)];
         if (!(v >= 0.0f) || v != std::floor(v) || v > 2147483647.0f)
-            throw DataError(fmt::format("{}: label {:g} of sample {} is not a class index (a whole number >= 0); "
-                                        "real-valued targets are read from a float array",
-                                        y_path, v, i));
+            throw DataError(fmt::format("{}: label {:g} of sample {} is not a class index (a whole number >= 0){}",
+                                        y_path, v, i,
+                                        real_dtype ? "; the loss is a crossentropy, and real-valued targets need "
+                                                     "mean_squared_error, mean_absolute_error or huber"
+                                                   : ""));
         d.labels.push_back(static_cast<int32_t>(v));
     }
     if (stream) {

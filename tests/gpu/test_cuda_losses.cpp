@@ -163,3 +163,32 @@ TEST_CASE("A NaN in a row counts as the CPU counts it: passed over past column 0
     CHECK(expected.stats[1] == 2.0f + 48.0f);
     CHECK(got.stats[1] == expected.stats[1]);
 }
+
+TEST_CASE("regression_loss: loss sum, metric sum and gradient match the CPU for mse, mae and huber") {
+    using gputrain::math::RegressionLoss;
+    using gputrain::math::RegressionMetric;
+    const int rows = 77, cols = 37;  // more columns than a warp's lanes
+    const auto y = random_vector(static_cast<size_t>(rows) * cols, 41, -3.0f, 3.0f);
+    const auto t = random_vector(static_cast<size_t>(rows) * cols, 42, -3.0f, 3.0f);
+    for (const auto kind : {RegressionLoss::mean_squared_error, RegressionLoss::mean_absolute_error, RegressionLoss::huber}) {
+        for (const auto metric : {RegressionMetric::mae, RegressionMetric::mse}) {
+            CpuBackend cpu;
+            CudaBackend gpu(0);
+            std::vector<std::vector<float>> stats, grads;
+            for (Backend* be : {static_cast<Backend*>(&cpu), static_cast<Backend*>(&gpu)}) {
+                Buffers buf(*be);
+                const float* dy = buf.upload(y);
+                const float* dt = buf.upload(t);
+                float* grad = buf.upload(std::vector<float>(y.size(), 99.0f));
+                float* s = buf.upload(std::vector<float>{1.5f, 2.0f});
+                be->regression_loss(dy, dt, rows, cols, kind, 0.7f, metric, 0.125f, grad, s);
+                stats.push_back(buf.download(s, 2));
+                grads.push_back(buf.download(grad, y.size()));
+            }
+            INFO("kind " << static_cast<int>(kind) << " metric " << static_cast<int>(metric));
+            REQUIRE(stats[1][0] == Approx(stats[0][0]).epsilon(1e-5));
+            REQUIRE(stats[1][1] == Approx(stats[0][1]).epsilon(1e-5));
+            require_close(grads[1], grads[0], 1e-6, 1e-7);
+        }
+    }
+}

@@ -227,3 +227,85 @@ TEST_CASE("a label outside [0, classes) makes the loss NaN on every loss, and is
         }
     }
 }
+
+// ---- Regression losses: real-valued targets, one per output ----
+
+namespace {
+
+using gputrain::math::RegressionLoss;
+using gputrain::math::RegressionMetric;
+
+// Keras' formulas, per element, in double: the row's loss is their mean.
+double regression_element(RegressionLoss kind, double diff, double delta) {
+    const double a = std::fabs(diff);
+    switch (kind) {
+        case RegressionLoss::mean_squared_error: return diff * diff;
+        case RegressionLoss::mean_absolute_error: return a;
+        case RegressionLoss::huber: return a <= delta ? 0.5 * diff * diff : delta * a - 0.5 * delta * delta;
+    }
+    return 0;
+}
+
+double regression_total(RegressionLoss kind, const std::vector<double>& y, const std::vector<float>& t, int cols,
+                        double delta) {
+    double total = 0;
+    for (size_t r = 0; r < t.size() / cols; ++r) {
+        double row = 0;
+        for (int c = 0; c < cols; ++c) row += regression_element(kind, y[r * cols + c] - t[r * cols + c], delta);
+        total += row / cols;
+    }
+    return total;
+}
+
+}  // namespace
+
+TEST_CASE("regression_loss: mse, mae and huber sums, the metric, and gradients by central differences") {
+    CpuBackend be;
+    const int rows = 6, cols = 3;
+    const auto kind = GENERATE(RegressionLoss::mean_squared_error, RegressionLoss::mean_absolute_error,
+                               RegressionLoss::huber);
+    const float delta = GENERATE(1.0f, 0.5f);
+    const float grad_scale = 0.25f;
+    const auto y = random_vector(rows * cols, 31, -3.0f, 3.0f);
+    const auto t = random_vector(rows * cols, 32, -3.0f, 3.0f);
+    const auto metric = GENERATE(RegressionMetric::mae, RegressionMetric::mse);
+    std::vector<float> grad(y.size(), 99.0f), stats{0.5f, 1.0f};
+    be.regression_loss(y.data(), t.data(), rows, cols, kind, delta, metric, grad_scale, grad.data(), stats.data());
+    const std::vector<double> yd(y.begin(), y.end());
+    INFO("kind " << static_cast<int>(kind) << " delta " << delta);
+    REQUIRE(stats[0] == Approx(0.5 + regression_total(kind, yd, t, cols, delta)).epsilon(1e-6));
+    const RegressionLoss metric_as_loss =
+        metric == RegressionMetric::mae ? RegressionLoss::mean_absolute_error : RegressionLoss::mean_squared_error;
+    REQUIRE(stats[1] == Approx(1.0 + regression_total(metric_as_loss, yd, t, cols, delta)).epsilon(1e-6));
+    // No element sits at a kink (|diff| = 0 or delta) for these random values.
+    const double h = 1e-4;
+    for (size_t i = 0; i < y.size(); ++i) {
+        std::vector<double> up = yd, down = yd;
+        up[i] += h, down[i] -= h;
+        const double numeric =
+            (regression_total(kind, up, t, cols, delta) - regression_total(kind, down, t, cols, delta)) / (2 * h);
+        INFO("element " << i);
+        REQUIRE(grad[i] == Approx(grad_scale * numeric).epsilon(1e-4).margin(1e-6));
+    }
+}
+
+TEST_CASE("regression_loss: huber switches at delta, the derivative of |0| is 0, a null gradient is allowed") {
+    CpuBackend be;
+    // diffs: 0, 0.5 (inside delta 1), 2 (outside), -3 (outside)
+    const std::vector<float> y{1.0f, 1.5f, 2.0f, -3.0f};
+    const std::vector<float> t{1.0f, 1.0f, 0.0f, 0.0f};
+    std::vector<float> grad(4), stats{0.0f, 0.0f};
+    be.regression_loss(y.data(), t.data(), 4, 1, RegressionLoss::huber, 1.0f, RegressionMetric::mse, 1.0f,
+                       grad.data(), stats.data());
+    REQUIRE(stats[0] == Approx(0.0 + 0.125 + 1.5 + 2.5));
+    REQUIRE(stats[1] == Approx(0.0 + 0.25 + 4.0 + 9.0));
+    REQUIRE(grad == std::vector<float>{0.0f, 0.5f, 1.0f, -1.0f});
+    be.regression_loss(y.data(), t.data(), 4, 1, RegressionLoss::mean_absolute_error, 1.0f, RegressionMetric::mae,
+                       1.0f, grad.data(), stats.data());
+    REQUIRE(grad == std::vector<float>{0.0f, 1.0f, 1.0f, -1.0f});
+    std::vector<float> only{0.0f, 0.0f};
+    be.regression_loss(y.data(), t.data(), 2, 2, RegressionLoss::mean_squared_error, 1.0f, RegressionMetric::mae,
+                       1.0f, nullptr, only.data());
+    REQUIRE(only[0] == Approx((0.0 + 0.25) / 2 + (4.0 + 9.0) / 2));
+    REQUIRE(only[1] == Approx((0.0 + 0.5) / 2 + (2.0 + 3.0) / 2));
+}

@@ -129,3 +129,58 @@ TEST_CASE("read_csv: features beyond float32, a first line that only looks like 
             }
         }
 }
+
+namespace {
+
+std::string target_error(const std::string& path, const std::vector<std::string>& targets) {
+    try {
+        read_csv(path, 0, nullptr, targets);
+    } catch (const DataError& e) {
+        return e.what();
+    }
+    return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("read_csv with target columns: real-valued targets by header name or index, features from the rest") {
+    TempDir dir;
+    const std::string path = dir / "reg.csv";
+    write_text(path, "a,y,b,z\n1,-0.72645,2,10\n3,4.5,5,-1e3\n");
+    const CsvTable named = read_csv(path, 0, nullptr, {"z", "y"});
+    REQUIRE(named.rows == 2);
+    REQUIRE(named.labels.empty());
+    REQUIRE(named.target_count == 2);
+    REQUIRE(named.feature_columns == 2);
+    REQUIRE(named.targets == std::vector<float>{10, -0.72645f, -1000, 4.5f});  // in the order named
+    REQUIRE(named.features == std::vector<float>{1, 2, 3, 5});
+    const CsvTable indexed = read_csv(path, 0, nullptr, {"-1", "1"});
+    REQUIRE(indexed.targets == named.targets);
+    REQUIRE(indexed.features == named.features);
+    // Without a header, by index; a row count chooser applies as to labels.
+    write_text(path, "1,-0.5,2\n3,0.25,4\n5,6,7\n");
+    const CsvTable rows = read_csv(path, 0, [](int64_t) { return RowRange{1, 3}; }, {"1"});
+    REQUIRE(rows.targets == std::vector<float>{0.25f, 6});
+    REQUIRE(rows.features == std::vector<float>{3, 4, 5, 7});
+    // Prediction files may leave the target columns out: then every field is a feature.
+    REQUIRE(read_csv(path, 3, nullptr, {"1"}).features.size() == 9);
+}
+
+TEST_CASE("read_csv with target columns: each mistake is one error naming the file and the column") {
+    TempDir dir;
+    const std::string path = dir / "reg.csv";
+    write_text(path, "age,bmi,progression\n1,2,3\n4,5,nan\n");
+    REQUIRE(target_error(path, {"progresion"}) == path +
+            ": data.target_columns: no column 'progresion' in the header (did you mean 'progression'?); its columns "
+            "are age, bmi, progression");
+    REQUIRE(target_error(path, {"3"}) ==
+            path + ": data.target_columns: column 3 is outside the 3 columns of the file (0..2, or -1 for the last)");
+    REQUIRE(target_error(path, {"2", "-1"}) == path + ": data.target_columns names column 2 twice");
+    REQUIRE(target_error(path, {"0", "1", "2"}) ==
+            path + ": data.target_columns takes all 3 columns; leave at least one for the features");
+    REQUIRE(target_error(path, {"progression"}) == path + ":3: target (field 3) 'nan' is not a number");
+    write_text(path, "1,2,3\n");
+    REQUIRE(target_error(path, {"bmi"}) == path +
+            ": data.target_columns names column 'bmi', and the file has no header line; give the column's 0-based "
+            "index");
+}
