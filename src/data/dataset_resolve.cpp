@@ -64,6 +64,8 @@ std::string how_to_get(const std::string& name, DataFormat format) {
     }
     if (format == DataFormat::idx && name == "mnist")
         return "download it with 'datasets/fetch-mnist' (into ./datasets/mnist)";
+    if (format == DataFormat::csv && name == "diabetes")
+        return "make it with 'datasets/make-diabetes' (from python3-sklearn's copy, into ./datasets/diabetes)";
     if (format == DataFormat::csv) return "put train.csv and test.csv there or set data.path (see datasets/README.md)";
     return "put train-images-idx3-ubyte.gz and the other IDX files there or set data.path "
            "(see datasets/README.md)";

@@ -53,7 +53,7 @@ error 2 "7:7: loss: unknown loss 'CrossEntropyLoss' (did you mean 'sparse_catego
 config 's/x/x/' "metrics: [acc]"
 error 2 "10:11: metrics[0]: unknown metric 'acc' (did you mean 'accuracy'?); known metrics: accuracy, mae, mse, loss"
 config 's/x/x/' "checkpoint: {monitor: val_acc}"
-error 2 "10:23: checkpoint.monitor: unknown monitored metric 'val_acc' (did you mean 'val_accuracy'?); known monitored metrics: loss, accuracy, val_loss, val_accuracy"
+error 2 "10:23: checkpoint.monitor: unknown monitored metric 'val_acc' (did you mean 'val_accuracy'?); known monitored metrics: loss, accuracy, val_loss, val_accuracy, mae, val_mae, mse, val_mse"
 config 's/x/x/' "checkpoint: {save_best_only: true}"
 error 2 "10:14: checkpoint.save_best_only: unknown key (did you mean 'save_best'?)"
 config 's/x/x/' "optimizer: {schedule: {type: step_decay, step_size: 2}}"
