@@ -1,6 +1,7 @@
 // data: where the samples come from and how much of them to use. Which of
 // dataset/path/format go together is checked in validate.cpp.
 #include "config/read_sections.hpp"
+#include "config/scalar_text.hpp"
 
 #include <cmath>
 
@@ -198,7 +199,18 @@ DataConfig read_data(const Section& top) {
     out.crop_to_aspect_ratio = s.boolean("crop_to_aspect_ratio", out.crop_to_aspect_ratio);
     out.skip_bad_files = s.boolean("skip_bad_files", out.skip_bad_files);
     out.cache_dir = s.text("cache_dir", out.cache_dir);
-    out.stream = s.boolean("stream", out.stream);
+    if (s.has("stream") && s.value("stream").node.IsScalar() && s.value("stream").node.Scalar() == "auto")
+        out.stream_auto = true;
+    else
+        out.stream = s.boolean("stream", out.stream);
+    out.stream_memory_fraction = s.number("stream_memory_fraction", out.stream_memory_fraction, NumberRange::positive);
+    if (out.stream_memory_fraction > 1)
+        s.value("stream_memory_fraction")
+            .fail("expected a fraction of the memory available, at most 1, got " +
+                      format_number(out.stream_memory_fraction),
+                  "e.g. stream_memory_fraction: 0.5");
+    if (s.has("stream_memory_fraction") && !out.stream_auto)
+        s.value("stream_memory_fraction").fail("is only used with stream: auto", "remove it or set stream: auto");
     out.workers = s.positive_int("workers", out.workers);
     if (out.workers > 64) s.value("workers").fail("expected at most 64 threads, got " + std::to_string(out.workers));
     const Section synthetic = s.child("synthetic");

@@ -194,6 +194,11 @@ private:
         // Only when set: the default leaves the digests of existing runs as they were.
         if (d.shard_files) key("shard_files") << true;
         if (d.stream) key("stream") << true;
+        // auto streams or not by the machine's memory, with the same results: outside the digest.
+        if (full_ && d.stream_auto) {
+            key("stream") << "auto";
+            number("stream_memory_fraction", d.stream_memory_fraction);
+        }
         if (d.format == DataFormat::image_folder) {
             key("crop_to_aspect_ratio") << d.crop_to_aspect_ratio;
             key("skip_bad_files") << d.skip_bad_files;

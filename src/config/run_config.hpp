@@ -126,6 +126,11 @@ struct DataConfig {
     // data.stream: the training and test samples stay on disk and each batch's
     // rows are read when the loader gathers them (IDX, NPY uint8, image folders' caches)
     bool stream = false;
+    // data.stream: auto: stream a split whose samples take more than this
+    // fraction of the memory available (data.stream_memory_fraction), where
+    // its file can be streamed.
+    bool stream_auto = false;
+    double stream_memory_fraction = 0.5;
     // data.workers: threads that gather batches ahead (reading streamed rows,
     // copying in-memory ones); not part of the digest: they change no batch.
     int64_t workers = 1;

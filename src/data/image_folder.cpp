@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.hpp"
+#include "core/host_memory.hpp"
 #include "data/image_decode.hpp"
 
 namespace gputrain::data {
@@ -22,7 +23,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr char kMagic[8] = {'G', 'T', 'I', 'M', 'G', 'C', '2', '\n'};
+// The cache file: this magic, the image count n (uint64), the n images' bytes
+// one after another, then their n labels (int32), so that it is written as
+// the images are decoded and a streamed set reads rows from offset 16.
+constexpr char kMagic[8] = {'G', 'T', 'I', 'M', 'G', 'C', '3', '\n'};
+constexpr int64_t kCacheHeader = 16;
 
 struct Listing {
     std::vector<std::string> classes;  // sorted subfolder names
@@ -112,44 +117,73 @@ std::string cache_path(const ImageFolderOptions& o, const std::string& dir, uint
     return (fs::path(base) / fmt::format("{}-{:016x}.gtc", name, digest)).string();
 }
 
-bool read_cache(const std::string& path, Dataset& d, size_t count, size_t image_bytes) {
-    std::ifstream in(path, std::ios::binary);
+// Reads the cache's labels, and its images unless `with_pixels` is false;
+// false when it is missing, of another version, or not whole.
+bool read_cache(const std::string& path, Dataset& d, size_t count, size_t image_bytes, bool with_pixels) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
     if (!in) return false;
+    const auto size = static_cast<uint64_t>(in.tellg());
+    in.seekg(0);
     char magic[8];
     uint64_t n = 0;
     // Fewer images than files: data.skip_bad_files skipped some.
     if (!in.read(magic, 8) || std::memcmp(magic, kMagic, 8) != 0 || !in.read(reinterpret_cast<char*>(&n), 8) ||
-        n == 0 || n > count)
+        n == 0 || n > count || size != kCacheHeader + n * (image_bytes + 4))
         return false;
     d.labels.resize(n);
+    in.seekg(static_cast<std::streamoff>(kCacheHeader + n * image_bytes));
+    if (!in.read(reinterpret_cast<char*>(d.labels.data()), static_cast<std::streamsize>(n * 4))) return false;
+    if (!with_pixels) return true;
     d.pixels.resize(n * image_bytes);
-    return static_cast<bool>(in.read(reinterpret_cast<char*>(d.labels.data()), static_cast<std::streamsize>(n * 4)) &&
-                             in.read(reinterpret_cast<char*>(d.pixels.data()),
-                                     static_cast<std::streamsize>(d.pixels.size())) &&
-                             in.peek() == std::char_traits<char>::eof());
+    in.seekg(kCacheHeader);
+    return static_cast<bool>(in.read(reinterpret_cast<char*>(d.pixels.data()), static_cast<std::streamsize>(d.pixels.size())));
 }
 
-void write_cache(const std::string& path, const Dataset& d) {
-    std::error_code ec;
-    fs::create_directories(fs::path(path).parent_path(), ec);
-    const std::string tmp = path + ".tmp" + std::to_string(getpid());
-    {
-        std::ofstream out(tmp, std::ios::binary);
-        const uint64_t n = d.labels.size();
-        out.write(kMagic, 8);
-        out.write(reinterpret_cast<const char*>(&n), 8);
-        out.write(reinterpret_cast<const char*>(d.labels.data()), static_cast<std::streamsize>(n * 4));
-        out.write(reinterpret_cast<const char*>(d.pixels.data()), static_cast<std::streamsize>(d.pixels.size()));
-        if (!out) {
-            fs::remove(tmp, ec);
-            spdlog::warn("warning: could not write the image cache {} (set data.cache_dir to a writable folder); "
-                         "the images will be decoded again next time",
-                         path);
-            return;
+// Writes a cache as the images are decoded (memory does not grow with a
+// streamed set): into a temporary file, renamed into place once whole.
+class CacheWriter {
+public:
+    explicit CacheWriter(std::string path) : path_(std::move(path)) {
+        std::error_code ec;
+        fs::create_directories(fs::path(path_).parent_path(), ec);
+        tmp_ = path_ + ".tmp" + std::to_string(getpid());
+        out_.open(tmp_, std::ios::binary | std::ios::trunc);
+        const uint64_t none = 0;
+        out_.write(kMagic, 8);
+        out_.write(reinterpret_cast<const char*>(&none), 8);
+    }
+    ~CacheWriter() {
+        if (!done_) {
+            out_.close();
+            std::error_code ec;
+            fs::remove(tmp_, ec);
         }
     }
-    fs::rename(tmp, path, ec);
-}
+    void add(const std::vector<uint8_t>& pixels, int32_t label) {
+        out_.write(reinterpret_cast<const char*>(pixels.data()), static_cast<std::streamsize>(pixels.size()));
+        labels_.push_back(label);
+    }
+    const std::vector<int32_t>& labels() const { return labels_; }
+    // Whether the cache is in place.
+    bool finish() {
+        const uint64_t n = labels_.size();
+        out_.write(reinterpret_cast<const char*>(labels_.data()), static_cast<std::streamsize>(n * 4));
+        out_.seekp(8);
+        out_.write(reinterpret_cast<const char*>(&n), 8);
+        out_.close();
+        std::error_code ec;
+        if (!out_) return false;
+        fs::rename(tmp_, path_, ec);
+        done_ = !ec;
+        return done_;
+    }
+
+private:
+    std::string path_, tmp_;
+    std::ofstream out_;
+    std::vector<int32_t> labels_;
+    bool done_ = false;
+};
 
 }  // namespace
 
@@ -186,10 +220,18 @@ Dataset read_image_folder(const std::string& dir, const ImageFolderOptions& o, c
     all.type = SampleType::u8;
     all.sample_shape = {o.height, o.width, o.channels};
     const std::string cache = cache_path(o, dir, l.digest);
-    if (!read_cache(cache, all, l.files.size(), image_bytes)) {
+    // data.stream (or auto, for a set above its share of memory): the images
+    // stay in the cache file, decoded into it without being held.
+    const bool stream = o.stream || (o.stream_above > 0 && l.files.size() * image_bytes > o.stream_above);
+    if (stream && !o.stream)
+        spdlog::info("data.stream: auto: the {} images of {} take {}, more than data.stream_memory_fraction of the "
+                     "memory available: streamed from their cache",
+                     l.files.size(), dir, human_bytes(l.files.size() * image_bytes));
+    if (!read_cache(cache, all, l.files.size(), image_bytes, /*with_pixels=*/!stream)) {
         all.labels.clear();
         all.pixels.clear();
-        all.pixels.reserve(l.files.size() * image_bytes);
+        if (!stream) all.pixels.reserve(l.files.size() * image_bytes);
+        CacheWriter writer(cache);
         PrepProgress progress("decoding " + dir + " into " + cache, l.files.size());
         std::vector<std::string> skipped;
         for (size_t i = 0; i < l.files.size(); ++i) {
@@ -197,8 +239,8 @@ Dataset read_image_folder(const std::string& dir, const ImageFolderOptions& o, c
             try {
                 const Image image = resize_image(decode_image(path, o.channels), o.height, o.width,
                                                  o.crop_to_aspect_ratio);
-                all.pixels.insert(all.pixels.end(), image.pixels.begin(), image.pixels.end());
-                all.labels.push_back(label);
+                writer.add(image.pixels, label);
+                if (!stream) all.pixels.insert(all.pixels.end(), image.pixels.begin(), image.pixels.end());
             } catch (const DataError& e) {
                 if (!o.skip_bad_files) throw DataError(std::string(e.what()) + "; or set data.skip_bad_files: true");
                 skipped.push_back(path);
@@ -209,15 +251,21 @@ Dataset read_image_folder(const std::string& dir, const ImageFolderOptions& o, c
             spdlog::warn("warning: {}: skipped {} of {} files that are not readable images (data.skip_bad_files), "
                          "the first: {}",
                          dir, skipped.size(), l.files.size(), skipped.front());
+        all.labels = writer.labels();
         if (all.labels.empty()) throw DataError(dir + ": no readable images");
-        write_cache(cache, all);
+        if (!writer.finish()) {
+            if (stream)
+                throw DataError("cannot write the image cache " + cache + ", which data.stream reads the images "
+                                "from; set data.cache_dir to a writable folder with room for it");
+            spdlog::warn("warning: could not write the image cache {} (set data.cache_dir to a writable folder); "
+                         "the images will be decoded again next time",
+                         cache);
+        }
     }
     const int64_t n = all.size();
     const RowRange keep = rows ? rows(n) : RowRange{0, n};
-    if (o.stream) {  // the rows are read from the cache file when needed: after its magic, count and labels
-        all.pixels.clear();
-        all.pixels.shrink_to_fit();
-        all.file = std::make_shared<FileRows>(cache, 16 + 4 * n);
+    if (stream) {  // the rows are read from the cache file when needed, after its magic and count
+        all.file = std::make_shared<FileRows>(cache, kCacheHeader);
         all.file_first = keep.begin;
         all.labels = std::vector<int32_t>(all.labels.begin() + keep.begin, all.labels.begin() + keep.end);
         return all;

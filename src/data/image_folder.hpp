@@ -19,6 +19,8 @@ struct ImageFolderOptions {
     bool skip_bad_files = false;              // data.skip_bad_files
     std::string cache_dir;                    // data.cache_dir ("" = the default, below)
     bool stream = false;                      // data.stream: the images stay in the cache file
+    // data.stream: auto: stream when the images take more than this many bytes (0: never).
+    size_t stream_above = 0;
 };
 
 // The folder of class subfolders for `split` ("train" or "test") of

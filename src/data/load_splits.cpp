@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "core/error.hpp"
 #include "core/host_memory.hpp"
@@ -59,6 +60,40 @@ std::string require_idx_file(const std::string& dir, const std::string& base) {
     return path;
 }
 
+// data.stream for one split's samples: true, false, or under auto whether they
+// take more than their share of the memory available (and can be streamed).
+struct StreamChoice {
+    bool on = false;
+    bool automatic = false;
+    double fraction = 0.5;
+    uint64_t above = 0;  // bytes: the share of the memory available
+
+    explicit StreamChoice(const config::DataConfig& cfg)
+        : on(cfg.stream), automatic(cfg.stream_auto && !cfg.stream), fraction(cfg.stream_memory_fraction) {
+        if (automatic) above = static_cast<uint64_t>(fraction * static_cast<double>(host_memory_available()));
+    }
+    // `cannot`: why `file` cannot be streamed ("" when it can).
+    bool decide(const std::string& file, uint64_t bytes, const std::string& cannot) const {
+        if (on) return true;
+        if (!automatic || above == 0 || bytes <= above) return false;
+        const std::string why = fmt::format("{} holds {} of samples, more than data.stream_memory_fraction ({:g}) of "
+                                            "the memory available",
+                                            file, human_bytes(bytes), fraction);
+        if (!cannot.empty()) {
+            spdlog::warn("warning: data.stream: auto: {}, and {}; it is read into memory", why, cannot);
+            return false;
+        }
+        spdlog::info("data.stream: auto: {}: streamed from disk", why);
+        return true;
+    }
+};
+
+uint64_t file_bytes(const std::string& path) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    return ec ? 0 : static_cast<uint64_t>(size);
+}
+
 // `prefix` is "train" or "t10k", as in the MNIST file names.
 // `rows` (optional) picks the samples to keep, as read_idx does.
 // data.stream: the images file's header (it must be plain: a .gz cannot be
@@ -103,10 +138,14 @@ Dataset stream_idx_images(const std::string& images_path, const std::string& lab
 }
 
 Dataset read_idx_split(const std::string& dir, const std::string& prefix, const Shape& model_shape,
-                       const RowChooser& rows = nullptr, bool stream = false) {
+                       const RowChooser& rows, const StreamChoice& streaming) {
     const std::string images_path = require_idx_file(dir, prefix + "-images-idx3-ubyte");
     const std::string labels_path = require_idx_file(dir, prefix + "-labels-idx1-ubyte");
-    if (stream) return stream_idx_images(images_path, labels_path, model_shape, rows);
+    const bool gz = images_path.ends_with(".gz");
+    if (streaming.decide(images_path, file_bytes(images_path),
+                         gz && !streaming.on ? "a .gz file cannot be read row by row (unpack it with gunzip -k to stream it)"
+                                             : ""))
+        return stream_idx_images(images_path, labels_path, model_shape, rows);
     const IdxArray images = read_idx(images_path, rows);
     if (images.dims.size() < 2) {
         throw DataError(images_path + ": expected at least 2 dimensions (the count, then each sample's shape), found " +
@@ -178,7 +217,7 @@ void check_normalize(const config::DataConfig& cfg, const Dataset& d) {
 // the NPZ archive `path` (`npz`). uint8 samples stay bytes; others become
 // floats, multiplied by `float_scale` and checked finite.
 Dataset read_npy_split(const std::string& path, bool npz, const std::string& split, const Shape& model_shape,
-                       double float_scale, bool float_targets, const RowChooser& rows = nullptr, bool stream = false) {
+                       double float_scale, bool float_targets, const RowChooser& rows, const StreamChoice& streaming) {
     const std::string x_name = "x_" + split, y_name = "y_" + split;
     const std::string x_path = npz ? path + ":" + x_name + ".npy" : (std::filesystem::path(path) / (x_name + ".npy")).string();
     const std::string y_path = npz ? path + ":" + y_name + ".npy" : (std::filesystem::path(path) / (y_name + ".npy")).string();
@@ -190,6 +229,14 @@ Dataset read_npy_split(const std::string& path, bool npz, const std::string& spl
                                 " found (format npy: x_train.npy and y_train.npy, x_test.npy and y_test.npy, as "
                                 "np.save writes them)");
     int64_t x_offset = 0;
+    bool stream = streaming.on;
+    if (streaming.automatic && npz) {
+        streaming.decide(path, file_bytes(path), "an .npz archive cannot be streamed (save the arrays with np.save: format npy)");
+    } else if (streaming.automatic) {
+        const NpyArray header = read_npy_header(x_path, x_offset);
+        stream = streaming.decide(x_path, file_bytes(x_path) - static_cast<uint64_t>(x_offset),
+                                  header.dtype == "uint8" ? "" : "its dtype is " + header.dtype + ", and streaming reads uint8");
+    }
     if (stream && npz)
         throw ConfigError("data.stream: reads rows from .npy files, not from an .npz archive; save the arrays with "
                           "np.save (format npy) or set data.stream: false");
@@ -353,6 +400,7 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
             return d;
         };
         const bool images = format == config::DataFormat::image_folder;
+        const StreamChoice streaming(cfg);
         std::vector<std::string> classes;  // image folders: the training set's class names
         ImageFolderOptions image_options;
         if (images) {
@@ -363,7 +411,7 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
                                   "(RGB); images are resized to it");
             image_options = {static_cast<int>(shape[0]), static_cast<int>(shape[1]),
                              shape.size() == 3 ? static_cast<int>(shape[2]) : 1, cfg.crop_to_aspect_ratio,
-                             cfg.skip_bad_files, cfg.cache_dir, cfg.stream};
+                             cfg.skip_bad_files, cfg.cache_dir, cfg.stream, streaming.automatic ? streaming.above : 0};
         }
         const auto read_image_split = [&](const std::string& split, const RowChooser& rows) {
             const std::string folder = image_split_dir(dir, split);
@@ -376,12 +424,16 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
             return d;
         };
         const bool npy = format == config::DataFormat::npy || format == config::DataFormat::npz;
+        if (format == config::DataFormat::csv && want_train) {  // CSV is parsed into memory: said when auto would stream it
+            const std::string csv = (std::filesystem::path(dir) / "train.csv").string();
+            streaming.decide(csv, file_bytes(csv), "CSV is parsed into memory (convert it to a uint8 NPY to stream it)");
+        }
         const bool npz = format == config::DataFormat::npz;
         const auto read_train = [&](const RowChooser& rows) {
-            if (npy) return read_npy_split(dir, npz, "train", model_input_shape, cfg.scale_for(false), cfg.float_labels_are_targets, rows, cfg.stream);
+            if (npy) return read_npy_split(dir, npz, "train", model_input_shape, cfg.scale_for(false), cfg.float_labels_are_targets, rows, streaming);
             if (images) return read_image_split("train", rows);
             if (cifar) return read_cifar_split(true, rows);
-            return idx ? read_idx_split(dir, "train", model_input_shape, rows, cfg.stream)
+            return idx ? read_idx_split(dir, "train", model_input_shape, rows, streaming)
                        : read_csv_split(dir, "train", model_input_shape, cfg.scale_for(false), cfg.target_columns, rows);
         };
         if (sharded) {
@@ -399,10 +451,10 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
             if (!train_dir.empty()) classes = image_classes(train_dir);
         }
         if (want_test) {
-            splits.test = npy     ? read_npy_split(dir, npz, "test", model_input_shape, cfg.scale_for(false), cfg.float_labels_are_targets, nullptr, cfg.stream)
+            splits.test = npy     ? read_npy_split(dir, npz, "test", model_input_shape, cfg.scale_for(false), cfg.float_labels_are_targets, nullptr, streaming)
                           : images  ? read_image_split("test", nullptr)
                           : cifar ? read_cifar_split(false, nullptr)
-                          : idx ? read_idx_split(dir, "t10k", model_input_shape, nullptr, cfg.stream)
+                          : idx ? read_idx_split(dir, "t10k", model_input_shape, nullptr, streaming)
                                 : read_csv_split(dir, "test", model_input_shape, cfg.scale_for(false), cfg.target_columns);
         }
         if (want_train && want_test && splits.train.sample_shape != splits.test.sample_shape) {

@@ -90,6 +90,22 @@ run_expect 0 fit "$cfg" "${img[@]}" --run-dir "$TMP/img-streamed" --device cpu -
 run_expect 0 fit "$cfg" "${img[@]}" --set data.stream=false --run-dir "$TMP/img-memory" --device cpu --replicas 1
 safetensors identical "$TMP/img-streamed/last.safetensors" "$TMP/img-memory/last.safetensors"
 
+step "stream: auto streams what takes more than stream_memory_fraction of the memory available, and says so"
+run_expect 0 data "$cfg" --set data.stream=auto
+grep -q "streamed from" "$TMP/out" && fail "auto streamed 3,000 samples at the default fraction"
+tiny=(--set data.stream=auto --set data.stream_memory_fraction=1e-9)
+run_expect 0 data "$cfg" "${tiny[@]}"
+expect_in "$TMP/out" "stored as bytes (uint8), streamed from $TMP/small/x_train.npy"
+run_expect 0 fit "$cfg" "${tiny[@]}" --run-dir "$TMP/auto" --device cpu --replicas 2
+expect_in "$TMP/out" "data.stream: auto: $TMP/small/x_train.npy holds 2.24 MiB of samples, more than data.stream_memory_fraction (1e-09) of the memory available: streamed from disk"
+safetensors identical "$TMP/auto/last.safetensors" "$TMP/memory/last.safetensors"
+expect_in "$TMP/auto/config.yaml" "stream: auto"
+run_expect 0 fit "$cfg" "${img[@]}" "${tiny[@]}" --run-dir "$TMP/img-auto" --device cpu --replicas 1
+expect_in "$TMP/out" "data.stream: auto: the 24 images of $TMP/images/train take"
+safetensors identical "$TMP/img-auto/last.safetensors" "$TMP/img-memory/last.safetensors"
+run_expect 2 fit "$cfg" --set data.stream_memory_fraction=0.3 --run-dir "$TMP/bad"
+expect_in "$TMP/err" "data.stream_memory_fraction: is only used with stream: auto; remove it or set stream: auto"
+
 step "what cannot be streamed: one line each"
 run_expect 2 data "$cfg" --set data.format=csv
 expect_in "$TMP/err" "data.stream: reads rows from IDX, NPY (uint8) and image folder caches, not csv data; set data.stream: false"
