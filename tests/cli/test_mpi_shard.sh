@@ -6,6 +6,8 @@
 #    in that order trains the same weights (1e-5).
 #  - A broken row in worker 0's half fails on rank 0 only: worker 1 never parsed it.
 #  - validation_split: every worker reads the validation tail whole.
+#  - With data.stream each worker reads its half's rows from an NPY file: the
+#    weights of the in-memory run, bit for bit.
 #  - Without a launcher shard_files changes nothing.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
@@ -95,6 +97,30 @@ for r in rows:
     assert math.isfinite(float(r["val_loss"])) and 0 <= float(r["val_accuracy"]) <= 1, r
 print("val_loss per epoch:", [r["val_loss"] for r in rows])
 PY
+
+step "shard_files with data.stream: each worker reads its half's rows from the NPY file, the weights of reading them"
+PY=$(test_python)
+if "$PY" -c "import numpy" 2>/dev/null; then
+    "$PY" - "$TMP/data/train.csv" "$TMP/npy" <<'PY'
+import os, sys
+import numpy as np
+t = np.loadtxt(sys.argv[1], delimiter=",", skiprows=1)
+os.makedirs(sys.argv[2])
+x = np.clip(np.round((t[:, 1:] + 3) * 30), 0, 255).astype(np.uint8)  # the features as bytes
+for split in ("train", "test"):
+    np.save(os.path.join(sys.argv[2], f"x_{split}.npy"), x)
+    np.save(os.path.join(sys.argv[2], f"y_{split}.npy"), t[:, 0].astype(np.int64))
+PY
+    npy=(--set data.format=npy --set "data.path=$TMP/npy" --set data.scale=auto --set data.shard_files=true)
+    for stream in true false; do
+        mpi_run -np 2 "$GPUTRAIN" fit "$cfg" "${multi[@]}" "${npy[@]}" --set data.stream=$stream \
+            --run-dir "$TMP/npy-$stream" >"$TMP/out" 2>&1 || { cat "$TMP/out" >&2; fail "mpirun -np 2 with stream: $stream failed"; }
+    done
+    expect_in "$TMP/out" "Data: 35 training samples; data.path train ($TMP/npy): samples 0..34 of 71 (worker 0 of 2, data.shard_files)"
+    safetensors identical "$TMP/npy-true/last.safetensors" "$TMP/npy-false/last.safetensors"
+else
+    echo "(NumPy not installed: the streamed part is skipped)"
+fi
 
 step "without a launcher shard_files changes nothing"
 run_expect 0 fit "$cfg" --device cpu --replicas 2 --run-dir "$TMP/plain" --quiet
