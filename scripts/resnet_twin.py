@@ -28,6 +28,17 @@ Nesterov SGD keeps the momentum buffer in gradient units (Keras in step
 units, which differ while the rate changes), and its BN's moving variance is
 the unbiased one.
 
+Augmentation (the twin of configs/fashion_mnist_resnet_aug.yaml):
+--normalize MEAN STD subtracts and divides after the 1/255 (torchvision's
+Normalize); --augment device crops each training image at a random offset
+from its 2-pixel zero-padded copy and mirrors it with probability 1/2, with
+tensor ops on the batch where the data set lives (the GPU with --device
+cuda: GPU-side augmentation); --augment torchvision does the same with
+torchvision's RandomCrop(28, padding=2) and RandomHorizontalFlip on the CPU,
+one image at a time in a DataLoader with --loader-workers processes (the
+usual PyTorch input pipeline). The draws differ from gputrain's (its own
+counter-based hashes), the distribution is the same.
+
 Data: Fashion-MNIST IDX files (gzip or not), found where gputrain looks:
 $GPUTRAIN_DATA/fashion-mnist, ./datasets/fashion-mnist,
 /usr/share/datasets/fashion-mnist (Debian's dataset-fashion-mnist); or --data DIR.
@@ -43,7 +54,7 @@ after the first, or the only one's time).
   python3 scripts/resnet_twin.py [--epochs N] [--batch-size B] [--optimizer adamw|sgd] [--lr LR]
           [--weight-decay WD] [--warmup-epochs W] [--threads T] [--blas-threads T] [--limit N]
           [--test-limit N] [--seed S] [--eval-every-epoch] [--channels-last] [--compile] [--bf16]
-          [--data DIR]
+          [--normalize MEAN STD] [--augment none|device|torchvision] [--loader-workers N] [--data DIR]
 """
 import argparse
 import gzip
@@ -164,6 +175,38 @@ def load_split(folder, prefix, limit):
     return torch.from_numpy(x), torch.from_numpy(labels[:n].astype(np.int64))
 
 
+def augment_on_device(xb, generator_device):
+    """Random crop (2 pixels of zero padding) and horizontal flip of a batch [B,1,28,28], with tensor ops."""
+    b = xb.shape[0]
+    padded = F.pad(xb, (2, 2, 2, 2))
+    dy = torch.randint(0, 5, (b,), device=xb.device, generator=generator_device)
+    dx = torch.randint(0, 5, (b,), device=xb.device, generator=generator_device)
+    rows = (dy[:, None] + torch.arange(28, device=xb.device)[None, :])  # [B, 28]
+    cols = (dx[:, None] + torch.arange(28, device=xb.device)[None, :])
+    flip = torch.rand(b, device=xb.device, generator=generator_device) < 0.5
+    cols = torch.where(flip[:, None], cols.flip(1), cols)
+    batch_index = torch.arange(b, device=xb.device)[:, None, None]
+    return padded[:, 0][batch_index, rows[:, :, None], cols[:, None, :]].unsqueeze(1)
+
+
+def torchvision_loader(x, y, args, generator):
+    """torchvision's RandomCrop + RandomHorizontalFlip per image (CPU) in a DataLoader, then --normalize."""
+    from torch.utils.data import DataLoader, Dataset
+    from torchvision import transforms
+
+    pipeline = transforms.Compose([transforms.RandomCrop(28, padding=2), transforms.RandomHorizontalFlip()])
+
+    class Images(Dataset):
+        def __len__(self):
+            return len(x)
+
+        def __getitem__(self, i):
+            return pipeline(x[i]), y[i]
+
+    return DataLoader(Images(), batch_size=args.batch_size, shuffle=True, generator=generator,
+                      num_workers=args.loader_workers, persistent_workers=args.loader_workers > 0)
+
+
 def learning_rate(base, epoch, step_in_epoch, steps_per_epoch, epochs, warmup_epochs):
     """gputrain's schedule (src/optim/schedule.cpp): linear warmup from 0, then cosine to 0."""
     position = epoch * steps_per_epoch + step_in_epoch
@@ -236,6 +279,13 @@ def main():
     parser.add_argument("--bf16", action="store_true", help="forward under torch.autocast(bfloat16) on the device")
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda: the whole data set is moved there once")
     parser.add_argument("--data", help="folder with the Fashion-MNIST IDX files")
+    parser.add_argument("--normalize", nargs=2, type=float, metavar=("MEAN", "STD"),
+                        help="(x / 255 - MEAN) / STD, e.g. 0.2860 0.3530 (default: none)")
+    parser.add_argument("--augment", choices=["none", "device", "torchvision"], default="none",
+                        help="random crop (padding 2) + horizontal flip of training batches: on the data's device, "
+                             "or torchvision's transforms in a DataLoader (default none)")
+    parser.add_argument("--loader-workers", type=int, default=2,
+                        help="DataLoader worker processes for --augment torchvision (default 2)")
     args = parser.parse_args()
     for name in ("epochs", "batch_size", "threads", "blas_threads"):
         value = getattr(args, name)
@@ -257,7 +307,16 @@ def main():
         sys.exit(f"resnet_twin: {e}")
 
     device = torch.device(args.device)
+    loader = None
+    if args.augment == "torchvision":
+        try:
+            loader = torchvision_loader(x, y, args, torch.Generator().manual_seed(args.seed))
+        except ImportError as e:
+            sys.exit(f"resnet_twin: --augment torchvision needs torchvision ({e}; apt-get install python3-torchvision)")
     x, y, x_test, y_test = x.to(device), y.to(device), x_test.to(device), y_test.to(device)
+    mean, std = args.normalize if args.normalize else (0.0, 1.0)
+    if args.normalize:
+        x_test = (x_test - mean) / std
     print(f"torch {torch.__version__} device {device} threads {torch.get_num_threads()} "
           f"blas_threads {args.blas_threads} mkldnn {torch.backends.mkldnn.is_available()}")
     torch.manual_seed(args.seed)
@@ -279,21 +338,37 @@ def main():
     print(f"{len(x)} training samples, {len(x_test)} test, batch {batch}, {steps_per_epoch} steps/epoch, "
           f"{args.optimizer} lr {args.lr:g} weight_decay {args.weight_decay:g} warmup_epochs {args.warmup_epochs}, "
           f"cosine to 0{', channels_last' if args.channels_last else ''}{', bf16 autocast' if args.bf16 else ''}"
-          f"{', compiled' if run_model is not model else ''}")
+          f"{', compiled' if run_model is not model else ''}"
+          f"{f', normalize {mean:g}/{std:g}' if args.normalize else ''}"
+          f"{', augment ' + args.augment if args.augment != 'none' else ''}")
 
     generator = torch.Generator().manual_seed(args.seed)
+    device_generator = torch.Generator(device=device).manual_seed(args.seed)
     times = []
     for epoch in range(args.epochs):
         run_model.train()
         start = time.perf_counter()
         order = torch.randperm(len(x), generator=generator).to(device)
         total_loss, correct = 0.0, 0
-        for step, i in enumerate(range(0, len(x), batch)):
-            idx = order[i:i + batch]
-            xb, yb = x[idx], y[idx]
+
+        def batches():
+            if loader is not None:  # torchvision's CPU pipeline: batches arrive augmented
+                for xb, yb in loader:
+                    yield xb.to(device, non_blocking=True), yb.to(device, non_blocking=True)
+                return
+            for i in range(0, len(x), batch):
+                idx = order[i:i + batch]
+                xb = x[idx]
+                if args.augment == "device":
+                    xb = augment_on_device(xb, device_generator)
+                yield xb, y[idx]
+
+        for step, (xb, yb) in enumerate(batches()):
+            if args.normalize:
+                xb = (xb - mean) / std
             lr = learning_rate(args.lr, epoch, step, steps_per_epoch, args.epochs, args.warmup_epochs)
             logits, loss = train_step(run_model, optimizer, xb, yb, lr, args)
-            total_loss += loss.item() * len(idx)
+            total_loss += loss.item() * len(yb)
             correct += (logits.argmax(1) == yb).sum().item()
         if device.type == "cuda":
             torch.cuda.synchronize()
