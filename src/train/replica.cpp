@@ -108,7 +108,10 @@ void Replica::load_shard(const float* host_inputs, const int32_t* host_labels, i
 }
 
 void Replica::set_target_format(int width, bool real) {
-    model_->loss().set_real_targets(real);
+    if (real != model_->loss().real_targets()) {
+        graphs_->forget();  // recorded steps run the other loss kernel
+        model_->loss().set_real_targets(real);
+    }
     if (width == label_width_) return;
     graphs_->forget();  // recorded steps read the old label buffers
     label_width_ = width;
