@@ -4,7 +4,8 @@
 # linear map. Checked against NumPy: gputrain data's target statistics,
 # evaluate's loss and metric recomputed from predict's outputs (huber and
 # mse), N replicas = 1, a resume, metrics.csv's columns; and the mismatches of
-# loss, metric, targets and model as one-line errors.
+# loss, metric, targets and model as one-line errors. Targets reach the replicas
+# through the resident gather and through the loader's batches alike.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh" "$@"
@@ -67,6 +68,9 @@ step "fit: 3 replicas train the weights of 1; metrics.csv and the resolved confi
 run_expect 0 fit "$cfg" --run-dir "$TMP/one" --device cpu --replicas 1
 run_expect 0 fit "$cfg" --run-dir "$TMP/three" --device cpu --replicas 3
 safetensors close "$TMP/three/last.safetensors" "$TMP/one/last.safetensors" 1e-4
+# The targets reach the replicas by the loader's batches (resident: false) as by the resident gather.
+run_expect 0 fit "$cfg" --run-dir "$TMP/loaded" --device cpu --replicas 1 --set data.resident=false
+safetensors identical "$TMP/loaded/last.safetensors" "$TMP/one/last.safetensors"
 [ "$(head -1 "$TMP/one/metrics.csv")" = "epoch,loss,mse,val_loss,val_mse,learning_rate,seconds,samples_per_second" ] ||
     fail "metrics.csv header: $(head -1 "$TMP/one/metrics.csv")"
 expect_in "$TMP/one/config.yaml" "target_columns: [first, second]"
