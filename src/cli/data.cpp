@@ -101,7 +101,9 @@ void describe(const char* split, const data::Dataset& d, double scale) {
         }
         const double mean = sum / static_cast<double>(d.size());
         const double var = std::max(0.0, squares / static_cast<double>(d.size()) - mean * mean);
-        std::printf("  target %d: mean %.4f, std %.4f, min %.4g, max %.4g\n", j, mean, std::sqrt(var), lowest, highest);
+        const std::string name = static_cast<size_t>(j) < d.target_names.size() ? " (" + d.target_names[j] + ")" : "";
+        std::printf("  target %d%s: mean %.4f, std %.4f, min %.4g, max %.4g\n", j, name.c_str(), mean, std::sqrt(var),
+                    lowest, highest);
     }
     const ChannelStats s = channel_stats(d, scale);
     for (size_t c = 0; c < s.mean.size(); ++c)
@@ -137,10 +139,13 @@ int run_data(DataArgs& args) {
     describe("test", splits.test, scale_of(splits.test));
     if (!no_test.empty())
         std::printf("test: not read: %s (fit trains without a test set; evaluate needs one)\n", no_test.c_str());
-    const ChannelStats s = channel_stats(splits.train, scale_of(splits.train));
-    std::printf("\ndata.normalize from the training samples (torchvision's Normalize, after data.scale):\n"
-                "  normalize: {mean: %s, std: %s}\n",
-                number_list(s.mean).c_str(), number_list(s.std).c_str());
+    // data.normalize is per channel of images: a table's columns (regression on CSV or NPY) have their own scales.
+    if (!splits.train.real_targets) {
+        const ChannelStats s = channel_stats(splits.train, scale_of(splits.train));
+        std::printf("\ndata.normalize from the training samples (torchvision's Normalize, after data.scale):\n"
+                    "  normalize: {mean: %s, std: %s}\n",
+                    number_list(s.mean).c_str(), number_list(s.std).c_str());
+    }
     if (args.augmented == 0) return 0;
 
     data::Dataset& train = splits.train;

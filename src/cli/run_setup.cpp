@@ -154,8 +154,10 @@ void check_classes(const data::Dataset& data, int64_t model_classes, const confi
                               data.description +
                               " are real values; use mean_squared_error, mean_absolute_error or huber");
         if (metric == "accuracy")
-            throw ConfigError(cfg.source_file + ": metrics: accuracy counts class labels, and the targets of " +
-                              data.description + " are real values; use metrics: [mae] or [mse]");
+            throw ConfigError(cfg.source_file + ": metrics: " +
+                              (cfg.metrics_given ? "accuracy" : "the default, [accuracy],") +
+                              " counts class labels, and the targets of " + data.description +
+                              " are real values; " + (cfg.metrics_given ? "use" : "set") + " metrics: [mae] or [mse]");
         if (data.label_width != model_classes)
             throw ConfigError(place + ": model.layers[" + std::to_string(last) + "]: the model has " +
                               std::to_string(model_classes) + " output" + (model_classes == 1 ? "" : "s") + ", and " +

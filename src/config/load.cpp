@@ -233,10 +233,12 @@ RunConfig load_from_string(const std::string& yaml, const std::string& source_na
     config.run_dir = read_run_dir(top);
     config.model = read_model(top);
     config.loss = read_loss(top);
-    config.metrics = read_metrics(top, config.loss.name);
     config.optimizer = read_optimizer(top);
     config.data = read_data(top);
     config.data.float_labels_are_targets = !is_cross_entropy(config.loss.name);
+    config.metrics = read_metrics(top, config.loss.name,
+                                  !is_cross_entropy(config.loss.name) && !config.data.target_columns.empty());
+    config.metrics_given = top.has("metrics");
     config.training = read_training(top);
     config.strategy = read_strategy(top);
     config.checkpoint = read_checkpoint(top);

@@ -34,8 +34,9 @@ LossConfig read_loss(const Section& top) {
     return loss;
 }
 
-std::vector<std::string> read_metrics(const Section& top, LossKind loss) {
-    if (!top.has("metrics")) return needs_real_targets(loss) ? std::vector<std::string>{"mae"} : RunConfig{}.metrics;
+std::vector<std::string> read_metrics(const Section& top, LossKind loss, bool real_targets) {
+    if (!top.has("metrics"))
+        return needs_real_targets(loss) || real_targets ? std::vector<std::string>{"mae"} : RunConfig{}.metrics;
     const ValueRef v = top.value("metrics");
     if (v.node.IsNull()) return {};
     if (v.node.IsScalar()) return {read_choice(v, kMetricNames)};

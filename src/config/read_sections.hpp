@@ -18,7 +18,8 @@ inline const std::vector<std::string>& kTopLevelKeys = keys_of("");
 std::string read_run_dir(const Section& top);
 ModelConfig read_model(const Section& top);
 LossConfig read_loss(const Section& top);
-std::vector<std::string> read_metrics(const Section& top, LossKind loss);
+// The default: [accuracy], or [mae] for a loss of real targets or data.target_columns.
+std::vector<std::string> read_metrics(const Section& top, LossKind loss, bool real_targets);
 OptimizerConfig read_optimizer(const Section& top);
 DataConfig read_data(const Section& top);
 TrainingConfig read_training(const Section& top);

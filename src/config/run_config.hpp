@@ -241,8 +241,10 @@ struct RunConfig {
     ModelConfig model;
     LossConfig loss;
     // accuracy | mae | mse | loss ("loss" is always reported): at most one of the
-    // first three. Default: [accuracy], or [mae] with a loss for real targets.
+    // first three. Default: [accuracy], or [mae] with a loss for real targets
+    // or data.target_columns.
     std::vector<std::string> metrics{"accuracy"};
+    bool metrics_given = false;      // the config (or --set) has the key
     OptimizerConfig optimizer;
     DataConfig data;
     TrainingConfig training;
@@ -263,7 +265,8 @@ struct RunConfig {
     std::string metric() const {
         for (const std::string& m : metrics)
             if (m != "loss") return m;
-        return needs_real_targets(loss.name) ? "mae" : "accuracy";
+        const bool real = needs_real_targets(loss.name) || (!is_cross_entropy(loss.name) && !data.target_columns.empty());
+        return real ? "mae" : "accuracy";
     }
 };
 

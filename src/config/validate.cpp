@@ -190,7 +190,8 @@ void validate(RunConfig& config, const ConfigSource& source) {
     if (is_cross_entropy(config.loss.name) && metric != "accuracy")
         source.fail_at("metrics", "'" + metric + "' measures real-valued targets, and " +
                                       std::string(name_of(config.loss.name)) + " trains class labels",
-                       "use metrics: [accuracy]");
+                       "use metrics: [accuracy] with class labels, or for real-valued targets a loss of them "
+                       "(mean_squared_error, mean_absolute_error, huber)");
     if (needs_real_targets(config.loss.name) && metric == "accuracy")
         source.fail_at("metrics", "accuracy counts class labels, and " + std::string(name_of(config.loss.name)) +
                                       " trains real-valued targets",
@@ -210,9 +211,13 @@ void validate(RunConfig& config, const ConfigSource& source) {
     const auto& metrics = config.metrics;
     const auto check_monitor = [&](Monitor monitor, const char* key) {
         const std::string wanted = monitored_metric_name(monitor);
-        if (!wanted.empty() && std::find(metrics.begin(), metrics.end(), wanted) == metrics.end())
-            source.fail_at(key, "'" + std::string(name_of(monitor)) + "' needs the " + wanted + " metric",
-                           "add " + wanted + " to metrics or monitor val_loss");
+        if (wanted.empty() || std::find(metrics.begin(), metrics.end(), wanted) != metrics.end()) return;
+        // The run has one metric: a monitor of another names that one (or the loss).
+        const std::string listed = config.metric();
+        const bool other = std::find(metrics.begin(), metrics.end(), listed) != metrics.end();
+        source.fail_at(key, "'" + std::string(name_of(monitor)) + "' needs the " + wanted + " metric",
+                       other ? "monitor val_" + listed + " (the metric listed) or val_loss"
+                             : "add " + wanted + " to metrics or monitor val_loss");
     };
     check_monitor(config.checkpoint.monitor, "checkpoint.monitor");
     if (config.early_stopping.enabled) check_monitor(config.early_stopping.monitor, "early_stopping.monitor");

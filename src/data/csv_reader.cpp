@@ -113,7 +113,8 @@ int64_t count_data_rows(const std::string& path) {
 }
 
 // The column indices of `specs` (data.target_columns) in a table of `columns`
-// fields whose header is `header` (empty: none).
+// fields whose header is `header` (empty: none). A column it cannot find is a
+// ConfigError: the config names it.
 std::vector<int64_t> resolve_targets(const std::string& path, const std::vector<std::string>& specs, int64_t columns,
                                      const std::vector<std::string_view>& header) {
     std::vector<int64_t> out;
@@ -126,26 +127,26 @@ std::vector<int64_t> resolve_targets(const std::string& path, const std::vector<
         if (ec == std::errc() && end == spec.data() + spec.size()) {
             index = number < 0 ? columns + number : number;
             if (index < 0 || index >= columns)
-                throw DataError(path + ": data.target_columns: column " + spec + " is outside the " +
+                throw ConfigError(path + ": data.target_columns: column " + spec + " is outside the " +
                                 std::to_string(columns) + " columns of the file (0.." + std::to_string(columns - 1) +
                                 ", or -1 for the last)");
         } else {
             if (names.empty())
-                throw DataError(path + ": data.target_columns names column '" + spec +
+                throw ConfigError(path + ": data.target_columns names column '" + spec +
                                 "', and the file has no header line; give the column's 0-based index");
             for (size_t i = 0; i < names.size(); ++i)
                 if (names[i] == spec) index = static_cast<int64_t>(i);
             if (index < 0)
-                throw DataError(path + ": data.target_columns: no column '" + spec + "' in the header" +
+                throw ConfigError(path + ": data.target_columns: no column '" + spec + "' in the header" +
                                 did_you_mean(spec, names) + "; its columns are " + join_names(names));
         }
         for (int64_t taken : out)
             if (taken == index)
-                throw DataError(path + ": data.target_columns names column " + std::to_string(index) + " twice");
+                throw ConfigError(path + ": data.target_columns names column " + std::to_string(index) + " twice");
         out.push_back(index);
     }
     if (static_cast<int64_t>(out.size()) >= columns)
-        throw DataError(path + ": data.target_columns takes all " + std::to_string(columns) +
+        throw ConfigError(path + ": data.target_columns takes all " + std::to_string(columns) +
                         " columns; leave at least one for the features");
     return out;
 }
@@ -185,11 +186,15 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const Row
             columns = static_cast<int64_t>(fields.size());
             labeled = columns != unlabeled_features;
             const bool header = is_header(fields);
+            if (header)
+                for (std::string_view f : fields) table.header.emplace_back(trim(f));
             if (labeled && !target_columns.empty()) {
                 targets = resolve_targets(path, target_columns, columns, header ? fields : std::vector<std::string_view>{});
                 is_target.assign(static_cast<size_t>(columns), 0);
                 for (int64_t t : targets) is_target[static_cast<size_t>(t)] = 1;
                 table.target_count = static_cast<int64_t>(targets.size());
+                if (header)
+                    for (int64_t t : targets) table.target_names.push_back(table.header[static_cast<size_t>(t)]);
                 table.feature_columns = columns - table.target_count;
                 if (header) continue;
             } else {
@@ -249,6 +254,21 @@ CsvTable read_csv(const std::string& path, int64_t unlabeled_features, const Row
     if (table.file_rows == 0) throw DataError(path + ": no data rows");
     table.first_row = choose ? keep.begin : 0;
     return table;
+}
+
+std::vector<std::string> csv_header(const std::string& path) {
+    std::ifstream in(path);
+    std::string line;
+    std::vector<std::string> names;
+    for (bool first = true; std::getline(in, line); first = false) {
+        if (first) strip_bom(line);
+        if (trim(line).empty()) continue;
+        const std::vector<std::string_view> fields = split_fields(line);
+        if (is_header(fields))
+            for (std::string_view f : fields) names.emplace_back(trim(f));
+        break;
+    }
+    return names;
 }
 
 }  // namespace gputrain::data

@@ -21,6 +21,8 @@ struct CsvTable {
     // With target columns: rows * target_count values, in the order the columns were named.
     std::vector<float> targets;
     int64_t target_count = 0;
+    std::vector<std::string> header;        // the header line's names, trimmed; empty without one
+    std::vector<std::string> target_names;  // with target columns and a header: theirs, in the order named
     int64_t rows = 0;              // rows kept
     int64_t first_row = 0;         // the kept rows are data rows [first_row, first_row + rows) of the file
     int64_t file_rows = 0;         // data rows in the file (the header line not counted)
@@ -37,5 +39,8 @@ struct CsvTable {
 // ("0", "-1" for the last) or a header name; with them a row has no label.
 CsvTable read_csv(const std::string& path, int64_t unlabeled_features = 0, const RowChooser& choose = nullptr,
                   const std::vector<std::string>& target_columns = {});
+
+// The names of `path`'s header line, trimmed; empty when it has none or cannot be read.
+std::vector<std::string> csv_header(const std::string& path);
 
 }  // namespace gputrain::data

@@ -63,6 +63,8 @@ struct Dataset {
     std::vector<int32_t> labels;
     int label_width = 1;
     bool real_targets = false;
+    std::vector<std::string> target_names;  // real targets from a CSV with a header: their columns' names
+    std::vector<std::string> columns;       // a CSV's header line (empty without one): the file's layout
     std::string description;       // "fashion-mnist train (/usr/share/datasets/fashion-mnist)"
     DatasetPart part;              // the training set of a worker with data.shard_files
 

@@ -17,6 +17,8 @@ Dataset slice(const Dataset& dataset, int64_t begin, int64_t end) {
     const int64_t elements = dataset.sample_elements();
     out.label_width = dataset.label_width;
     out.real_targets = dataset.real_targets;
+    out.target_names = dataset.target_names;
+    out.columns = dataset.columns;
     out.labels.assign(dataset.labels.begin() + begin * dataset.label_width,
                       dataset.labels.begin() + end * dataset.label_width);
     if (dataset.streamed()) {  // the same file, from row `begin` on

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "core/error.hpp"
@@ -193,8 +194,10 @@ Dataset read_csv_split(const std::string& dir, const std::string& name, const Sh
                                         path, i / per_row + 1, i % per_row + 1, v, scale));
         }
     }
+    d.columns = std::move(table.header);
     if (!target_columns.empty()) {
         set_targets(d, table.targets, static_cast<int>(table.target_count));
+        d.target_names = std::move(table.target_names);
         return d;
     }
     d.labels = std::move(table.labels);
@@ -426,7 +429,7 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
         const bool npy = format == config::DataFormat::npy || format == config::DataFormat::npz;
         if (format == config::DataFormat::csv && want_train) {  // CSV is parsed into memory: said when auto would stream it
             const std::string csv = (std::filesystem::path(dir) / "train.csv").string();
-            streaming.decide(csv, file_bytes(csv), "CSV is parsed into memory (convert it to a uint8 NPY to stream it)");
+            streaming.decide(csv, file_bytes(csv), "CSV is parsed into memory (only IDX, uint8 NPY and image folders stream)");
         }
         const bool npz = format == config::DataFormat::npz;
         const auto read_train = [&](const RowChooser& rows) {
@@ -456,6 +459,16 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
                           : cifar ? read_cifar_split(false, nullptr)
                           : idx ? read_idx_split(dir, "t10k", model_input_shape, nullptr, streaming)
                                 : read_csv_split(dir, "test", model_input_shape, cfg.scale_for(false), cfg.target_columns);
+        }
+        // CSV features are taken by position: a test file with its columns in another order would be misread.
+        if (want_test && format == config::DataFormat::csv && !splits.test.columns.empty()) {
+            const std::vector<std::string> train_columns =
+                want_train ? splits.train.columns : csv_header((std::filesystem::path(dir) / "train.csv").string());
+            if (!train_columns.empty() && train_columns != splits.test.columns)
+                throw DataError(fmt::format("{}: its header ({}) is not train.csv's ({}); the columns are read by "
+                                            "position, so write them in training's order",
+                                            (std::filesystem::path(dir) / "test.csv").string(),
+                                            fmt::join(splits.test.columns, ","), fmt::join(train_columns, ",")));
         }
         if (want_train && want_test && splits.train.sample_shape != splits.test.sample_shape) {
             throw DataError(dir + ": test samples have shape " + shape_text(splits.test.sample_shape) +

@@ -18,7 +18,7 @@ EvalResult evaluate(std::vector<std::unique_ptr<Replica>>& replicas, const data:
     result.classes = replicas[0]->model().classes();
     if (with_confusion && dataset.real_targets)
         throw ConfigError("--confusion: counts predicted classes, and the targets of " + dataset.description +
-                          " are real values");
+                          " are real values; evaluate without --confusion");
     if (with_confusion) result.confusion.assign(static_cast<size_t>(result.classes * result.classes), 0);
     if (dataset.size() == 0) return result;
 
@@ -79,12 +79,15 @@ EvalResult evaluate(std::vector<std::unique_ptr<Replica>>& replicas, const data:
 EvalResult evaluate_flip_tta(Replica& replica, const data::Dataset& dataset, config::LossKind loss,
                              bool with_confusion) {
     const Shape& shape = dataset.sample_shape;
+    if (dataset.real_targets)
+        throw ConfigError("--tta flip: averages class probabilities, and the targets of " + dataset.description +
+                          " are real values; evaluate without --tta");
+    if (!config::is_cross_entropy(loss))
+        throw ConfigError(std::string("--tta flip: averages class probabilities, and loss.name is ") +
+                          config::name_of(loss) + "; evaluate without --tta");
     if (shape.size() != 2 && shape.size() != 3)
         throw ConfigError("--tta flip: mirrors images, and the samples have shape " + shape_to_string(shape, false) +
                           "; give model.input_shape as [height, width, channels]");
-    if (!config::is_cross_entropy(loss) || dataset.real_targets)
-        throw ConfigError(std::string("--tta flip: averages class probabilities, and loss.name is ") +
-                          config::name_of(loss));
     EvalResult result;
     result.samples = dataset.size();
     result.classes = replica.model().classes();

@@ -59,8 +59,8 @@ import sys
 import numpy as np
 t = np.loadtxt(sys.argv[1], delimiter=",", skiprows=1)[:480][:, [2, 6]]
 text = open(sys.argv[2]).read()
-for j in range(2):
-    line = f"target {j}: mean {t[:, j].mean():.4f}, std {t[:, j].std():.4f}"
+for j, name in enumerate(("first", "second")):
+    line = f"target {j} ({name}): mean {t[:, j].mean():.4f}, std {t[:, j].std():.4f}"
     assert line in text, (line, text)
 PY
 
@@ -124,7 +124,7 @@ expect_one_line_error 2 "metrics: 'mse' measures real-valued targets, and sparse
     fit "$cfg" --run-dir "$TMP/bad" --set loss=sparse_categorical_crossentropy
 expect_one_line_error 2 "loss: sparse_categorical_crossentropy trains class labels, and the targets of data.path train ($TMP/csv) are real values; use mean_squared_error, mean_absolute_error or huber" \
     fit "$cfg" --run-dir "$TMP/bad" --set loss=sparse_categorical_crossentropy --set metrics=[accuracy]
-expect_one_line_error 1 "$TMP/csv/train.csv: data.target_columns: no column 'frist' in the header (did you mean 'first'?); its columns are a, b, first, c, d, e, second" \
+expect_one_line_error 2 "$TMP/csv/train.csv: data.target_columns: no column 'frist' in the header (did you mean 'first'?); its columns are a, b, first, c, d, e, second" \
     fit "$cfg" --run-dir "$TMP/bad" --set 'data.target_columns=[frist]'
 expect_one_line_error 2 "loss.delta: " \
     fit "$cfg" --run-dir "$TMP/bad" --set loss.delta=0
@@ -134,6 +134,26 @@ expect_one_line_error 2 "data.target_columns: only used by format csv, not idx d
     fit "$cfg" --run-dir "$TMP/bad" --set data.format=idx
 expect_one_line_error 2 "--confusion: counts predicted classes, and the targets of data.path test ($TMP/csv) are real values" \
     evaluate "$cfg" --checkpoint "$TMP/one/last.safetensors" --device cpu --confusion
+# A test file whose columns are in another order than training's would be misread: refused.
+mkdir -p "$TMP/swapped"
+cp "$TMP/csv/train.csv" "$TMP/swapped/"
+"$PY" -c "
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+with open(sys.argv[2], 'w') as f:
+    for line in lines:
+        v = line.split(',')
+        f.write(','.join([v[1], v[0]] + v[2:]) + chr(10))
+" "$TMP/csv/test.csv" "$TMP/swapped/test.csv"
+expect_one_line_error 1 "$TMP/swapped/test.csv: its header (b,a,first,c,d,e,second) is not train.csv's (a,b,first,c,d,e,second); the columns are read by position" \
+    evaluate "$cfg" --checkpoint "$TMP/one/last.safetensors" --device cpu --set data.path="$TMP/swapped"
+# Without a metrics key, target columns make the metric mae.
+grep -v "^metrics:" "$cfg" >"$TMP/no-metrics.yaml"
+run_expect 0 fit "$TMP/no-metrics.yaml" --run-dir "$TMP/default-metric" --device cpu --set loss=mean_squared_error \
+    --set training.epochs=1
+expect_in "$TMP/default-metric/config.yaml" "metrics: [mae]"
+[ "$(head -1 "$TMP/default-metric/metrics.csv")" = "epoch,loss,mae,val_loss,val_mae,learning_rate,seconds,samples_per_second" ] ||
+    fail "metrics.csv header: $(head -1 "$TMP/default-metric/metrics.csv")"
 # Class labels with a loss of real targets.
 "$PY" - "$TMP/classes" <<'PY'
 import os, sys

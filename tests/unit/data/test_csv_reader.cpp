@@ -132,11 +132,14 @@ TEST_CASE("read_csv: features beyond float32, a first line that only looks like 
 
 namespace {
 
+// The message of the error, "config: " before a ConfigError's (a column the config names), "data: " before a DataError's.
 std::string target_error(const std::string& path, const std::vector<std::string>& targets) {
     try {
         read_csv(path, 0, nullptr, targets);
+    } catch (const ConfigError& e) {
+        return std::string("config: ") + e.what();
     } catch (const DataError& e) {
-        return e.what();
+        return std::string("data: ") + e.what();
     }
     return "(no error)";
 }
@@ -170,17 +173,17 @@ TEST_CASE("read_csv with target columns: each mistake is one error naming the fi
     TempDir dir;
     const std::string path = dir / "reg.csv";
     write_text(path, "age,bmi,progression\n1,2,3\n4,5,nan\n");
-    REQUIRE(target_error(path, {"progresion"}) == path +
+    REQUIRE(target_error(path, {"progresion"}) == "config: " + path +
             ": data.target_columns: no column 'progresion' in the header (did you mean 'progression'?); its columns "
             "are age, bmi, progression");
     REQUIRE(target_error(path, {"3"}) ==
-            path + ": data.target_columns: column 3 is outside the 3 columns of the file (0..2, or -1 for the last)");
-    REQUIRE(target_error(path, {"2", "-1"}) == path + ": data.target_columns names column 2 twice");
+            "config: " + path + ": data.target_columns: column 3 is outside the 3 columns of the file (0..2, or -1 for the last)");
+    REQUIRE(target_error(path, {"2", "-1"}) == "config: " + path + ": data.target_columns names column 2 twice");
     REQUIRE(target_error(path, {"0", "1", "2"}) ==
-            path + ": data.target_columns takes all 3 columns; leave at least one for the features");
-    REQUIRE(target_error(path, {"progression"}) == path + ":3: target (field 3) 'nan' is not a number");
+            "config: " + path + ": data.target_columns takes all 3 columns; leave at least one for the features");
+    REQUIRE(target_error(path, {"progression"}) == "data: " + path + ":3: target (field 3) 'nan' is not a number");
     write_text(path, "1,2,3\n");
-    REQUIRE(target_error(path, {"bmi"}) == path +
+    REQUIRE(target_error(path, {"bmi"}) == "config: " + path +
             ": data.target_columns names column 'bmi', and the file has no header line; give the column's 0-based "
             "index");
 }
