@@ -227,7 +227,13 @@ Dataset read_image_folder(const std::string& dir, const ImageFolderOptions& o, c
         spdlog::info("data.stream: auto: the {} images of {} take {}, more than data.stream_memory_fraction of the "
                      "memory available: streamed from their cache",
                      l.files.size(), dir, human_bytes(l.files.size() * image_bytes));
-    if (!read_cache(cache, all, l.files.size(), image_bytes, /*with_pixels=*/!stream)) {
+    if (read_cache(cache, all, l.files.size(), image_bytes, /*with_pixels=*/!stream)) {
+        // A cache holds fewer images than files when data.skip_bad_files skipped some: said each run.
+        if (all.labels.size() < l.files.size())
+            spdlog::warn("warning: {}: skipped {} of {} files that are not readable images (data.skip_bad_files; "
+                         "counted when {} was made)",
+                         dir, l.files.size() - all.labels.size(), l.files.size(), cache);
+    } else {
         all.labels.clear();
         all.pixels.clear();
         if (!stream) all.pixels.reserve(l.files.size() * image_bytes);

@@ -90,6 +90,9 @@ expect_in "$TMP/err" "; or set data.skip_bad_files: true"
 head -c 400 "$imgs/train/fish/01.jpg" >"$TMP/corrupt/train/fish/01.jpg"
 run_expect 0 data "$cfg" --set data.path="$TMP/corrupt" --set data.skip_bad_files=true
 expect_in "$TMP/err" "skipped 2 of 24 files that are not readable images (data.skip_bad_files)"
+# The second read comes from the cache, and says the same.
+run_expect 0 data "$cfg" --set data.path="$TMP/corrupt" --set data.skip_bad_files=true
+expect_in "$TMP/err" "skipped 2 of 24 files that are not readable images (data.skip_bad_files; counted when"
 expect_in "$TMP/out" "22 samples of [12, 16, 3]"
 cp -r "$imgs" "$TMP/text"
 echo "hello" >"$TMP/text/train/cat/05.png"
