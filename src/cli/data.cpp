@@ -89,6 +89,12 @@ void describe(const char* split, const data::Dataset& d, double scale) {
     } else {
         const auto [low, high] = std::minmax_element(d.labels.begin(), d.labels.end());
         labels = fmt::format("{} classes (labels {}..{})", d.num_classes, *low, *high);
+        if (!d.class_names.empty()) {  // image folders: which folder each label is
+            std::string names;
+            for (size_t i = 0; i < d.class_names.size() && i < 20; ++i)
+                names += fmt::format("{}{} {}", i ? ", " : "", i, d.class_names[i]);
+            labels += ": " + names + (d.class_names.size() > 20 ? ", ..." : "");
+        }
     }
     std::printf("%s\n  %lld samples of %s, stored as %s%s, %s\n", what.c_str(), static_cast<long long>(d.size()),
                 shape_text(d.sample_shape).c_str(), d.type == data::SampleType::u8 ? "bytes (uint8)" : "float32",

@@ -65,6 +65,7 @@ struct Dataset {
     bool real_targets = false;
     std::vector<std::string> target_names;  // real targets from a CSV with a header: their columns' names
     std::vector<std::string> columns;       // a CSV's header line (empty without one): the file's layout
+    std::vector<std::string> class_names;   // image folders: class i's folder name; empty where unnamed
     std::string description;       // "fashion-mnist train (/usr/share/datasets/fashion-mnist)"
     DatasetPart part;              // the training set of a worker with data.shard_files
 

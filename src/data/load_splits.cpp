@@ -483,6 +483,7 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
                                       : std::max({classes_of(splits.train), classes_of(splits.validation),
                                                   classes_of(splits.test)});
         splits.train.num_classes = splits.validation.num_classes = splits.test.num_classes = classes_count;
+        if (images) splits.train.class_names = splits.validation.class_names = splits.test.class_names = classes;
         splits.train.description = source + " train (" + dir + ")";
         splits.test.description = source + " test (" + dir + ")";
     }

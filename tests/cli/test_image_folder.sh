@@ -30,7 +30,7 @@ YAML
 
 step "the training images are Pillow's pixels (resized by TensorFlow's bilinear rule where another size)"
 run_expect 0 data "$cfg" --set data.scale=1 --augmented 24 --out "$TMP/x.npy"
-expect_in "$TMP/out" "24 samples of [12, 16, 3], stored as bytes (uint8), 3 classes (labels 0..2)"
+expect_in "$TMP/out" "24 samples of [12, 16, 3], stored as bytes (uint8), 3 classes (labels 0..2): 0 cat, 1 dog, 2 fish"
 expect_in "$TMP/out" "9 samples of [12, 16, 3]"
 ls "$TMP/cache"/train-*.gtc >/dev/null || fail "no cache file in $TMP/cache"
 "$PY" - "$TMP/x.npy" "$imgs/expected_train.npy" <<'PY' || fail "decoded images differ from Pillow's"
