@@ -50,49 +50,30 @@ __device__ ArgMax warp_argmax(const float* row, int cols, int lane) {
     return best;
 }
 
-// Adds this block's loss sum and correct count to stats[0] and stats[1].
-// `loss` and `correct` are the calling warp's totals, read from lane 0. Every
-// thread of the block must call it (it has a barrier).
-__device__ void add_block_stats(double loss, int correct, float* stats) {
+// Adds this block's loss sum and second sum (a correct count, int; or a
+// regression metric, double) to stats[0] and stats[1]. `loss` and `second`
+// are the calling warp's totals, read from lane 0. Every thread of the block
+// must call it (it has a barrier).
+template <class Second>
+__device__ void add_block_stats(double loss, Second second, float* stats) {
     __shared__ double warp_loss[kWarpsPerBlock];
-    __shared__ int warp_correct[kWarpsPerBlock];
+    __shared__ Second warp_second[kWarpsPerBlock];
     const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
     if (lane_index() == 0) {
         warp_loss[warp] = loss;
-        warp_correct[warp] = correct;
+        warp_second[warp] = second;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
         double block_loss = 0.0;
-        int block_correct = 0;
+        Second block_second = 0;
         for (int w = 0; w < kWarpsPerBlock; ++w) {
             block_loss += warp_loss[w];
-            block_correct += warp_correct[w];
+            block_second += warp_second[w];
         }
         // Blocks finish in any order: the float sum may differ in the last bit between runs.
         atomicAdd(&stats[0], static_cast<float>(block_loss));
-        atomicAdd(&stats[1], static_cast<float>(block_correct));
-    }
-}
-
-// As above with a real-valued second sum (a regression metric).
-__device__ void add_block_stats(double loss, double metric, float* stats) {
-    __shared__ double warp_loss[kWarpsPerBlock];
-    __shared__ double warp_metric[kWarpsPerBlock];
-    const int warp = static_cast<int>(threadIdx.x) / kWarpSize;
-    if (lane_index() == 0) {
-        warp_loss[warp] = loss;
-        warp_metric[warp] = metric;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double block_loss = 0.0, block_metric = 0.0;
-        for (int w = 0; w < kWarpsPerBlock; ++w) {
-            block_loss += warp_loss[w];
-            block_metric += warp_metric[w];
-        }
-        atomicAdd(&stats[0], static_cast<float>(block_loss));
-        atomicAdd(&stats[1], static_cast<float>(block_metric));
+        atomicAdd(&stats[1], static_cast<float>(block_second));
     }
 }
 
