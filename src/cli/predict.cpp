@@ -40,10 +40,23 @@ bool is_npy(const std::string& path) {
     return ext == ".npy";
 }
 
-// Header PREFIX_0..PREFIX_K-1 (class_: probabilities; output_: a model of
-// real-valued targets), then one row per sample; %.9g round-trips a float.
-void write_csv(std::FILE* f, const std::vector<float>& probabilities, int64_t classes, const char* prefix) {
-    for (int64_t j = 0; j < classes; ++j) std::fprintf(f, "%s%s%lld", j ? "," : "", prefix, (long long)j);
+// The CSV header: `names` when there is one per output (a regression's
+// target columns, named in data.target_columns), else PREFIX_0..PREFIX_K-1
+// (class_: probabilities; output_: a model of real-valued targets).
+struct Header {
+    const char* prefix;
+    std::vector<std::string> names;
+};
+
+// Header line, then one row per sample; %.9g round-trips a float.
+void write_csv(std::FILE* f, const std::vector<float>& probabilities, int64_t classes, const Header& header) {
+    const bool named = static_cast<int64_t>(header.names.size()) == classes;
+    for (int64_t j = 0; j < classes; ++j) {
+        if (named)
+            std::fprintf(f, "%s%s", j ? "," : "", header.names[static_cast<size_t>(j)].c_str());
+        else
+            std::fprintf(f, "%s%s%lld", j ? "," : "", header.prefix, (long long)j);
+    }
     std::fputc('\n', f);
     for (size_t i = 0; i < probabilities.size(); i += static_cast<size_t>(classes)) {
         for (int64_t j = 0; j < classes; ++j) std::fprintf(f, "%s%.9g", j ? "," : "", probabilities[i + j]);
@@ -52,9 +65,9 @@ void write_csv(std::FILE* f, const std::vector<float>& probabilities, int64_t cl
 }
 
 void write_output(const std::string& path, const std::vector<float>& probabilities, int64_t rows, int64_t classes,
-                  const char* prefix) {
+                  const Header& header) {
     if (path.empty()) {
-        write_csv(stdout, probabilities, classes, prefix);
+        write_csv(stdout, probabilities, classes, header);
         // A closed pipe or a full disk: say so rather than exit 0 with rows lost.
         if (std::fflush(stdout) != 0 || std::ferror(stdout))
             throw Error("cannot write the probabilities to standard output: " + std::string(std::strerror(errno)) +
@@ -71,7 +84,7 @@ void write_output(const std::string& path, const std::vector<float>& probabiliti
     }
     std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "w"), &std::fclose);
     if (!f) throw Error("--output: cannot write '" + path + "': " + std::strerror(errno));
-    write_csv(f.get(), probabilities, classes, prefix);
+    write_csv(f.get(), probabilities, classes, header);
     if (std::ferror(f.get()) || std::fclose(f.release()) != 0)
         throw Error("--output: cannot write '" + path + "': " + std::strerror(errno));
 }
@@ -125,9 +138,17 @@ int run_predict(PredictArgs& args) {
 
     const std::vector<float> probabilities = train::predict_probabilities(*replicas[0], inputs.values, inputs.rows);
     const int64_t classes = replicas[0]->model().classes();
-    // Outputs of real-valued targets are values, not class probabilities.
+    // Outputs of real-valued targets are values, not class probabilities,
+    // named after their target columns where data.target_columns names them
+    // (indices are no names: output_N then).
     const bool values = !config::is_cross_entropy(cfg.loss.name) && cfg.metric() != "accuracy";
-    write_output(args.output, probabilities, inputs.rows, classes, values ? "output_" : "class_");
+    Header header{values ? "output_" : "class_", {}};
+    const auto is_index = [](const std::string& s) {
+        return !s.empty() && s.find_first_not_of("-0123456789") == std::string::npos;
+    };
+    if (values && std::none_of(cfg.data.target_columns.begin(), cfg.data.target_columns.end(), is_index))
+        header.names = cfg.data.target_columns;
+    write_output(args.output, probabilities, inputs.rows, classes, header);
     // Finite inputs can still overflow the model (values far beyond training's range).
     int64_t bad_rows = 0, first_bad = -1;
     for (int64_t row = 0; row < inputs.rows; ++row) {

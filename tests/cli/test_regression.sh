@@ -87,7 +87,7 @@ step "evaluate's huber loss and mse are NumPy's over predict's outputs (the test
 run_expect 0 evaluate --json "$cfg" --checkpoint "$TMP/one/last.safetensors" --device cpu
 cp "$TMP/out" "$TMP/eval.json"
 run_expect 0 predict "$cfg" --checkpoint "$TMP/one/last.safetensors" --input "$TMP/csv/test.csv" --output "$TMP/pred.csv" --device cpu
-[ "$(head -1 "$TMP/pred.csv")" = "output_0,output_1" ] || fail "predict's header: $(head -1 "$TMP/pred.csv")"
+[ "$(head -1 "$TMP/pred.csv")" = "first,second" ] || fail "predict's header: $(head -1 "$TMP/pred.csv")"
 "$PY" - "$TMP/eval.json" "$TMP/pred.csv" "$TMP/csv/test.csv" <<'PY' || fail "evaluate disagrees with NumPy"
 import json, sys
 import numpy as np
