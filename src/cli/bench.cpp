@@ -282,7 +282,7 @@ int run_bench(BenchArgs& args) {
 
     const int64_t batch = cfg.training.batch_size;
     auto replicas = strategy.make_replicas(cfg, batch);
-    check_classes(data.train, replicas[0]->model().classes(), cfg);
+    check_classes(data.train, replicas[0]->model().classes(), cfg, replicas[0]->model().positions());
     HostBatches batches = make_batches(data.train, batch, strategy.replicas(), args.warmup + args.steps);
     if (!cfg.data.augment.empty()) {
         add_stored_batches(batches, data.train);

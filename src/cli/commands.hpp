@@ -13,6 +13,7 @@ Action add_fit_command(CLI::App& app);
 Action add_evaluate_command(CLI::App& app);
 Action add_devices_command(CLI::App& app);
 Action add_predict_command(CLI::App& app);
+Action add_generate_command(CLI::App& app);
 Action add_summary_command(CLI::App& app);
 Action add_data_command(CLI::App& app);
 Action add_bench_command(CLI::App& app);

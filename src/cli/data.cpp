@@ -13,6 +13,7 @@
 #include "cli/run_setup.hpp"
 #include "config/scalar_text.hpp"
 #include "core/error.hpp"
+#include "core/utf8.hpp"
 #include "data/dataset.hpp"
 #include "data/npy.hpp"
 #include "train/input_plan.hpp"
@@ -83,6 +84,22 @@ void describe(const char* split, const data::Dataset& d, double scale) {
     // A validation set's description says what it is already ("validation: the last ...").
     const std::string what = d.description.starts_with(std::string(split) + ":") ? d.description
                                                                                     : std::string(split) + ": " + d.description;
+    if (d.text) {  // windows of token ids: the vocabulary, not channel statistics
+        std::printf("%s\n  %lld windows of %lld tokens, the next token of each position its label; %lld tokens in "
+                    "the vocabulary\n",
+                    what.c_str(), static_cast<long long>(d.size()), static_cast<long long>(d.sample_elements()),
+                    static_cast<long long>(d.num_classes));
+        if (!d.vocabulary.empty()) {
+            std::string shown;
+            for (char32_t c : d.vocabulary) {
+                if (c == U'\n') shown += "\\n";
+                else if (c == U'\t') shown += "\\t";
+                else append_utf8(shown, static_cast<uint32_t>(c));
+            }
+            std::printf("  characters: %s\n", shown.c_str());
+        }
+        return;
+    }
     std::string labels;
     if (d.real_targets) {
         labels = fmt::format("{} real-valued target{} per sample", d.label_width, d.label_width == 1 ? "" : "s");
@@ -146,7 +163,7 @@ int run_data(DataArgs& args) {
     if (!no_test.empty())
         std::printf("test: not read: %s (fit trains without a test set; evaluate needs one)\n", no_test.c_str());
     // data.normalize is per channel of images: a table's columns (regression on CSV or NPY) have their own scales.
-    if (!splits.train.real_targets) {
+    if (!splits.train.real_targets && !splits.train.text) {
         const ChannelStats s = channel_stats(splits.train, scale_of(splits.train));
         std::printf("\ndata.normalize from the training samples (torchvision's Normalize, after data.scale):\n"
                     "  normalize: {mean: %s, std: %s}\n",

@@ -87,12 +87,15 @@ int run_evaluate(EvaluateArgs& args) {
         require_checkpoint_file("--checkpoint", path);
     }
 
+    if (cfg.data.format == config::DataFormat::text && (args.confusion || !args.tta.empty()))
+        throw ConfigError(std::string(args.confusion ? "--confusion" : "--tta") +
+                          ": not for a model of format text (a label at every position); leave it out");
     const device::Discovery found = device::discover();
     const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas});
     if (!strategy.fallback_note().empty()) spdlog::info("{}", strategy.fallback_note());
     const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::test);
     auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size, path, train::ReplicaUse::inference);
-    check_classes(data.test, replicas[0]->model().classes(), cfg);
+    check_classes(data.test, replicas[0]->model().classes(), cfg, replicas[0]->model().positions());
     const train::TrainingState trained = train::restore(path, replicas, cfg, /*with_optimizer=*/false);
     warn_if_trained_differently(path, trained.config_yaml, cfg);
 
@@ -116,6 +119,10 @@ int run_evaluate(EvaluateArgs& args) {
                     result.metric,
                     (long long)result.samples, args.tta.empty() ? "" : ", each averaged with its mirror");
         if (args.confusion) print_confusion(result);
+        if (cfg.data.format == config::DataFormat::text)  // positions, not samples, are what the loss averages
+            std::printf("  %lld tokens: perplexity %.4f, %.4f bits per %s\n",
+                        (long long)(result.samples * replicas[0]->model().positions()), std::exp(result.loss),
+                        result.loss / std::log(2.0), cfg.data.tokenizer == config::Tokenizer::bytes ? "byte" : "character");
     }
     return 0;
 }

@@ -100,7 +100,7 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
         if (cfg.checkpoint.save_best && cfg.checkpoint.monitor_given) fallback("checkpoint.monitor", cfg.checkpoint.monitor);
     }
     auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size, resume_from);
-    check_classes(data.train, replicas[0]->model().classes(), cfg);
+    check_classes(data.train, replicas[0]->model().classes(), cfg, replicas[0]->model().positions());
     spdlog::info("{}", strategy.describe(cfg.training.batch_size));
     const nn::Model& model = replicas[0]->model();
     if (model.param_count() == 0)

@@ -100,6 +100,7 @@ int main_entry(int argc, char** argv) {
     const Action fit = add_fit_command(app);
     const Action evaluate = add_evaluate_command(app);
     const Action predict = add_predict_command(app);
+    const Action generate = add_generate_command(app);
     const Action summary = add_summary_command(app);
     const Action data = add_data_command(app);
     const Action bench = add_bench_command(app);
@@ -135,6 +136,7 @@ int main_entry(int argc, char** argv) {
         if (app.got_subcommand("fit")) return fit();
         if (app.got_subcommand("evaluate")) return evaluate();
         if (app.got_subcommand("predict")) return predict();
+        if (app.got_subcommand("generate")) return generate();
         if (app.got_subcommand("summary")) return summary();
         if (app.got_subcommand("data")) return data();
         if (app.got_subcommand("bench")) return bench();

@@ -118,6 +118,9 @@ int run_predict(PredictArgs& args) {
     config::RunConfig cfg = load_config(args.common, args.checkpoint);
     // Probabilities may go to stdout, which the log shares: info lines would corrupt them.
     apply_log_level(cfg, /*quiet=*/true);
+    if (cfg.data.format == config::DataFormat::text)
+        throw ConfigError(cfg.source_file + ": a model of format text scores every position of a sequence; sample "
+                          "from it with gputrain generate, or measure it with gputrain evaluate");
     require_checkpoint_file("--checkpoint", args.checkpoint);
 
     const data::PredictInputs inputs = data::read_predict_inputs(args.input, cfg.model.input_shape, cfg.data.scale_for(true),

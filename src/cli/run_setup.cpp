@@ -141,13 +141,42 @@ void log_gemm_epilogues(const config::RunConfig& cfg, const Backend& backend) {
                  plans.taken, plans.asked);
 }
 
-void check_classes(const data::Dataset& data, int64_t model_classes, const config::RunConfig& cfg) {
+void check_classes(const data::Dataset& data, int64_t model_classes, const config::RunConfig& cfg,
+                   int64_t model_positions) {
     // Where the last layer is in the config; the labels are counted over every split read.
     const size_t last = cfg.model.layers.size() - 1;
     const auto& where = cfg.model.layers[last].where;
     const auto place = where.count("units") ? where.at("units") : where.count("") ? where.at("") : cfg.source_file;
     const std::string loss = config::name_of(cfg.loss.name);
     const std::string metric = cfg.metric();
+    if (!data.text && model_positions != 1)
+        throw ConfigError(place + ": model.layers[" + std::to_string(last) + "]: the model's output has " +
+                          std::to_string(model_positions) + " positions of " + std::to_string(model_classes) +
+                          " scores, and " + data.description +
+                          " has one label per sample; add a flatten layer before the last dense layer (one output "
+                          "per position is for format: text)");
+    if (data.text) {
+        // Every embedding must take every token id of the vocabulary.
+        for (size_t i = 0; i < cfg.model.layers.size(); ++i) {
+            const config::LayerSpec& layer = cfg.model.layers[i];
+            const auto dim = layer.params.find("input_dim");
+            if (layer.type != "embedding" || dim == layer.params.end()) continue;
+            if (std::stoll(dim->second) < data.num_classes) {
+                const auto at = layer.where.count("input_dim") ? layer.where.at("input_dim") : cfg.source_file;
+                throw ConfigError(at + ": model.layers[" + std::to_string(i) + "] (embedding): input_dim " +
+                                  dim->second + " is smaller than the vocabulary of " + std::to_string(data.num_classes) +
+                                  " tokens (" + data.description + "); set input_dim: " + std::to_string(data.num_classes));
+            }
+        }
+        if (!config::is_cross_entropy(cfg.loss.name))
+            throw ConfigError(cfg.source_file + ": loss: " + loss +
+                              " does not train next-token labels (format text); use sparse_categorical_crossentropy");
+        if (model_positions != data.label_width)
+            throw ConfigError(place + ": model.layers[" + std::to_string(last) + "]: format text labels each of the " +
+                              std::to_string(data.label_width) + " positions of a sample, so the model's output must be " +
+                              "(None, " + std::to_string(data.label_width) + ", " + std::to_string(data.num_classes) +
+                              "): a dense layer on the last axis, without flatten");
+    }
     if (data.real_targets) {
         if (config::is_cross_entropy(cfg.loss.name))
             throw ConfigError(cfg.source_file + ": loss: " + loss + " trains class labels, and the targets of " +

@@ -33,7 +33,8 @@ config::RunConfig load_config(const CommonOptions& options, const std::string& c
 void apply_log_level(const config::RunConfig& cfg, bool quiet);
 
 // The label range of the data must fit the model's outputs.
-void check_classes(const data::Dataset& data, int64_t model_classes, const config::RunConfig& cfg);
+void check_classes(const data::Dataset& data, int64_t model_classes, const config::RunConfig& cfg,
+                   int64_t model_positions = 1);
 
 // A checkpoint named by `flag` (--checkpoint, --resume) must be a file:
 // ConfigError "FLAG: 'PATH' does not exist", or, for a folder, that it is one

@@ -66,12 +66,12 @@ struct EnumTable<ScheduleType> {
 };
 
 // data.format
-enum class DataFormat { idx, csv, synthetic, cifar10, cifar100, image_folder, npy, npz };
+enum class DataFormat { idx, csv, synthetic, cifar10, cifar100, image_folder, npy, npz, text };
 template <>
 struct EnumTable<DataFormat> {
     static constexpr const char* noun = "data format";
     static constexpr const char* plural = "data formats";
-    static constexpr std::array<EnumName<DataFormat>, 8> entries{{
+    static constexpr std::array<EnumName<DataFormat>, 9> entries{{
         {DataFormat::idx, "idx"},
         {DataFormat::csv, "csv"},
         {DataFormat::synthetic, "synthetic"},
@@ -80,6 +80,19 @@ struct EnumTable<DataFormat> {
         {DataFormat::image_folder, "image_folder"},
         {DataFormat::npy, "npy"},
         {DataFormat::npz, "npz"},
+        {DataFormat::text, "text"},
+    }};
+};
+
+// data.tokenizer (format: text)
+enum class Tokenizer { bytes, chars };
+template <>
+struct EnumTable<Tokenizer> {
+    static constexpr const char* noun = "tokenizer";
+    static constexpr const char* plural = "tokenizers";
+    static constexpr std::array<EnumName<Tokenizer>, 2> entries{{
+        {Tokenizer::bytes, "bytes"},
+        {Tokenizer::chars, "chars"},
     }};
 };
 

@@ -185,6 +185,9 @@ DataConfig read_data(const Section& top) {
     else if (s.has("scale"))
         out.scale_auto = false, out.scale = s.number("scale", DataConfig{}.scale, NumberRange::positive);
     out.target_columns = read_target_columns(s);
+    out.tokenizer = s.choice("tokenizer", out.tokenizer);
+    if (s.has("tokenizer") && out.format != DataFormat::text)
+        s.value("tokenizer").fail("is only used with format: text", "remove it or set format: text");
     read_normalize(s, out);
     read_augment(s, out);
     // Images and synthetic data are bytes (0 to 255): their largest value, scaled, must stay a float32.

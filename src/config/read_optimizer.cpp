@@ -1,5 +1,7 @@
 // optimizer and optimizer.schedule. Defaults follow Keras and depend on the
 // type: sgd learns at 0.01, adam/adamw at 0.001; adamw decays weights by 0.004.
+#include <algorithm>
+
 #include "config/read_sections.hpp"
 
 namespace gputrain::config {
@@ -57,6 +59,22 @@ OptimizerConfig read_optimizer(const Section& top) {
     if (static_cast<float>(out.epsilon) == 0.0f)  // Adam's update runs in fp32
         s.value("epsilon").fail("is 0 in float32 (below 1.4e-45)", "give at least 1e-38, e.g. epsilon: 1.0e-7");
     out.weight_decay = s.number("weight_decay", out.type == OptimizerType::adamw ? adamw_decay : 0.0, NumberRange::non_negative);
+    if (s.has("no_decay") && !s.value("no_decay").node.IsNull()) {
+        const ValueRef v = s.value("no_decay");
+        const char* example = "e.g. no_decay: [bias, norm, embedding] (nanoGPT's groups)";
+        if (out.type != OptimizerType::adamw) v.fail("is only used by adamw", "remove it or set type: adamw");
+        if (!v.node.IsSequence()) v.fail("expected a list of parameter kinds, got " + describe(v.node), example);
+        for (size_t i = 0; i < v.node.size(); ++i) {
+            const ValueRef item = list_item(v, i);
+            const std::string kind = item.node.IsScalar() ? read_text(item) : "";
+            if (kind != "bias" && kind != "norm" && kind != "embedding")
+                item.fail("expected bias, norm or embedding, got " + (item.node.IsScalar() ? "'" + kind + "'" : describe(item.node)),
+                          example);
+            if (std::find(out.no_decay.begin(), out.no_decay.end(), kind) != out.no_decay.end())
+                item.fail("'" + kind + "' is listed twice");
+            out.no_decay.push_back(kind);
+        }
+    }
     out.schedule = read_schedule(s);
     return out;
 }

@@ -74,6 +74,8 @@ TrainingConfig read_training(const Section& top) {
     t.cast_gemm_inputs = s.boolean("cast_gemm_inputs", t.cast_gemm_inputs);
     t.gemm_epilogues = s.boolean("gemm_epilogues", t.gemm_epilogues);
     t.deterministic = s.boolean("deterministic", t.deterministic);
+    t.steps_per_epoch = s.count("steps_per_epoch", t.steps_per_epoch);
+    t.clip_norm = s.number("clip_norm", t.clip_norm, NumberRange::non_negative);
     return t;
 }
 

@@ -45,6 +45,9 @@ public:
         if (full_) key("cast_gemm_inputs") << c.training.cast_gemm_inputs;
         if (full_) key("gemm_epilogues") << c.training.gemm_epilogues;
         if (full_) key("deterministic") << c.training.deterministic;
+        // Only when set: the digests of existing runs stay as they were.
+        if (c.training.steps_per_epoch > 0) key("steps_per_epoch") << c.training.steps_per_epoch;
+        if (c.training.clip_norm > 0) number("clip_norm", c.training.clip_norm);
         out_ << YAML::EndMap;
         emit_strategy(c.strategy);
         key("checkpoint") << YAML::BeginMap;
@@ -157,6 +160,7 @@ private:
             key("centered") << o.centered;
         }
         number("weight_decay", o.weight_decay);
+        if (!o.no_decay.empty()) key("no_decay") << YAML::Flow << o.no_decay;
         const ScheduleConfig& s = o.schedule;
         key("schedule") << YAML::BeginMap;
         key("type") << name_of(s.type);
@@ -187,6 +191,7 @@ private:
             out_ << YAML::EndMap;
         }
         if (!d.target_columns.empty()) key("target_columns") << YAML::Flow << d.target_columns;
+        if (d.format == DataFormat::text) key("tokenizer") << name_of(d.tokenizer);
         if (!d.augment.empty()) emit_augment(d.augment);
         number("validation_split", d.validation_split);
         key("limit") << d.limit;

@@ -80,6 +80,9 @@ struct OptimizerConfig {
     double rho = 0.9;                // rmsprop: decay of the mean square
     bool centered = false;           // rmsprop: divide by the variance estimate, not the mean square
     double weight_decay = 0.0;       // adamw default 0.004 (Keras); sgd/adam: L2-free, must be 0 unless set
+    // optimizer.no_decay (adamw): parameters that take no weight decay, by
+    // kind: bias, norm (layer/rms/batch norm's gamma and beta), embedding.
+    std::vector<std::string> no_decay;
     ScheduleConfig schedule;         // optimizer.schedule
 };
 
@@ -119,6 +122,9 @@ struct DataConfig {
     std::vector<double> normalize_mean;
     std::vector<double> normalize_std;
     std::vector<AugmentConfig> augment;  // data.augment
+    // format: text: how the text becomes token ids: bytes (the UTF-8 bytes,
+    // 256 ids) or chars (the text's distinct characters, sorted by code point).
+    Tokenizer tokenizer = Tokenizer::chars;
     // format: image_folder only
     bool crop_to_aspect_ratio = false;  // data.crop_to_aspect_ratio: resize the largest centered crop of the input's aspect
     bool skip_bad_files = false;        // data.skip_bad_files: skip (and count) files that are not readable images
@@ -168,6 +174,13 @@ struct TrainingConfig {
     // On a GPU: prefer cuDNN algorithms that give the same bits run to run
     // (true) or take the one cuDNN ranks first, which may sum with atomics.
     bool deterministic = true;
+    // training.steps_per_epoch: an epoch is the first N batches of the
+    // epoch's shuffled order (random windows of a text each epoch, as
+    // nanoGPT samples them); 0 = every sample once.
+    int64_t steps_per_epoch = 0;
+    // training.clip_norm: gradients scaled down so that their global L2 norm
+    // (over every parameter, after the all-reduce) is at most this; 0 = off.
+    double clip_norm = 0.0;
 };
 
 // Every replica is a thread with its own copy of the model; past this many,

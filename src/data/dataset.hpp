@@ -66,6 +66,12 @@ struct Dataset {
     std::vector<std::string> target_names;  // real targets from a CSV with a header: their columns' names
     std::vector<std::string> columns;       // a CSV's header line (empty without one): the file's layout
     std::vector<std::string> class_names;   // image folders: class i's folder name; empty where unnamed
+    // format: text: windows of token ids (held as floats) with the next token
+    // of each position as its label (label_width = positions); `vocabulary`
+    // holds, with the chars tokenizer, the character of each id in id order.
+    bool text = false;
+    config::Tokenizer tokenizer = config::Tokenizer::chars;
+    std::u32string vocabulary;
     std::string description;       // "fashion-mnist train (/usr/share/datasets/fashion-mnist)"
     DatasetPart part;              // the training set of a worker with data.shard_files
 

@@ -22,6 +22,12 @@ std::optional<CifarKind> cifar_kind(DataFormat format) {
 }
 
 bool holds_marker(const std::string& dir, DataFormat format) {
+    if (format == DataFormat::text) {
+        std::error_code ec;
+        for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+            if (entry.path().extension() == ".txt") return true;
+        return false;
+    }
     if (format == DataFormat::npz) {
         std::error_code ec;
         return std::filesystem::is_regular_file(dir, ec);
@@ -43,6 +49,7 @@ bool holds_marker(const std::string& dir, DataFormat format) {
 }
 
 std::string marker_description(DataFormat format) {
+    if (format == DataFormat::text) return "a .txt file";
     if (format == DataFormat::npy) return "x_train.npy";
     if (format == DataFormat::image_folder) return "class folders (or a train folder of them)";
     if (format == DataFormat::cifar10) return "data_batch_1.bin (CIFAR-10 binary)";
@@ -51,6 +58,8 @@ std::string marker_description(DataFormat format) {
 }
 
 std::string how_to_get(const std::string& name, DataFormat format) {
+    if (format == DataFormat::text && name == "shakespeare") return "run datasets/fetch-shakespeare";
+    if (format == DataFormat::text) return "put .txt files there or set data.path to a text file";
     if (format == DataFormat::npy)
         return "put x_train.npy, y_train.npy, x_test.npy and y_test.npy there (np.save) or set data.path";
     if (format == DataFormat::image_folder)

@@ -20,6 +20,9 @@ Dataset slice(const Dataset& dataset, int64_t begin, int64_t end) {
     out.target_names = dataset.target_names;
     out.columns = dataset.columns;
     out.class_names = dataset.class_names;
+    out.text = dataset.text;
+    out.tokenizer = dataset.tokenizer;
+    out.vocabulary = dataset.vocabulary;
     out.labels.assign(dataset.labels.begin() + begin * dataset.label_width,
                       dataset.labels.begin() + end * dataset.label_width);
     if (dataset.streamed()) {  // the same file, from row `begin` on

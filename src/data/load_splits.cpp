@@ -21,6 +21,7 @@
 #include "data/npy.hpp"
 #include "data/row_range.hpp"
 #include "data/synthetic.hpp"
+#include "data/text_reader.hpp"
 
 namespace gputrain::data {
 namespace {
@@ -381,7 +382,35 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
     std::string source;  // "fashion-mnist" / "data.path", for descriptions
     std::string dir;
     bool split_done = false;  // the sharded read already applied limit and validation_split
-    if (format == config::DataFormat::synthetic) {
+    if (format == config::DataFormat::text) {
+        if (model_input_shape.size() != 1)
+            throw ConfigError("format text: model.input_shape " + shape_text(model_input_shape) +
+                              " is not a block of tokens: give [positions], e.g. input_shape: [256]");
+        const std::string path = cfg.path.empty() ? resolve_dataset_dir(cfg.dataset, format) : cfg.path;
+        source = cfg.path.empty() ? cfg.dataset : "data.path";
+        const TextTokens tokens = read_text(text_files(path), cfg.tokenizer);
+        const int64_t positions = model_input_shape[0];
+        const int64_t windows = window_count(tokens, positions);
+        if (windows < 1)
+            throw DataError(fmt::format("{}: {} tokens make no sample of {} positions (and the label of the last); "
+                                        "give a longer text or a smaller model.input_shape",
+                                        tokens.files, tokens.ids.size(), positions));
+        const std::string description = fmt::format("{} ({}, {} tokens, {} vocabulary)", source, tokens.files,
+                                                    tokens.ids.size(), config::name_of(cfg.tokenizer));
+        if (want_train) {
+            splits.train = text_windows(tokens, positions, 0, windows);
+            splits.train.description = description;
+        }
+        if (want_test) {
+            // No test file: evaluate reads the windows data.validation_split holds out.
+            if (cfg.validation_split <= 0.0)
+                throw ConfigError("format text: evaluate reads the last data.validation_split of the text's windows, "
+                                  "and data.validation_split is 0; set it (e.g. 0.1) as training did");
+            const int64_t used = cfg.limit > 0 ? std::min(windows, cfg.limit) : windows;
+            splits.test = text_windows(tokens, positions, training_count(used, cfg.validation_split, description), used);
+            splits.test.description = "the last " + std::to_string(splits.test.size()) + " windows of " + description;
+        }
+    } else if (format == config::DataFormat::synthetic) {
         if (want_train) {
             splits.train = make_synthetic(model_input_shape, cfg.synthetic_samples, cfg.synthetic_classes,
                                           cfg.synthetic_seed, SyntheticSplit::train);
@@ -510,6 +539,7 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
     }
     if (sharded) splits.train.description += ": " + part_text(splits.train);
     if (want_test) keep_first(splits.test, cfg.test_limit);
+    if (format == config::DataFormat::text) return splits;  // token ids: no scale or table
     for (Dataset* d : {&splits.train, &splits.validation, &splits.test}) {
         check_normalize(cfg, *d);
         if (d->type == SampleType::f32) normalize_floats(*d, cfg.normalize_mean, cfg.normalize_std);

@@ -125,7 +125,8 @@ void Loader::set_index_only(bool index_only) {
 }
 
 int64_t Loader::steps_per_epoch() const {
-    return part_ ? part_steps_ : (dataset_.size() + global_batch_ - 1) / global_batch_;
+    const int64_t all = part_ ? part_steps_ : (dataset_.size() + global_batch_ - 1) / global_batch_;
+    return max_steps_ > 0 ? std::min(all, max_steps_) : all;
 }
 
 void Loader::start_epoch(int64_t epoch, int64_t first_step) {

@@ -71,8 +71,12 @@ public:
     // and no thread gathers ahead. Set before start_epoch. Not for a worker's part.
     void set_index_only(bool index_only);
 
-    // ceil(size / global_batch); for a worker's part: min over the parts of floor(part / its rows of a batch).
+    // ceil(size / global_batch); for a worker's part: min over the parts of floor(part / its rows of a batch);
+    // at most set_max_steps' limit.
     int64_t steps_per_epoch() const;
+    // training.steps_per_epoch: an epoch is the first `steps` batches of its
+    // order (0: all of them). Set before start_epoch.
+    void set_max_steps(int64_t steps) { max_steps_ = steps; }
 
     // Starts gathering `epoch`'s batches from `first_step` on (resume mid-epoch). Call from one
     // thread, when no replica is inside get() (between epochs). Stops any previous epoch's prefetch.
@@ -99,6 +103,7 @@ private:
     bool part_ = false;
     bool index_only_ = false;
     int64_t part_rows_ = 0, part_first_row_ = 0, part_steps_ = 0;
+    int64_t max_steps_ = 0;
 
     std::mutex mutex_;
     std::condition_variable changed_;

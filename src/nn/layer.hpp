@@ -17,7 +17,8 @@
 
 namespace gputrain::nn {
 
-enum class Init { zeros, ones, glorot_uniform };
+// uniform: Keras' RandomUniform(-0.05, 0.05), its Embedding's default.
+enum class Init { zeros, ones, glorot_uniform, uniform };
 
 struct ParamSpec {
     std::string name;   // within the layer: "kernel", "bias"
@@ -55,6 +56,13 @@ struct RunContext {
     // fp16's loss scale in backend memory (train/loss_scaler.hpp): the loss
     // gradient is multiplied by it before backward; null = no scaling.
     const float* loss_scale = nullptr;
+    // Sampling (gputrain generate): a sequence model built on ONE position
+    // per sample runs that position at absolute index `position` of the
+    // sequence; positional embeddings read row `position` of their table and
+    // attention layers append its key and value to their cache and attend over
+    // positions [0, position]. -1: a whole block from position 0 (training,
+    // evaluate, predict).
+    int64_t position = -1;
 };
 
 class Layer {

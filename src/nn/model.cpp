@@ -86,12 +86,14 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         tensor_shapes_.push_back(shape);
     }
 
-    // The losses read one score per class for each sample.
-    if (shapes_.back().size() != 1)
+    // The losses read one score per class for each sample, or with a
+    // crossentropy one per class for each position of a sequence.
+    if (shapes_.back().size() == 2 && loss_.is_cross_entropy()) positions_ = shapes_.back()[0];
+    else if (shapes_.back().size() != 1)
         LayerArgs(model.layers.back(), static_cast<int>(model.layers.size() - 1))
             .fail("", "the model's output " + shape_to_string(shapes_.back()) +
-                          " must be one vector per sample, (None, classes), for the loss; add a flatten layer "
-                          "before the last dense layer");
+                          " must be one vector per sample, (None, classes), for the loss (or (None, positions, "
+                          "classes) with a crossentropy loss); add a flatten layer before the last dense layer");
     softmax_under_logits_loss_ = loss_.is_cross_entropy() && loss_.from_logits() && layers_.back()->ends_in_softmax();
     probabilities_not_softmax_ =
         loss_.is_cross_entropy() && !loss_.from_logits() && !layers_.back()->ends_in_softmax();
@@ -201,6 +203,7 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
     }
     scratch_floats_ = static_cast<size_t>(scratch);
     scratch_ = own_floats(std::max<size_t>(1, scratch_floats_));
+    if (positions_ > 1) sequence_stats_ = own_floats(2);
     float* s = scratch_;
     for (auto& layer : layers_) {
         layer->set_scratch(s);
@@ -353,6 +356,9 @@ void fill_initial(const ParamSpec& spec, float* out, size_t n, Rng& rng) {
             for (size_t i = 0; i < n; ++i) out[i] = (2.0f * rng.uniform() - 1.0f) * limit;
             break;
         }
+        case Init::uniform:
+            for (size_t i = 0; i < n; ++i) out[i] = (2.0f * rng.uniform() - 1.0f) * 0.05f;
+            break;
     }
 }
 
@@ -420,11 +426,11 @@ void Model::run_step(const RunContext& ctx, const float* inputs, const int32_t* 
         if (after) (*after)(i, Phase::forward);
     }
     float* loss_grad = grad_buffers_[static_cast<size_t>(loss_slot_)];
-    loss_.compute(backend_, activations_.back(), labels, rows, static_cast<int>(classes()), grad_scale, loss_grad,
-                  stats);
+    compute_loss(labels, rows, grad_scale, loss_grad, stats);
     // Scaling by a power of two is exact: the same as scaling grad_scale.
     if (ctx.loss_scale)
-        backend_.scale_by(loss_grad, static_cast<size_t>(rows) * static_cast<size_t>(classes()), ctx.loss_scale);
+        backend_.scale_by(loss_grad, static_cast<size_t>(rows) * static_cast<size_t>(positions_ * classes()),
+                          ctx.loss_scale);
     if (after) (*after)(layers_.size(), Phase::loss);
     std::vector<float*> dxs;
     for (size_t i = layers_.size(); i-- > 0;) {
@@ -451,7 +457,22 @@ void Model::run_step(const RunContext& ctx, const float* inputs, const int32_t* 
 void Model::evaluate(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows, float* stats) {
     if (rows == 0) return;
     forward(ctx, inputs, rows);
-    loss_.compute(backend_, activations_.back(), labels, rows, static_cast<int>(classes()), 0.0f, nullptr, stats);
+    compute_loss(labels, rows, 0.0f, nullptr, stats);
+}
+
+void Model::compute_loss(const int32_t* labels, int rows, float grad_scale, float* grad, float* stats) {
+    const int classes = static_cast<int>(this->classes());
+    if (positions_ == 1) {
+        loss_.compute(backend_, activations_.back(), labels, rows, classes, grad_scale, grad, stats);
+        return;
+    }
+    // Every position is a row of the loss; a sample's loss is the mean over its positions.
+    const float per_position = 1.0f / static_cast<float>(positions_);
+    backend_.fill(sequence_stats_, 2, 0.0f);
+    loss_.compute(backend_, activations_.back(), labels, rows * static_cast<int>(positions_), classes,
+                  grad_scale * per_position, grad, sequence_stats_);
+    backend_.scale(sequence_stats_, 2, per_position);
+    run_op(backend_, ops::Accumulate{stats, sequence_stats_, 2});
 }
 
 std::string Model::summary() const {

@@ -51,6 +51,11 @@ public:
     const Shape& input_shape() const { return input_shape_; }
     const Shape& output_shape() const { return shapes_.back(); }
     int64_t classes() const { return output_shape().back(); }
+    // A sequence model's output is (positions, classes) with a label for each
+    // position; 1 for one vector (None, classes) per sample. The loss and the
+    // correct count are token-level means: each sample's sums over its
+    // positions divided by positions().
+    int64_t positions() const { return positions_; }
     int64_t max_rows() const { return max_rows_; }
     const std::vector<ParamView>& params() const { return views_; }
     size_t param_count() const { return param_count_; }
@@ -150,6 +155,8 @@ private:
     void run_step(const RunContext& ctx, const float* inputs, const int32_t* labels, int rows, float grad_scale,
                   float* stats, const GradientsReady& ready, const LayerObserver* after);
     void initialize(uint64_t seed);
+    // The loss of the latest forward pass (positions() aware); grad may be null.
+    void compute_loss(const int32_t* labels, int rows, float grad_scale, float* grad, float* stats);
     // Backend memory the model owns (freed with it, also when its constructor throws).
     float* own_floats(size_t count);
     void* own_bytes(size_t bytes);
@@ -181,6 +188,8 @@ private:
     std::vector<ParamSpec> state_specs_; // parallel to state_views_
     std::vector<size_t> layer_offsets_;  // first trainable float of each layer, then param_count_
     int64_t max_rows_;
+    int64_t positions_ = 1;
+    float* sequence_stats_ = nullptr;  // a sequence model's loss sums before they are divided by positions_
     size_t param_count_ = 0;
     size_t state_count_ = 0;
     size_t activation_floats_ = 0;

@@ -35,6 +35,9 @@ void register_builtin_layers(LayerRegistry& registry) {
     add_global_avg_pool2d_layer(registry);
     add_batch_norm_layer(registry);
     add_reshape_layer(registry);
+    add_attention_layer(registry);
+    add_layer_norm_layers(registry);
+    add_embedding_layers(registry);
 }
 
 const LayerRegistry& builtin_layers() {

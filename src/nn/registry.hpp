@@ -52,6 +52,9 @@ void add_pool2d_layers(LayerRegistry& registry);            // pool2d.cpp
 void add_global_avg_pool2d_layer(LayerRegistry& registry);  // global_avg_pool2d.cpp
 void add_batch_norm_layer(LayerRegistry& registry);         // batch_norm.cpp
 void add_reshape_layer(LayerRegistry& registry);            // reshape.cpp
+void add_attention_layer(LayerRegistry& registry);          // attention.cpp
+void add_layer_norm_layers(LayerRegistry& registry);        // layer_norm.cpp
+void add_embedding_layers(LayerRegistry& registry);         // embedding.cpp
 
 // The registry with every built-in layer (built once, read-only afterwards).
 const LayerRegistry& builtin_layers();

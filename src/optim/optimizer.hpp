@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/backend.hpp"
@@ -36,6 +37,9 @@ public:
         apply(params, grads, nullptr);
     }
     virtual std::vector<StateSlot> state() = 0;
+    // optimizer.no_decay: the parameter ranges [offset, offset + count) that
+    // take no weight decay (AdamW); the others decay as configured.
+    virtual void set_decay_exempt(const std::vector<std::pair<size_t, size_t>>& ranges) { (void)ranges; }
 };
 
 // The optimizer of cfg.type.

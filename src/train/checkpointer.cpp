@@ -148,6 +148,10 @@ void Checkpointer::write(const std::string& path, Replica& replica0, const Train
         meta["val_loss"] = number(record.val_loss);
         meta["val_" + cfg_.metric()] = number(record.val_metric);
     }
+    if (!state.tokenizer.empty()) {
+        meta["tokenizer"] = state.tokenizer;
+        meta["vocabulary"] = state.vocabulary;
+    }
     if (!state.epoch_steps.empty()) meta["steps_per_epoch"] = optim::format_epoch_steps(state.epoch_steps);
     if (state.has_best) meta["best_value"] = number(state.best_value);
     if (state.has_best && !state.best_of.empty()) meta["best_of"] = state.best_of;

@@ -49,6 +49,10 @@ struct TrainingState {
     // The resolved config the checkpoint was trained with (metadata "config");
     // "" for checkpoints written before it was stored.
     std::string config_yaml;
+    // format: text: the tokenizer's name and, for chars, its characters in id
+    // order (UTF-8): metadata "tokenizer" and "vocabulary", which `generate`
+    // decodes with. Empty for other data.
+    std::string tokenizer, vocabulary;
 };
 
 class Checkpointer {

@@ -1,5 +1,6 @@
 #include "train/replica.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -22,6 +23,25 @@ Precision backend_precision(config::Precision precision) {
 
 }  // namespace
 
+std::vector<std::pair<size_t, size_t>> decay_exempt(const nn::Model& model, const std::vector<std::string>& kinds) {
+    const auto listed = [&](const char* kind) { return std::find(kinds.begin(), kinds.end(), kind) != kinds.end(); };
+    const std::vector<size_t>& offsets = model.layer_param_offsets();
+    std::vector<std::pair<size_t, size_t>> out;
+    for (const nn::ParamView& view : model.params()) {
+        // The layer that owns the view: the last whose first float is at or before it.
+        size_t layer = 0;
+        while (layer + 1 < model.layer_count() && offsets[layer + 1] <= view.offset) ++layer;
+        const std::string type = model.layer(layer).type();
+        const std::string param = view.name.substr(view.name.rfind('/') + 1);
+        const bool norm = type == "layer_norm" || type == "rms_norm" || type == "batch_norm";
+        const bool embedding = type == "embedding" || type == "positional_embedding";
+        const bool bias = param == "bias" || param.ends_with("_bias");
+        if ((listed("norm") && norm) || (listed("embedding") && embedding) || (listed("bias") && bias))
+            out.emplace_back(view.offset, view.count);
+    }
+    return out;
+}
+
 Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
                  std::unique_ptr<dist::Communicator> comm, int64_t max_shard_rows, ReplicaUse use)
     : backend_(std::move(backend)), comm_(std::move(comm)) {
@@ -34,7 +54,10 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
     model_ = std::make_unique<nn::Model>(cfg.model, cfg.loss, *backend_, rows, cfg.training.seed,
                                          use == ReplicaUse::training ? nn::ModelUse::training : nn::ModelUse::inference);
     model_->loss().set_metric(cfg.metric() == "mse" ? math::RegressionMetric::mse : math::RegressionMetric::mae);
-    if (use == ReplicaUse::training) optimizer_ = optim::make_optimizer(cfg.optimizer, *backend_, model_->param_count());
+    if (use == ReplicaUse::training) {
+        optimizer_ = optim::make_optimizer(cfg.optimizer, *backend_, model_->param_count());
+        if (!cfg.optimizer.no_decay.empty()) optimizer_->set_decay_exempt(decay_exempt(*model_, cfg.optimizer.no_decay));
+    }
     sample_elements_ = shape_elements(model_->input_shape());
     const size_t input_bytes = static_cast<size_t>(rows * sample_elements_) * sizeof(float);
     const size_t label_bytes = static_cast<size_t>(rows) * sizeof(int32_t);

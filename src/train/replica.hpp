@@ -31,6 +31,11 @@ namespace gputrain::train {
 // optimizer state, which is twice the weights under Adam.
 enum class ReplicaUse { training, inference };
 
+// optimizer.no_decay: the [offset, count) ranges of `model`'s parameters of
+// the listed kinds (bias: a layer's bias and *_bias tensors; norm: layer,
+// RMS and batch norm's; embedding: token and position tables).
+std::vector<std::pair<size_t, size_t>> decay_exempt(const nn::Model& model, const std::vector<std::string>& kinds);
+
 class Replica {
 public:
     // Allocates everything the replica will need before any collective runs.

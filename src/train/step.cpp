@@ -1,5 +1,7 @@
 #include "train/step.hpp"
 
+#include "backend/ops/optimizers.hpp"
+
 namespace gputrain::train {
 
 Step::Step(const config::RunConfig& cfg, Replica& replica, LossScaler& scaler, bool sticky)
@@ -9,7 +11,10 @@ Step::Step(const config::RunConfig& cfg, Replica& replica, LossScaler& scaler, b
       fused_(cfg.training.fused_kernels),
       sticky_(sticky),
       cross_(replica.comm()),
-      buckets_(replica.model(), cfg.strategy.bucket_mb, replica.comm(), replica.model().grad_data()) {}
+      buckets_(replica.model(), cfg.strategy.bucket_mb, replica.comm(), replica.model().grad_data()),
+      clip_norm_(static_cast<float>(cfg.training.clip_norm)) {
+    if (clip_norm_ > 0) clip_scratch_ = Buffer(replica.backend(), sizeof(float));
+}
 
 void Step::run(const StepInput& in) {
     prepare(in);
@@ -69,6 +74,9 @@ void Step::apply_update() {
         scaler_.update(r.guard().words(), sticky_);
         skip = scaler_.skip_flag();
     }
+    // The global norm of the summed gradients: the same on every replica.
+    if (clip_norm_ > 0)
+        run_op(r.backend(), ops::ClipByGlobalNorm{r.model().grad_data(), n, clip_norm_, clip_scratch_.floats()});
     // Identical on every replica after the all-reduce, so all skip alike.
     r.optimizer().apply(r.model().param_data(), r.model().grad_data(), skip);
 }

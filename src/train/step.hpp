@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "backend/buffer.hpp"
 #include "config/run_config.hpp"
 #include "nn/model.hpp"
 #include "train/cross_replica_comm.hpp"
@@ -87,6 +88,8 @@ private:
     GradientBuckets buckets_;
     std::optional<nn::RunContext> ctx_;  // prepare()'s, read by the parts
     StepInput in_;
+    const float clip_norm_;  // training.clip_norm (0: off)
+    Buffer clip_scratch_;    // the gradients' norm before clipping (one float)
 };
 
 }  // namespace gputrain::train

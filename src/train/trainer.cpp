@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "config/resolved_yaml.hpp"
+#include "data/text_reader.hpp"
 #include "core/error.hpp"
 #include "dist/process_group.hpp"
 #include "data/loader.hpp"
@@ -306,6 +307,7 @@ FitResult Trainer::fit() {
     const int global_replicas = replicas_[0]->comm().size();
     data::Loader loader(data_.train, cfg_.training.batch_size, global_replicas, cfg_.training.shuffle,
                         cfg_.training.seed, /*prefetch_depth=*/4, local_replicas, cfg_.data.workers);
+    loader.set_max_steps(cfg_.training.steps_per_epoch);
     // Only the worker holding global rank 0 writes files and logs.
     writer_ = replicas_[0]->rank() == 0;
     steps_per_epoch_ = loader.steps_per_epoch();
@@ -480,6 +482,10 @@ void Trainer::continue_epoch_steps() {
         state_.epoch_steps = {{0, epochs > 0 && done > 0 && done % epochs == 0 ? done / epochs : steps_per_epoch_}};
     }
     state_.epoch_steps = optim::continued_at(state_.epoch_steps, state_.epochs_done, steps_per_epoch_);
+    if (data_.train.text) {
+        state_.tokenizer = config::name_of(data_.train.tokenizer);
+        state_.vocabulary = data::vocabulary_utf8(data_.train.vocabulary);
+    }
 }
 
 void Trainer::prepare_replicas(data::Loader& loader) {
@@ -572,6 +578,15 @@ EpochRecord Trainer::record_epoch(int64_t epoch, int64_t start_step, double samp
         rec.val_metric = v.metric;
         shown.push_back({"val_loss", v.loss});
         shown.push_back({"val_" + metric_name_, v.metric});
+    }
+    // A language model's loss also as perplexity and bits per token
+    // (per character or byte, as the tokenizer reads the text).
+    if (data_.train.text) {
+        const double loss = rec.has_validation ? rec.val_loss : rec.loss;
+        const std::string prefix = rec.has_validation ? "val_" : "";
+        shown.push_back({prefix + "ppl", std::exp(loss)});
+        shown.push_back({prefix + (data_.train.tokenizer == config::Tokenizer::bytes ? "bpb" : "bpc"),
+                         loss / std::log(2.0)});
     }
     rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     progress_.end_epoch(shown, rec.seconds);

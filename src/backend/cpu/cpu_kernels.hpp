@@ -9,8 +9,11 @@ namespace gputrain::cpu_kernels {
 
 const KernelTable& table();
 
+void add_attention(KernelTable& table);    // attention_kernels.cpp
 void add_elementwise(KernelTable& table);  // elementwise_kernels.cpp
+void add_embedding(KernelTable& table);    // embedding_kernels.cpp
 void add_optimizers(KernelTable& table);   // optimizer_kernels.cpp
 void add_prepare(KernelTable& table);      // prepare_kernels.cpp
+void add_normalization(KernelTable& table);  // normalization_kernels.cpp
 
 }  // namespace gputrain::cpu_kernels

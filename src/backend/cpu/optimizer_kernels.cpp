@@ -1,4 +1,6 @@
 // The CPU's kernels of backend/ops/optimizers.hpp.
+#include <cmath>
+
 #include "backend/cpu/cpu_kernels.hpp"
 #include "backend/ops/optimizers.hpp"
 
@@ -14,8 +16,21 @@ void rmsprop(Backend&, const ops::RmspropStep& op) {
                              op.mean_grad ? op.mean_grad + i : nullptr, r);
 }
 
+void clip_by_global_norm(Backend&, const ops::ClipByGlobalNorm& op) {
+    double sum = 0.0;
+    for (size_t i = 0; i < op.n; ++i) sum += static_cast<double>(op.grads[i]) * static_cast<double>(op.grads[i]);
+    const double norm = std::sqrt(sum);
+    *op.norm_out = static_cast<float>(norm);
+    const float f = ops::clip_factor(norm, op.max_norm);
+    if (f == 1.0f) return;
+    for (size_t i = 0; i < op.n; ++i) op.grads[i] *= f;
+}
+
 }  // namespace
 
-void add_optimizers(KernelTable& table) { table.add<ops::RmspropStep, &rmsprop>(); }
+void add_optimizers(KernelTable& table) {
+    table.add<ops::RmspropStep, &rmsprop>();
+    table.add<ops::ClipByGlobalNorm, &clip_by_global_norm>();
+}
 
 }  // namespace gputrain::cpu_kernels

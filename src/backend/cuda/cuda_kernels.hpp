@@ -11,8 +11,11 @@ namespace gputrain::cuda_kernels {
 
 const KernelTable& table();
 
+void add_attention(KernelTable& table);    // attention_kernels.cu
 void add_elementwise(KernelTable& table);  // elementwise_kernels.cu
+void add_embedding(KernelTable& table);    // embedding_kernels.cu
 void add_optimizers(KernelTable& table);   // optimizer_kernels.cu
 void add_prepare(KernelTable& table);      // prepare_kernels.cu
+void add_normalization(KernelTable& table);  // normalization_kernels.cu
 
 }  // namespace gputrain::cuda_kernels

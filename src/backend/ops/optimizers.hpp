@@ -25,4 +25,23 @@ struct RmspropStep {
     const int32_t* skip;
 };
 
+// training.clip_norm, PyTorch's clip_grad_norm_: with norm the L2 norm of
+// grads[0, n) (summed in double, in a fixed order), every gradient is
+// multiplied by max_norm / (norm + 1e-6) when that is below 1. A norm that is
+// not finite leaves them as they are (the step guard reports it). norm_out
+// (backend memory, one float) receives the norm before clipping.
+struct ClipByGlobalNorm {
+    static constexpr const char* kName = "clip_by_global_norm";
+    float* grads;
+    size_t n;
+    float max_norm;
+    float* norm_out;
+};
+
+// The clip factor of a norm (math shared by the kernels).
+GPUTRAIN_HD float clip_factor(double norm, float max_norm) {
+    const double f = static_cast<double>(max_norm) / (norm + 1e-6);
+    return (f < 1.0 && norm == norm && norm < 1e300) ? static_cast<float>(f) : 1.0f;
+}
+
 }  // namespace gputrain::ops

@@ -180,9 +180,12 @@ TEST_CASE("Sizes the backends cannot count with int are config errors, not crash
 }
 
 TEST_CASE("The model's output must be one vector per sample; layer names take '/' only between scopes") {
-    REQUIRE(message_of({28, 28}, {layer("dense", {{"units", "10"}})}) ==
-            "test.yaml:3:7: model.layers[0] (dense): the model's output (None, 28, 10) must be one vector per "
-            "sample, (None, classes), for the loss; add a flatten layer before the last dense layer");
+    REQUIRE(message_of({28, 28, 1}, {layer("dense", {{"units", "10"}})}) ==
+            "test.yaml:3:7: model.layers[0] (dense): the model's output (None, 28, 28, 10) must be one vector per "
+            "sample, (None, classes), for the loss (or (None, positions, classes) with a crossentropy loss); add a "
+            "flatten layer before the last dense layer");
+    // (None, positions, classes) is a sequence model's (format text): fit checks it against the data.
+    REQUIRE(message_of({28, 28}, {layer("dense", {{"units", "10"}})}) == "no error");
     config::LayerSpec named = layer("dense", {{"units", "10"}});
     named.name = "optimizer/adam_m/dense";
     REQUIRE(message_of({784}, {named}) ==

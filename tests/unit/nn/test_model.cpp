@@ -154,8 +154,9 @@ TEST_CASE("Model configuration errors name the layer and what to do") {
     mc.layers = {specs::layer("dense", {{"units", "3"}}), specs::layer("desne", {{"units", "3"}})};
     REQUIRE(message_of(mc) ==
             "test.yaml:3:7: model.layers[1] (desne): type: unknown layer type 'desne' (did you mean 'dense'?); known "
-            "types: add, avg_pool2d, batch_norm, concatenate, conv2d, dense, dropout, flatten, gelu, "
-            "global_avg_pool2d, max_pool2d, multiply, relu, reshape, sigmoid, softmax, tanh");
+            "types: add, avg_pool2d, batch_norm, causal_self_attention, concatenate, conv2d, dense, dropout, embedding, "
+            "flatten, gelu, global_avg_pool2d, layer_norm, max_pool2d, multiply, positional_embedding, relu, reshape, "
+            "rms_norm, sigmoid, softmax, tanh");
     mc.layers = {specs::layer("dense", {{"units", "-2"}})};
     REQUIRE(message_of(mc) == "test.yaml:3:15: model.layers[0] (dense): units: expected a positive integer, got '-2'");
     mc.layers = {specs::layer("dense", {{"units", "3"}, {"activaton", "relu"}})};

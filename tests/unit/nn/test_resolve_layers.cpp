@@ -76,7 +76,10 @@ TEST_CASE("resolve_layers: the resolved YAML of every layer type loads and resol
         "padding: same}", "{type: max_pool2d, pool_size: 3, strides: [1, 2]}", "{type: avg_pool2d}",
         "{type: global_avg_pool2d}", "{type: batch_norm, momentum: 0.5, epsilon: 1e-5, sync: true}",
         "{type: add, inputs: [input, input]}", "{type: concatenate, inputs: [input, input]}",
-        "{type: multiply, inputs: [input, input, input]}"};
+        "{type: multiply, inputs: [input, input, input]}", "{type: layer_norm, epsilon: 0.001, center: false}",
+        "{type: rms_norm, epsilon: 1e-5}", "{type: embedding, input_dim: 10, output_dim: 4}",
+        "{type: reshape, target_shape: [28, 28]}, {type: positional_embedding, length: 30}",
+        "{type: reshape, target_shape: [28, 28]}, {type: causal_self_attention, heads: 4, use_bias: false}"};
     size_t types_seen = 0;
     for (const auto& type : nn::builtin_layers().types())
         for (const auto& layer : layers)

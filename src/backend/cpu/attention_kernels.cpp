@@ -1,0 +1,165 @@
+// The CPU's kernels of backend/ops/attention.hpp: per (sample, head), blocks
+// of kAttentionCpuBlock query rows against the keys they see, with the
+// products in the backend's gemm (OpenBLAS or the small-GEMM kernel) and the
+// softmax in between in a tile of the workspace. Single-threaded, as every
+// CPU replica is.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend/backend.hpp"
+#include "backend/cpu/cpu_kernels.hpp"
+#include "backend/ops/attention.hpp"
+
+namespace gputrain::cpu_kernels {
+
+namespace {
+
+constexpr int kBlock = ops::kAttentionCpuBlock;
+
+float scale_of(int d) { return 1.0f / std::sqrt(static_cast<float>(d)); }
+
+// One (sample, head): `queries` query rows at absolute positions first,
+// first + 1, ...; query i sees keys 0..first + i.
+struct HeadView {
+    const float* q;
+    int ld_q;
+    const float* k;
+    const float* v;
+    int ld_kv;
+    float* o;
+    int ld_o;
+    float* lse;  // lse[i], or null
+    int queries, first, D;
+    float scale;
+};
+
+// o = softmax(scale q k^T, causal) v, and lse, over blocks of query rows;
+// `tile` holds min(queries, kBlock) * (first + queries) floats.
+void attend(Backend& be, const HeadView& h, float* tile) {
+    for (int i0 = 0; i0 < h.queries; i0 += kBlock) {
+        const int bq = std::min(kBlock, h.queries - i0);
+        const int keys = h.first + i0 + bq;  // what the block's last row sees
+        float* s = tile;
+        be.gemm(false, true, bq, keys, h.D, h.scale, h.q + static_cast<size_t>(i0) * h.ld_q, h.ld_q, h.k, h.ld_kv,
+                0.0f, s, keys);
+        for (int r = 0; r < bq; ++r) {
+            float* row = s + static_cast<size_t>(r) * keys;
+            const int visible = h.first + i0 + r + 1;
+            const float mx = *std::max_element(row, row + visible);
+            float sum = 0.0f;
+            for (int j = 0; j < visible; ++j) {
+                row[j] = std::exp(row[j] - mx);
+                sum += row[j];
+            }
+            const float inv = 1.0f / sum;
+            for (int j = 0; j < visible; ++j) row[j] *= inv;
+            std::fill(row + visible, row + keys, 0.0f);
+            if (h.lse) h.lse[i0 + r] = mx + std::log(sum);
+        }
+        be.gemm(false, false, bq, h.D, keys, 1.0f, s, keys, h.v, h.ld_kv, 0.0f,
+                h.o + static_cast<size_t>(i0) * h.ld_o, h.ld_o);
+    }
+}
+
+void attention_forward(Backend& be, const ops::AttentionForward& op) {
+    const int C = op.heads * op.D;
+    for (int n = 0; n < op.rows; ++n) {
+        const float* qkv = op.qkv + static_cast<size_t>(n) * op.T * op.ld_qkv;
+        for (int hd = 0; hd < op.heads; ++hd) {
+            const int col = hd * op.D;
+            HeadView h{qkv + col, op.ld_qkv, qkv + C + col, qkv + 2 * C + col, op.ld_qkv,
+                       op.out + static_cast<size_t>(n) * op.T * op.ld_out + col, op.ld_out,
+                       op.lse ? op.lse + (static_cast<size_t>(n) * op.heads + hd) * op.T : nullptr,
+                       op.T, 0, op.D, scale_of(op.D)};
+            attend(be, h, op.cpu_tile);
+        }
+    }
+}
+
+void attention_backward(Backend& be, const ops::AttentionBackward& op) {
+    const int C = op.heads * op.D, D = op.D, T = op.T;
+    const float scale = scale_of(D);
+    for (int n = 0; n < op.rows; ++n) {
+        const size_t first_row = static_cast<size_t>(n) * T;
+        for (int hd = 0; hd < op.heads; ++hd) {
+            const int col = hd * D;
+            const float* q = op.qkv + first_row * op.ld_qkv + col;
+            const float* k = q + C;
+            const float* v = q + 2 * C;
+            const float* o = op.out + first_row * op.ld_out + col;
+            const float* dout = op.dout + first_row * op.ld_out + col;
+            const float* lse = op.lse + (static_cast<size_t>(n) * op.heads + hd) * T;
+            float* delta = op.delta + (static_cast<size_t>(n) * op.heads + hd) * T;
+            float* dq = op.dqkv + first_row * op.ld_dqkv + col;
+            float* dk = dq + C;
+            float* dv = dq + 2 * C;
+            for (int t = 0; t < T; ++t) {
+                const float* a = o + static_cast<size_t>(t) * op.ld_out;
+                const float* b = dout + static_cast<size_t>(t) * op.ld_out;
+                float sum = 0.0f;
+                for (int d = 0; d < D; ++d) sum += a[d] * b[d];
+                delta[t] = sum;
+                std::fill_n(dk + static_cast<size_t>(t) * op.ld_dqkv, D, 0.0f);
+                std::fill_n(dv + static_cast<size_t>(t) * op.ld_dqkv, D, 0.0f);
+            }
+            for (int i0 = 0; i0 < T; i0 += kBlock) {
+                const int bq = std::min(kBlock, T - i0);
+                const int keys = i0 + bq;
+                float* p = op.cpu_tile;
+                float* ds = op.cpu_tile + static_cast<size_t>(bq) * keys;
+                const float* q_blk = q + static_cast<size_t>(i0) * op.ld_qkv;
+                const float* dout_blk = dout + static_cast<size_t>(i0) * op.ld_out;
+                // P recomputed from the scores and forward's log-sum-exp.
+                be.gemm(false, true, bq, keys, D, scale, q_blk, op.ld_qkv, k, op.ld_qkv, 0.0f, p, keys);
+                // dP = dO V^T
+                be.gemm(false, true, bq, keys, D, 1.0f, dout_blk, op.ld_out, v, op.ld_qkv, 0.0f, ds, keys);
+                for (int r = 0; r < bq; ++r) {
+                    float* prow = p + static_cast<size_t>(r) * keys;
+                    float* dsrow = ds + static_cast<size_t>(r) * keys;
+                    const int visible = i0 + r + 1;
+                    const float l = lse[i0 + r], dl = delta[i0 + r];
+                    for (int j = 0; j < visible; ++j) {
+                        prow[j] = std::exp(prow[j] - l);
+                        dsrow[j] = prow[j] * (dsrow[j] - dl);
+                    }
+                    std::fill(prow + visible, prow + keys, 0.0f);
+                    std::fill(dsrow + visible, dsrow + keys, 0.0f);
+                }
+                // dV += P^T dO, dQ = scale dS K, dK += scale dS^T Q
+                be.gemm(true, false, keys, D, bq, 1.0f, p, keys, dout_blk, op.ld_out, 1.0f, dv, op.ld_dqkv);
+                be.gemm(false, false, bq, D, keys, scale, ds, keys, k, op.ld_qkv, 0.0f,
+                        dq + static_cast<size_t>(i0) * op.ld_dqkv, op.ld_dqkv);
+                be.gemm(true, false, keys, D, bq, scale, ds, keys, q_blk, op.ld_qkv, 1.0f, dk, op.ld_dqkv);
+            }
+        }
+    }
+}
+
+void attention_decode(Backend& be, const ops::AttentionDecode& op) {
+    const int C = op.heads * op.D;
+    for (int n = 0; n < op.rows; ++n) {
+        const float* qkv = op.qkv + static_cast<size_t>(n) * op.ld_qkv;
+        float* kc = op.k_cache + static_cast<size_t>(n) * op.cache_stride;
+        float* vc = op.v_cache + static_cast<size_t>(n) * op.cache_stride;
+        std::memcpy(kc + static_cast<size_t>(op.position) * C, qkv + C, sizeof(float) * C);
+        std::memcpy(vc + static_cast<size_t>(op.position) * C, qkv + 2 * C, sizeof(float) * C);
+        for (int hd = 0; hd < op.heads; ++hd) {
+            const int col = hd * op.D;
+            HeadView h{qkv + col, op.ld_qkv, kc + col, vc + col, C,
+                       op.out + static_cast<size_t>(n) * op.ld_out + col, op.ld_out, nullptr,
+                       1, op.position, op.D, scale_of(op.D)};
+            attend(be, h, op.cpu_tile);
+        }
+    }
+}
+
+}  // namespace
+
+void add_attention(KernelTable& table) {
+    table.add<ops::AttentionForward, &attention_forward>();
+    table.add<ops::AttentionBackward, &attention_backward>();
+    table.add<ops::AttentionDecode, &attention_decode>();
+}
+
+}  // namespace gputrain::cpu_kernels

@@ -1,0 +1,92 @@
+// The CPU's kernels of backend/ops/normalization.hpp. Row statistics are
+// two-pass sums in double (the mean, then the squares around it), so rows of
+// many columns or a large mean against a small spread stay accurate; the
+// per-element arithmetic is float, in the same expressions as the CUDA kernels.
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "backend/cpu/cpu_kernels.hpp"
+#include "backend/ops/normalization.hpp"
+
+namespace gputrain::cpu_kernels {
+
+namespace {
+
+void layer_norm_forward(Backend&, const ops::LayerNormForward& op) {
+    if (op.rows <= 0 || op.cols <= 0) return;
+    const size_t cols = static_cast<size_t>(op.cols);
+    for (size_t r = 0; r < static_cast<size_t>(op.rows); ++r) {
+        const float* x = op.x + r * cols;
+        float* y = op.y + r * cols;
+        double mean = 0.0;
+        if (!op.rms) {
+            double sum = 0.0;
+            for (size_t c = 0; c < cols; ++c) sum += x[c];
+            mean = sum / static_cast<double>(cols);
+        }
+        double squares = 0.0;  // around the mean (rms: around 0)
+        for (size_t c = 0; c < cols; ++c) {
+            const double d = static_cast<double>(x[c]) - mean;
+            squares += d * d;
+        }
+        const float rstd =
+            static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(cols) + static_cast<double>(op.epsilon)));
+        const float m = static_cast<float>(mean);
+        if (!op.rms) op.mean[r] = m;
+        op.rstd[r] = rstd;
+        for (size_t c = 0; c < cols; ++c) {
+            const float xhat = (x[c] - m) * rstd;  // m is 0 with rms
+            const float scaled = op.gamma ? xhat * op.gamma[c] : xhat;
+            y[c] = op.beta ? scaled + op.beta[c] : scaled;
+        }
+    }
+}
+
+void layer_norm_backward(Backend&, const ops::LayerNormBackward& op) {
+    const size_t cols = op.cols > 0 ? static_cast<size_t>(op.cols) : 0;
+    const size_t rows = op.rows > 0 ? static_cast<size_t>(op.rows) : 0;
+    // Column sums in double, row by row: dgamma's in [0, cols), dbeta's after.
+    std::vector<double> sums((op.dgamma || op.dbeta) ? 2 * cols : 0, 0.0);
+    for (size_t r = 0; r < rows; ++r) {
+        const float* x = op.x + r * cols;
+        const float* dy = op.dy + r * cols;
+        const float m = op.rms ? 0.0f : op.mean[r];
+        const float rstd = op.rstd[r];
+        if (!sums.empty())
+            for (size_t c = 0; c < cols; ++c) {
+                const float xhat = (x[c] - m) * rstd;
+                sums[c] += static_cast<double>(dy[c] * xhat);
+                sums[cols + c] += static_cast<double>(dy[c]);
+            }
+        if (!op.dx) continue;
+        double sum_g = 0.0, sum_gx = 0.0;
+        for (size_t c = 0; c < cols; ++c) {
+            const float xhat = (x[c] - m) * rstd;
+            const float g = op.gamma ? dy[c] * op.gamma[c] : dy[c];
+            sum_g += static_cast<double>(g);
+            sum_gx += static_cast<double>(g * xhat);
+        }
+        const float mean_g = op.rms ? 0.0f : static_cast<float>(sum_g / static_cast<double>(cols));
+        const float mean_gx = static_cast<float>(sum_gx / static_cast<double>(cols));
+        float* dx = op.dx + r * cols;
+        for (size_t c = 0; c < cols; ++c) {
+            const float xhat = (x[c] - m) * rstd;
+            const float g = op.gamma ? dy[c] * op.gamma[c] : dy[c];
+            dx[c] = rstd * (g - mean_g - xhat * mean_gx);
+        }
+    }
+    for (size_t c = 0; c < cols; ++c) {
+        if (op.dgamma) op.dgamma[c] = static_cast<float>(sums[c]);
+        if (op.dbeta) op.dbeta[c] = static_cast<float>(sums[cols + c]);
+    }
+}
+
+}  // namespace
+
+void add_normalization(KernelTable& table) {
+    table.add<ops::LayerNormForward, &layer_norm_forward>();
+    table.add<ops::LayerNormBackward, &layer_norm_backward>();
+}
+
+}  // namespace gputrain::cpu_kernels

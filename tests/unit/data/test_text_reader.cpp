@@ -1,0 +1,114 @@
+// format: text: tokenizers, windows and their next-token labels, the
+// validation and test windows, and the errors of bad text.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "core/error.hpp"
+#include "data/dataset.hpp"
+#include "data/text_reader.hpp"
+#include "data_test_files.hpp"
+
+using namespace gputrain;
+using namespace gputrain::data;
+using namespace data_test;
+
+namespace {
+
+std::string write_text(const TempDir& dir, const std::string& name, const std::string& text) {
+    const std::string path = dir / name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+}
+
+config::DataConfig text_config(const std::string& path, config::Tokenizer tokenizer = config::Tokenizer::chars) {
+    config::DataConfig cfg;
+    cfg.path = path;
+    cfg.format = config::DataFormat::text;
+    cfg.tokenizer = tokenizer;
+    return cfg;
+}
+
+}  // namespace
+
+TEST_CASE("chars: the vocabulary is the text's characters sorted by code point", "[text]") {
+    TempDir dir;
+    // "é" is two bytes of UTF-8 and one character.
+    const TextTokens t = read_text({write_text(dir, "a.txt", "baé\nab")}, config::Tokenizer::chars);
+    REQUIRE(t.vocabulary == U"\nabé");
+    REQUIRE(t.vocab_size == 4);
+    REQUIRE(t.ids == std::vector<uint32_t>{2, 1, 3, 0, 1, 2});
+    REQUIRE(vocabulary_from_utf8(vocabulary_utf8(t.vocabulary)) == t.vocabulary);
+}
+
+TEST_CASE("bytes: every byte is its own id of 256", "[text]") {
+    TempDir dir;
+    const TextTokens t = read_text({write_text(dir, "a.txt", "A\xC3\xA9")}, config::Tokenizer::bytes);
+    REQUIRE(t.vocab_size == 256);
+    REQUIRE(t.ids == std::vector<uint32_t>{65, 0xC3, 0xA9});
+}
+
+TEST_CASE("windows are cut every `positions` tokens, labelled with the next token", "[text]") {
+    TempDir dir;
+    const TextTokens t = read_text({write_text(dir, "a.txt", "abcdefghij")}, config::Tokenizer::chars);
+    // 10 tokens: (10 - 1) / 3 = 3 windows; the last token is only a label.
+    REQUIRE(window_count(t, 3) == 3);
+    const Dataset d = text_windows(t, 3, 1, 3);
+    REQUIRE(d.size() == 2);
+    REQUIRE(d.label_width == 3);
+    REQUIRE(d.sample_shape == Shape{3});
+    REQUIRE(d.inputs == std::vector<float>{3, 4, 5, 6, 7, 8});
+    REQUIRE(d.labels == std::vector<int32_t>{4, 5, 6, 7, 8, 9});
+}
+
+TEST_CASE("load_splits holds out the last windows for validation and evaluates on them", "[text]") {
+    TempDir dir;
+    std::string text;
+    for (int i = 0; i < 41; ++i) text += static_cast<char>('a' + i % 7);
+    const std::string path = write_text(dir, "t.txt", text);
+    config::DataConfig cfg = text_config(path);
+    cfg.validation_split = 0.25;
+    // 41 tokens, 4 positions: 10 windows; Keras' split keeps int(10 * 0.75) = 7 for training.
+    const DataSplits s = load_splits(cfg, {4}, Need::both);
+    REQUIRE(s.train.size() == 7);
+    REQUIRE(s.validation.size() == 3);
+    REQUIRE(s.test.size() == 3);
+    REQUIRE(s.test.inputs == s.validation.inputs);
+    REQUIRE(s.test.labels == s.validation.labels);
+    REQUIRE(s.train.num_classes == 7);
+    REQUIRE(s.validation.text);
+    REQUIRE(s.validation.inputs.front() == static_cast<float>((7 * 4) % 7));
+}
+
+TEST_CASE("a folder's .txt files are read in name order", "[text]") {
+    TempDir dir;
+    write_text(dir, "2.txt", "cd");
+    write_text(dir, "1.txt", "ab");
+    write_text(dir, "notes.md", "zz");
+    REQUIRE(text_files(dir.path().string()) == std::vector<std::string>{dir / "1.txt", dir / "2.txt"});
+    const TextTokens t = read_text(text_files(dir.path().string()), config::Tokenizer::chars);
+    REQUIRE(t.ids == std::vector<uint32_t>{0, 1, 2, 3});
+}
+
+TEST_CASE("bad text: not UTF-8, empty, shorter than a block, no test split", "[text]") {
+    TempDir dir;
+    const std::string latin1 = write_text(dir, "latin1.txt", "caf\xE9!");
+    REQUIRE_THROWS_WITH(read_text({latin1}, config::Tokenizer::chars),
+                        latin1 + ": byte offset 3 (0xE9) is not UTF-8; data.tokenizer chars reads UTF-8 text: convert "
+                                 "the file (iconv -t UTF-8) or use tokenizer: bytes");
+    REQUIRE(read_text({latin1}, config::Tokenizer::bytes).ids.size() == 5);
+    const std::string empty = write_text(dir, "empty.txt", "");
+    REQUIRE_THROWS_WITH(read_text({empty}, config::Tokenizer::chars), empty + ": the text is empty");
+    const std::string tiny = write_text(dir, "tiny.txt", "abcd");
+    REQUIRE_THROWS_WITH(load_splits(text_config(tiny), {4}, Need::train),
+                        tiny + ": 4 tokens make no sample of 4 positions (and the label of the last); give a longer "
+                               "text or a smaller model.input_shape");
+    REQUIRE_THROWS_AS(load_splits(text_config(tiny), {2, 2}, Need::train), ConfigError);
+    REQUIRE_THROWS_WITH(load_splits(text_config(tiny), {2}, Need::test),
+                        "format text: evaluate reads the last data.validation_split of the text's windows, and "
+                        "data.validation_split is 0; set it (e.g. 0.1) as training did");
+    TempDir nothing;
+    REQUIRE_THROWS_WITH(text_files(nothing.path().string()),
+                        nothing.path().string() + ": no .txt files (format text reads a text file, or every .txt "
+                                                  "file of a folder)");
+}
