@@ -284,6 +284,8 @@ int run_bench(BenchArgs& args) {
     auto replicas = strategy.make_replicas(cfg, batch);
     check_classes(data.train, replicas[0]->model().classes(), cfg, replicas[0]->model().positions());
     HostBatches batches = make_batches(data.train, batch, strategy.replicas(), args.warmup + args.steps);
+    // The label buffers hold label_width values a sample (a text's positions, a regression's targets).
+    for (auto& r : replicas) r->set_target_format(data.train.label_width, data.train.real_targets);
     if (!cfg.data.augment.empty()) {
         add_stored_batches(batches, data.train);
         for (auto& r : replicas) r->set_input_format(data.train);

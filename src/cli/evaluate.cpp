@@ -12,6 +12,7 @@
 #include "core/error.hpp"
 #include "core/utf8.hpp"
 #include "data/dataset.hpp"
+#include "data/text_reader.hpp"
 #include "device/devices.hpp"
 #include "train/checkpointer.hpp"
 #include "train/evaluator.hpp"
@@ -98,6 +99,14 @@ int run_evaluate(EvaluateArgs& args) {
     check_classes(data.test, replicas[0]->model().classes(), cfg, replicas[0]->model().positions());
     const train::TrainingState trained = train::restore(path, replicas, cfg, /*with_optimizer=*/false);
     warn_if_trained_differently(path, trained.config_yaml, cfg);
+    // Token ids mean the characters of the vocabulary the model was trained on.
+    if (data.test.text && data.test.tokenizer == config::Tokenizer::chars) {
+        const auto stored = trained.metadata.find("vocabulary");
+        if (stored != trained.metadata.end() && stored->second != data::vocabulary_utf8(data.test.vocabulary))
+            throw DataError(path + ": trained on a text whose characters differ from " + data.test.description +
+                            "'s, so the token ids would mean other characters; evaluate it on the text it was "
+                            "trained on");
+    }
 
     const train::EvalResult result =
         args.tta.empty() ? train::evaluate(replicas, data.test, cfg.training.batch_size, args.confusion)

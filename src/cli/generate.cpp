@@ -9,13 +9,14 @@
 // keep every earlier position's keys and values in their cache, so the prefix
 // is never computed again. When the sequence reaches the block size, the
 // cache is refilled from the last half block (the model has no positions past
-// its block), as nanoGPT crops its context.
+// its block). (nanoGPT instead runs the last full block again for every token.)
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <limits>
 #include <random>
 
 #include "cli/commands.hpp"
@@ -151,6 +152,7 @@ int run_generate(GenerateArgs& args) {
         if (vocab.chars.empty())
             throw DataError(args.checkpoint + ": its metadata 'vocabulary' is missing or not UTF-8");
     }
+    warn_if_trained_differently(args.checkpoint, trained.config_yaml, cfg);
     train::Replica& r = *replicas[0];
     nn::Model& model = r.model();
     // A model wider than its vocabulary never samples the ids past it.
@@ -220,7 +222,8 @@ Action add_generate_command(CLI::App& app) {
                     "Divides the logits before sampling: below 1 more likely tokens, above 1 more varied (default 1)");
     cmd->add_option("--top-k", args->top_k, "Sample from the K most likely tokens only (default 0: all)");
     cmd->add_option("--seed", args->seed, "Seed of the sampling: the same seed, checkpoint and prompt give the same "
-                                          "text (default: a fresh one, printed to stderr)");
+                                          "text (default: a fresh one, printed to stderr)")
+        ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));
     cmd->add_option("--set", args->common.overrides, "Override a config key")->allow_extra_args(false);
     cmd->add_option("--device", args->common.device, "auto, cpu or gpu")->check(CLI::IsMember({"auto", "cpu", "gpu"}));
     return [args] { return run_generate(*args); };

@@ -61,7 +61,7 @@ OptimizerConfig read_optimizer(const Section& top) {
     out.weight_decay = s.number("weight_decay", out.type == OptimizerType::adamw ? adamw_decay : 0.0, NumberRange::non_negative);
     if (s.has("no_decay") && !s.value("no_decay").node.IsNull()) {
         const ValueRef v = s.value("no_decay");
-        const char* example = "e.g. no_decay: [bias, norm, embedding] (nanoGPT's groups)";
+        const char* example = "e.g. no_decay: [bias, norm, embedding] (minGPT's groups)";
         if (out.type != OptimizerType::adamw) v.fail("is only used by adamw", "remove it or set type: adamw");
         if (!v.node.IsSequence()) v.fail("expected a list of parameter kinds, got " + describe(v.node), example);
         for (size_t i = 0; i < v.node.size(); ++i) {

@@ -41,9 +41,10 @@ MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_re
     m.scratch_bytes = model.scratch_floats() * sizeof(float);
     m.workspace_bytes = model.workspace_bytes();
     m.gemm_copy_bytes = backend.reserved_gemm_scratch() + model.gemm_copy_bytes();  // gemm()'s scratch, the layers' copies
-    // Replica: the shard's inputs and labels, and the two running sums.
+    // Replica: the shard's inputs and labels (a label per position of a sequence model), and the two running sums.
     m.input_bytes = static_cast<size_t>(m.rows_per_replica) *
-                        (static_cast<size_t>(shape_elements(model.input_shape())) * sizeof(float) + sizeof(int32_t)) +
+                        (static_cast<size_t>(shape_elements(model.input_shape())) * sizeof(float) +
+                         static_cast<size_t>(model.positions()) * sizeof(int32_t)) +
                     2 * sizeof(float);
     return m;
 }

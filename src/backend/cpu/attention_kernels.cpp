@@ -9,6 +9,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/cpu/cpu_kernels.hpp"
+#include "backend/cpu/vector_math.hpp"
 #include "backend/ops/attention.hpp"
 
 namespace gputrain::cpu_kernels {
@@ -47,11 +48,7 @@ void attend(Backend& be, const HeadView& h, float* tile) {
             float* row = s + static_cast<size_t>(r) * keys;
             const int visible = h.first + i0 + r + 1;
             const float mx = *std::max_element(row, row + visible);
-            float sum = 0.0f;
-            for (int j = 0; j < visible; ++j) {
-                row[j] = std::exp(row[j] - mx);
-                sum += row[j];
-            }
+            const float sum = cpu::exp_shifted_sum(row, static_cast<size_t>(visible), mx);
             const float inv = 1.0f / sum;
             for (int j = 0; j < visible; ++j) row[j] *= inv;
             std::fill(row + visible, row + keys, 0.0f);
@@ -119,10 +116,7 @@ void attention_backward(Backend& be, const ops::AttentionBackward& op) {
                     float* dsrow = ds + static_cast<size_t>(r) * keys;
                     const int visible = i0 + r + 1;
                     const float l = lse[i0 + r], dl = delta[i0 + r];
-                    for (int j = 0; j < visible; ++j) {
-                        prow[j] = std::exp(prow[j] - l);
-                        dsrow[j] = prow[j] * (dsrow[j] - dl);
-                    }
+                    cpu::softmax_grad_row(prow, dsrow, static_cast<size_t>(visible), l, dl);
                     std::fill(prow + visible, prow + keys, 0.0f);
                     std::fill(dsrow + visible, dsrow + keys, 0.0f);
                 }

@@ -17,7 +17,7 @@ namespace gputrain {
 namespace {
 
 template <Activation A>
-void activate_all(const float* x, float* y, size_t n) {
+[[gnu::always_inline]] inline void activate_all_impl(const float* x, float* y, size_t n) {
     for (size_t i = 0; i < n; ++i) y[i] = math::activate<A>(x[i]);
 }
 
@@ -25,7 +25,7 @@ void activate_all(const float* x, float* y, size_t n) {
 // the loop (for relu written inline it keeps a branch: 5.3 ms against 0.3 ms
 // on the 32x28x28x32 output of the CNN's first conv, random signs).
 template <Activation A>
-void activation_grad_all(const float* z, const float* y, const float* dy, float* dx, size_t n) {
+[[gnu::always_inline]] inline void activation_grad_all_impl(const float* z, const float* y, const float* dy, float* dx, size_t n) {
     for (size_t i = 0; i < n; ++i) {
         const float grad = math::activation_grad<A>(z[i], y[i]);
         dx[i] = dy[i] * grad;
@@ -33,7 +33,7 @@ void activation_grad_all(const float* z, const float* y, const float* dy, float*
 }
 
 template <Activation A>
-void bias_activation_rows(float* z, const float* bias, float* y, int rows, int cols) {
+[[gnu::always_inline]] inline void bias_activation_rows_impl(float* z, const float* bias, float* y, int rows, int cols) {
     if (z == y) {  // in place (a relu layer keeps no z): one array, which GCC vectorizes without an alias check
         for (int r = 0; r < rows; ++r) {
             float* yr = y + static_cast<size_t>(r) * cols;
@@ -53,7 +53,7 @@ void bias_activation_rows(float* z, const float* bias, float* y, int rows, int c
 }
 
 template <Activation A>
-void activation_bias_grad_rows(const float* z, const float* y, const float* dy, float* dz, float* db, int rows,
+[[gnu::always_inline]] inline void activation_bias_grad_rows_impl(const float* z, const float* y, const float* dy, float* dz, float* db, int rows,
                                int cols) {
     std::fill(db, db + cols, 0.0f);
     for (int r = 0; r < rows; ++r) {
@@ -70,6 +70,33 @@ void activation_bias_grad_rows(const float* z, const float* y, const float* dy, 
         }
     }
 }
+
+// Each loop twice: as built (x86-64's SSE2), and for CPUs with AVX2 and FMA,
+// picked when the program starts. Only GELU takes the second: its
+// polynomials (math::normal_cdf) run 3x faster 8 floats at a time (2.9
+// against 8.5 ns an element, a Xeon with AVX-512), the others are memory-bound.
+const bool kAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+
+#define GPUTRAIN_DISPATCH(NAME, PARAMS, ARGS)                                       \
+    template <Activation A>                                                         \
+    void NAME##_sse PARAMS { NAME##_impl<A> ARGS; }                                 \
+    template <Activation A>                                                         \
+    [[gnu::target("avx2,fma")]] void NAME##_avx2 PARAMS { NAME##_impl<A> ARGS; }     \
+    template <Activation A>                                                         \
+    void NAME PARAMS {                                                              \
+        if (A == Activation::gelu && kAvx2) NAME##_avx2<A> ARGS;                    \
+        else NAME##_sse<A> ARGS;                                                    \
+    }
+
+GPUTRAIN_DISPATCH(activate_all, (const float* x, float* y, size_t n), (x, y, n))
+GPUTRAIN_DISPATCH(activation_grad_all, (const float* z, const float* y, const float* dy, float* dx, size_t n),
+                  (z, y, dy, dx, n))
+GPUTRAIN_DISPATCH(bias_activation_rows, (float* z, const float* bias, float* y, int rows, int cols),
+                  (z, bias, y, rows, cols))
+GPUTRAIN_DISPATCH(activation_bias_grad_rows,
+                  (const float* z, const float* y, const float* dy, float* dz, float* db, int rows, int cols),
+                  (z, y, dy, dz, db, rows, cols))
+#undef GPUTRAIN_DISPATCH
 
 size_t elements(int rows, int cols) { return rows <= 0 || cols <= 0 ? 0 : static_cast<size_t>(rows) * cols; }
 

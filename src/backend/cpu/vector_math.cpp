@@ -1,0 +1,47 @@
+#include "backend/cpu/vector_math.hpp"
+
+#include "backend/math.hpp"
+
+namespace gputrain::cpu {
+
+namespace {
+
+const bool kAvx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+
+[[gnu::always_inline]] inline void exp_shifted_impl(float* x, size_t n, float shift) {
+    for (size_t i = 0; i < n; ++i) x[i] = math::exp_poly(x[i] - shift);
+}
+void exp_shifted_sse(float* x, size_t n, float shift) { exp_shifted_impl(x, n, shift); }
+[[gnu::target("avx2,fma")]] void exp_shifted_avx2(float* x, size_t n, float shift) { exp_shifted_impl(x, n, shift); }
+
+[[gnu::always_inline]] inline void softmax_grad_impl(float* __restrict p, float* __restrict ds, size_t n, float shift,
+                                                      float delta) {
+    for (size_t i = 0; i < n; ++i) {
+        const float e = math::exp_poly(p[i] - shift);
+        p[i] = e;
+        ds[i] = e * (ds[i] - delta);
+    }
+}
+void softmax_grad_sse(float* p, float* ds, size_t n, float shift, float delta) {
+    softmax_grad_impl(p, ds, n, shift, delta);
+}
+[[gnu::target("avx2,fma")]] void softmax_grad_avx2(float* p, float* ds, size_t n, float shift, float delta) {
+    softmax_grad_impl(p, ds, n, shift, delta);
+}
+
+}  // namespace
+
+float exp_shifted_sum(float* x, size_t n, float shift) {
+    if (kAvx2) exp_shifted_avx2(x, n, shift);
+    else exp_shifted_sse(x, n, shift);
+    float sum = 0.0f;
+    for (size_t i = 0; i < n; ++i) sum += x[i];
+    return sum;
+}
+
+void softmax_grad_row(float* p, float* ds, size_t n, float shift, float delta) {
+    if (kAvx2) softmax_grad_avx2(p, ds, n, shift, delta);
+    else softmax_grad_sse(p, ds, n, shift, delta);
+}
+
+}  // namespace gputrain::cpu

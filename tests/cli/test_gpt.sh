@@ -1,0 +1,217 @@
+#!/usr/bin/env bash
+# A character-level GPT on a few KB of play-like text made here (names and a
+# dozen words, from a fixed generator): fit (the loss falls; ppl and bpc on the
+# epoch line; training.steps_per_epoch), data, summary, evaluate (its loss is
+# an independent NumPy forward pass's, tests/cli/numpy_gpt_forward.py),
+# generate (seeded, the prompt first, --tokens counted, greedy --top-k 1 that
+# is the full model's argmax at every token, through the key/value cache and
+# its refill), 2 replicas = 1, and the errors of text data, GPT layers and
+# generate as one-line messages (exit 2: config, 1: data).
+set -euo pipefail
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "$0")/lib.sh" "$@"
+PY=$(test_python)
+
+# ~6 KB of "NAME:\nWords words.\n\n" from a linear congruential generator (UTF-8).
+python3 - "$TMP/play.txt" <<'PY'
+import sys
+names = ["ROMEO", "JULIET", "NURSE", "FRIAR", "\u00c9LISE"]  # one character of 2 bytes in UTF-8
+words = ["the", "love", "night", "sweet", "my", "lord", "is", "and", "to", "thee", "fair", "day"]
+state = 12345
+def draw(n):
+    global state
+    state = (state * 1103515245 + 12345) % 2**31
+    return (state >> 16) % n
+out = []
+while sum(map(len, out)) < 6000:
+    line = " ".join(words[draw(len(words))] for _ in range(3 + draw(5)))
+    out.append(f"{names[draw(len(names))]}:\n{line[0].upper()}{line[1:]}.\n\n")
+open(sys.argv[1], "w", encoding="utf-8").write("".join(out))
+PY
+read -r chars vocab < <(python3 -c '
+import sys
+t = open(sys.argv[1], encoding="utf-8").read()
+print(len(t), len(set(t)))' "$TMP/play.txt")
+windows=$(((chars - 1) / 16))
+held_out=$((windows - windows * 9 / 10))  # Keras: int(W * 0.9) train
+
+cfg=$TMP/gpt.yaml
+cat >"$cfg" <<YAML
+blocks:
+  transformer:                        # GPT-2's pre-norm block
+    params: {width: ~, hidden: ~, heads: ~}
+    layers:
+      - {type: layer_norm}
+      - {type: causal_self_attention, heads: \$heads}
+      - {type: add, inputs: [causal_self_attention, input]}
+      - {type: layer_norm}
+      - {type: dense, units: \$hidden, activation: gelu}
+      - {type: dense, units: \$width}
+      - {type: add, inputs: [dense_1, add]}
+model:
+  input_shape: [16]
+  layers:
+    - {type: embedding, input_dim: $vocab, output_dim: 32}
+    - {type: positional_embedding}
+    - {block: transformer, name: h, repeat: 2, width: 32, hidden: 64, heads: 2}
+    - {type: layer_norm}
+    - {type: dense, units: $vocab}
+loss: {name: sparse_categorical_crossentropy, from_logits: true}
+optimizer: {type: adamw, learning_rate: 3.0e-3, weight_decay: 0.1, no_decay: [bias, norm, embedding]}
+data: {path: $TMP/play.txt, format: text, tokenizer: chars, validation_split: 0.1}
+training: {epochs: 4, steps_per_epoch: 15, batch_size: 16, clip_norm: 1.0, seed: 3}
+checkpoint: {save_best: false}
+YAML
+ck=$TMP/run/last.safetensors
+
+step "data: the windows and the characters of the text"
+run_expect 0 data "$cfg"
+expect_in "$TMP/out" "train: data.path ($TMP/play.txt, $chars tokens, chars vocabulary)"
+expect_in "$TMP/out" "$((windows - held_out)) windows of 16 tokens, the next token of each position its label; $vocab tokens in the vocabulary"
+expect_in "$TMP/out" "$held_out windows of 16 tokens, the next token of each position its label"
+expect_in "$TMP/out" 'characters: \n .:ADEFIJLMNORSTUadefghilmnorstvwyÉ'
+
+step "summary: every position scored over the vocabulary"
+run_expect 0 summary "$cfg"
+expect_in "$TMP/out" "h/block2/causal_self_attention (causal_self_attention) 2 heads"
+expect_in "$TMP/out" "(None, 16, $vocab)"
+
+step "fit: 4 epochs of 15 steps; the loss falls; val_ppl and val_bpc on the epoch line"
+run_expect 0 fit "$cfg" --run-dir "$TMP/run" --device cpu --replicas 1 --set logging.progress=lines
+cat "$TMP/out" "$TMP/err" >"$TMP/fit.log"
+expect_in "$TMP/fit.log" "Epoch 4/4 - 15 steps"
+grep -E "^Epoch 4/4 .* - val_loss: [0-9.]+ - val_accuracy: [0-9.]+ - val_ppl: [0-9.]+ - val_bpc: [0-9.]+$" "$TMP/fit.log" >/dev/null ||
+    fail "no val_ppl and val_bpc on the last epoch line: $(grep '^Epoch 4' "$TMP/fit.log")"
+[ "$(safetensors metadata "$ck" global_step)" = 60 ] || fail "global_step $(safetensors metadata "$ck" global_step), expected 4 x 15"
+[ "$(safetensors metadata "$ck" tokenizer)" = chars ] || fail "no tokenizer: chars in the checkpoint's metadata"
+python3 - "$TMP/run/metrics.csv" "$TMP/fit.log" <<'PY' || fail "the loss did not fall, or ppl/bpc are not the loss's"
+import csv, math, re, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+first, last = float(rows[0]["loss"]), float(rows[-1]["loss"])
+assert len(rows) == 4 and first > last + 0.5, (first, last)
+line = [l for l in open(sys.argv[2]) if l.startswith("Epoch 4/4")][0]
+val = float(re.search(r"val_loss: ([0-9.]+)", line).group(1))
+assert abs(float(re.search(r"val_ppl: ([0-9.]+)", line).group(1)) - math.exp(val)) < 2e-3, line
+assert abs(float(re.search(r"val_bpc: ([0-9.]+)", line).group(1)) - val / math.log(2)) < 2e-3, line
+print(f"loss {first:.4f} -> {last:.4f}")
+PY
+
+step "evaluate: the held-out windows' loss, perplexity and bits per character; --json"
+run_expect 0 evaluate "$cfg" --checkpoint "$ck" --device cpu
+expect_in "$TMP/out" "$ck: loss "
+expect_in "$TMP/out" "($held_out test samples)"
+grep -E "^  $((held_out * 16)) tokens: perplexity [0-9.]+, [0-9.]+ bits per character$" "$TMP/out" >/dev/null ||
+    fail "no perplexity line: $(cat "$TMP/out")"
+run_expect 0 evaluate --json "$cfg" --checkpoint "$ck" --device cpu
+loss=$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["samples"] == int(sys.argv[2]), r
+print(r["loss"])' "$TMP/out" "$held_out") || fail "evaluate --json: $(cat "$TMP/out")"
+
+step "the NumPy forward pass of the checkpoint: evaluate's loss within 1e-4"
+if "$PY" -c "import numpy, yaml" 2>/dev/null; then
+    "$PY" "$HERE/numpy_gpt_forward.py" "$ck" --expect "$loss" --tolerance 1e-4 ||
+        fail "gputrain evaluate's loss is not the NumPy forward pass's"
+else
+    echo "($PY cannot import numpy and yaml: the NumPy check is not run)"
+fi
+
+step "generate: seeded, the prompt first, --tokens characters (not bytes) and a newline"
+gen() { run_expect 0 generate "$cfg" --checkpoint "$ck" --device cpu "$@"; }
+gen --prompt $'ROMEO:\n' --tokens 50 --seed 1
+cp "$TMP/out" "$TMP/seed1a"
+[ ! -s "$TMP/err" ] || fail "generate --seed wrote to stderr: $(cat "$TMP/err")"
+gen --prompt $'ROMEO:\n' --tokens 50 --seed 1
+cmp -s "$TMP/out" "$TMP/seed1a" || fail "the same --seed gave another text"
+gen --prompt $'ROMEO:\n' --tokens 50 --seed 2
+cmp -s "$TMP/out" "$TMP/seed1a" && fail "--seed 1 and --seed 2 gave the same text"
+# A prompt with a character of two bytes: the count is of characters.
+gen --prompt "ÉLISE:"$'\n' --tokens 50 --seed 3
+cp "$TMP/out" "$TMP/elise"
+count_check() {
+    python3 - "$@" <<'PY' || fail "generate's text ($1) is not the prompt, --tokens characters and a newline"
+import sys
+text = open(sys.argv[1], encoding="utf-8", newline="").read()
+prompt, n = sys.argv[2], int(sys.argv[3])
+assert text.startswith(prompt), repr(text)
+assert text.endswith("\n") and len(text) == len(prompt) + n + 1, (len(text), repr(text))
+PY
+}
+count_check "$TMP/seed1a" $'ROMEO:\n' 50
+count_check "$TMP/elise" "ÉLISE:"$'\n' 50
+gen --prompt $'ROMEO:\n' --tokens 40 --seed 5 --temperature 0.01
+cp "$TMP/out" "$TMP/cold"
+gen --prompt $'ROMEO:\n' --tokens 40 --seed 5 --temperature 0.01
+cmp -s "$TMP/out" "$TMP/cold" || fail "--temperature 0.01 with --seed 5 is not reproducible"
+# Without --seed a fresh one is drawn and printed on stderr.
+gen --prompt $'ROMEO:\n' --tokens 5
+grep -qE "^gputrain: generate: --seed [0-9]+$" "$TMP/err" || fail "no --seed line on stderr: $(cat "$TMP/err")"
+
+step "generate --top-k 1: greedy (any seed), the full model's argmax at each token past the block"
+# A prompt longer than the block (16): the cache is filled with its last 16;
+# 60 tokens refill it from the last half block several times.
+prompt=$'ROMEO:\nMy love is the night.\n\nJULIET:\n'
+gen --prompt "$prompt" --tokens 60 --top-k 1 --seed 1
+cp "$TMP/out" "$TMP/greedy"
+gen --prompt "$prompt" --tokens 60 --top-k 1 --seed 99
+cmp -s "$TMP/out" "$TMP/greedy" || fail "--top-k 1 gave different texts for two seeds"
+if "$PY" -c "import numpy, yaml" 2>/dev/null; then
+    "$PY" "$HERE/numpy_gpt_forward.py" "$ck" --prompt "$prompt" --greedy "$TMP/greedy" ||
+        fail "generate's greedy tokens are not the full model's most likely"
+fi
+
+step "replicas: 2 replicas train the weights of 1 (within AdamW's amplified rounding)"
+# The worst tensor is qkv_bias: its k third has no gradient (softmax ignores a
+# score added to every key alike), so it moves by rounding noise alone.
+run_expect 0 fit "$cfg" --run-dir "$TMP/two" --device cpu --replicas 2 --quiet
+safetensors close "$TMP/two/last.safetensors" "$ck" 1e-3 >"$TMP/close" || fail "2 replicas: $(tail -1 "$TMP/close")"
+tail -1 "$TMP/close"
+
+step "errors of generate: one line each"
+expect_one_line_error 2 "--prompt: the character 'Z' (U+005A) at character 6 is not in the model's vocabulary of $vocab characters; leave it out" \
+    generate "$cfg" --checkpoint "$ck" --prompt 'ROMEO:Z' --tokens 5 --seed 1
+expect_one_line_error 2 "--tokens: expected 1 to 100000000, got 0" \
+    generate "$cfg" --checkpoint "$ck" --prompt 'R' --tokens 0 --seed 1
+expect_one_line_error 2 "--temperature: expected a number above 0, got 0" \
+    generate "$cfg" --checkpoint "$ck" --prompt 'R' --tokens 5 --temperature 0 --seed 1
+expect_one_line_error 2 "--top-k: expected 0 (all) or more, got -1" \
+    generate "$cfg" --checkpoint "$ck" --prompt 'R' --tokens 5 --top-k -1
+expect_one_line_error 2 "--prompt: is empty; give at least one character" \
+    generate "$cfg" --checkpoint "$ck" --prompt '' --tokens 5
+syn=$TMP/syn.yaml
+write_synthetic_config "$syn"
+run_expect 0 fit "$syn" --run-dir "$TMP/mlp" --device cpu --set training.epochs=1 --quiet
+expect_one_line_error 2 "$TMP/mlp/last.safetensors (its config): data.format is synthetic; generate samples from models trained on format: text" \
+    generate --checkpoint "$TMP/mlp/last.safetensors" --prompt 'R' --tokens 5
+
+step "errors of the text: one line each (exit 1)"
+printf 'ROMEO:\nCaf\xe9 au lait, sweet love, caf\xe9.\n' >"$TMP/latin1.txt"
+expect_one_line_error 1 "$TMP/latin1.txt: byte offset 10 (0xE9) is not UTF-8; data.tokenizer chars reads UTF-8 text: convert the file (iconv -t UTF-8) or use tokenizer: bytes" \
+    fit "$cfg" --run-dir "$TMP/bad" --set data.path="$TMP/latin1.txt"
+: >"$TMP/empty.txt"
+expect_one_line_error 1 "$TMP/empty.txt: the text is empty" \
+    fit "$cfg" --run-dir "$TMP/bad" --set data.path="$TMP/empty.txt"
+printf 'ROMEO:\nMy lord.' >"$TMP/short.txt"
+expect_one_line_error 1 "$TMP/short.txt: 15 tokens make no sample of 16 positions (and the label of the last); give a longer text or a smaller model.input_shape" \
+    fit "$cfg" --run-dir "$TMP/bad" --set data.path="$TMP/short.txt"
+
+step "errors of the model and config: one line each (exit 2)"
+expect_one_line_error 2 "model.layers[0] (embedding): input_dim 20 is smaller than the vocabulary of $vocab tokens (data.path ($TMP/play.txt, $chars tokens, chars vocabulary)); set input_dim: $vocab" \
+    fit "$cfg" --run-dir "$TMP/bad" --set 'model.layers[0].input_dim=20'
+expect_one_line_error 2 "layer 'h/block1/causal_self_attention' (causal_self_attention): heads 3 does not divide the width 32; use a divisor of it such as 2 or 4" \
+    fit "$cfg" --run-dir "$TMP/bad" --set 'model.layers[2].heads=3'
+expect_one_line_error 2 "$cfg: a model of format text scores every position of a sequence; sample from it with gputrain generate, or measure it with gputrain evaluate" \
+    predict "$cfg" --checkpoint "$ck" --input "$TMP/play.txt" --output "$TMP/p.npy"
+expect_one_line_error 2 "--confusion: not for a model of format text (a label at every position); leave it out" \
+    evaluate "$cfg" --checkpoint "$ck" --confusion
+expect_one_line_error 2 "format text: evaluate reads the last data.validation_split of the text's windows, and data.validation_split is 0; set it (e.g. 0.1) as training did" \
+    evaluate "$cfg" --checkpoint "$ck" --set data.validation_split=0
+expect_one_line_error 2 "optimizer.no_decay[1]: expected bias, norm or embedding, got 'weights'; e.g. no_decay: [bias, norm, embedding] (nanoGPT's groups)" \
+    fit "$cfg" --run-dir "$TMP/bad" --set 'optimizer.no_decay=[bias, weights]'
+expect_one_line_error 2 "data.tokenizer: is only used with format: text; remove it or set format: text" \
+    fit "$syn" --run-dir "$TMP/bad" --set data.tokenizer=chars
+expect_one_line_error 2 "model.layers[0]: the model's output has 8 positions of 4 scores, and synthetic train (500 samples, 4 classes, seed 7) has one label per sample; add a flatten layer before the last dense layer (one output per position is for format: text)" \
+    fit "$syn" --run-dir "$TMP/bad" --set 'model.layers=[{type: dense, units: 4}]'
+
+echo "PASS"
