@@ -73,10 +73,16 @@ Strategy::Strategy(const config::RunConfig& cfg, const device::Discovery& found,
         const int local_workers = processes_ ? processes_->local_size() : 1;
         const int machine = found.cpu.physical_cores > 0 ? found.cpu.physical_cores : found.cpu.logical_cores;
         const int cores = std::max(1, machine / local_workers);
-        const int64_t by_batch = std::max<int64_t>(1, cfg.training.batch_size / 8);
+        // A text sample is model.input_shape[0] positions, each a row of
+        // every GEMM: there the share is 256+ positions (the small GPT's
+        // batch of 12 x 64 runs 1.9x faster on 2 replicas than on 1).
+        const bool text = cfg.data.format == config::DataFormat::text && !cfg.model.input_shape.empty();
+        const int64_t positions = text ? cfg.model.input_shape[0] : 1;
+        const int64_t by_batch =
+            std::max<int64_t>(1, text ? cfg.training.batch_size * positions / 256 : cfg.training.batch_size / 8);
         n = std::min<int64_t>({cores, by_batch, 1024});
         auto_note_ = "auto: " + std::to_string(cores) + (cores == 1 ? " core" : " cores") +
-                     (by_batch < cores ? ", 8+ samples each" : "");
+                     (by_batch < cores ? (text ? ", 256+ positions each" : ", 8+ samples each") : "");
     }
     if (type_ == config::StrategyType::one_device && n > 1)
         throw ConfigError("strategy.type: one_device runs exactly one replica, but " + std::to_string(n) +

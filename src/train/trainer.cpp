@@ -311,6 +311,10 @@ FitResult Trainer::fit() {
     // Only the worker holding global rank 0 writes files and logs.
     writer_ = replicas_[0]->rank() == 0;
     steps_per_epoch_ = loader.steps_per_epoch();
+    if (cfg_.training.steps_per_epoch > steps_per_epoch_ && replicas_[0]->rank() == 0)
+        warn("training.steps_per_epoch " + std::to_string(cfg_.training.steps_per_epoch) + " is more than the " +
+             std::to_string(steps_per_epoch_) + " batches of one pass over the training set: an epoch is those " +
+             std::to_string(steps_per_epoch_));
     poll_every_ = std::max<int64_t>(1, steps_per_epoch_ / 100);
     report_every_ = cfg_.logging.every_steps > 0 ? cfg_.logging.every_steps
                                                  : std::max<int64_t>(1, steps_per_epoch_ / 100);

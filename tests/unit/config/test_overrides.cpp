@@ -55,7 +55,7 @@ TEST_CASE("an unknown key path is an unknown key, placed at the override") {
     REQUIRE(error_of(kMinimal, {"training={epochs: 2, steps: 8}"}) ==
             "--set training={epochs: 2, steps: 8}: training.steps: unknown key; known keys: epochs, batch_size, "
             "shuffle, seed, on_nan, precision, cuda_graphs, fused_kernels, cast_gemm_inputs, gemm_epilogues, "
-            "deterministic");
+            "deterministic, steps_per_epoch, clip_norm");
 }
 
 TEST_CASE("an override key in the wrong section names the right one") {
