@@ -85,14 +85,17 @@ TextTokens read_text(const std::vector<std::string>& files, config::Tokenizer to
     if (tokenizer == config::Tokenizer::bytes) {
         out.vocab_size = 256;
     } else {
-        std::u32string sorted = points;
-        std::sort(sorted.begin(), sorted.end());
-        sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-        out.vocabulary = sorted;
-        out.vocab_size = static_cast<int64_t>(sorted.size());
+        // Ids by code point, in one pass each way (no sort of the whole text).
+        std::vector<int32_t> id_of(0x110000, -1);
+        for (char32_t c : points) id_of[c] = 0;
+        for (char32_t c = 0; c < 0x110000; ++c)
+            if (id_of[c] == 0) {
+                id_of[c] = static_cast<int32_t>(out.vocabulary.size()) + 1;  // 1-based while marking
+                out.vocabulary.push_back(c);
+            }
+        out.vocab_size = static_cast<int64_t>(out.vocabulary.size());
         out.ids.reserve(points.size());
-        for (char32_t c : points)
-            out.ids.push_back(static_cast<uint32_t>(std::lower_bound(sorted.begin(), sorted.end(), c) - sorted.begin()));
+        for (char32_t c : points) out.ids.push_back(static_cast<uint32_t>(id_of[c] - 1));
     }
     if (out.ids.empty()) throw DataError(out.files + ": the text is empty");
     return out;
