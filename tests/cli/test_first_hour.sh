@@ -45,9 +45,9 @@ error 2 "4:22: model.layers[0] (conv2d): out_channels: unknown parameter for con
 
 step "7: Keras' and PyTorch's names"
 config 's/{type: flatten}/{type: BatchNormalization}/'
-error 2 "5:8: model.layers[1] (BatchNormalization): type: unknown layer type 'BatchNormalization' (did you mean 'batch_norm'?); known types: add, avg_pool2d, batch_norm, concatenate, conv2d, dense, dropout, flatten, gelu, global_avg_pool2d, max_pool2d, multiply, relu, reshape, sigmoid, softmax, tanh"
+error 2 "5:8: model.layers[1] (BatchNormalization): type: unknown layer type 'BatchNormalization' (did you mean 'batch_norm'?); known types: add, avg_pool2d, batch_norm, causal_self_attention, concatenate, conv2d, dense, dropout, embedding, flatten, gelu, global_avg_pool2d, layer_norm, max_pool2d, multiply, positional_embedding, relu, reshape, rms_norm, sigmoid, softmax, tanh"
 config 's/{type: flatten}/{type: MaxPooling2D}/'
-error 2 "5:8: model.layers[1] (MaxPooling2D): type: unknown layer type 'MaxPooling2D' (did you mean 'max_pool2d'?); known types: add, avg_pool2d, batch_norm, concatenate, conv2d, dense, dropout, flatten, gelu, global_avg_pool2d, max_pool2d, multiply, relu, reshape, sigmoid, softmax, tanh"
+error 2 "5:8: model.layers[1] (MaxPooling2D): type: unknown layer type 'MaxPooling2D' (did you mean 'max_pool2d'?); known types: add, avg_pool2d, batch_norm, causal_self_attention, concatenate, conv2d, dense, dropout, embedding, flatten, gelu, global_avg_pool2d, layer_norm, max_pool2d, multiply, positional_embedding, relu, reshape, rms_norm, sigmoid, softmax, tanh"
 config 's/^loss: .*/loss: CrossEntropyLoss/'
 error 2 "7:7: loss: unknown loss 'CrossEntropyLoss' (did you mean 'sparse_categorical_crossentropy'? PyTorch's CrossEntropyLoss takes logits: write loss: {name: sparse_categorical_crossentropy, from_logits: true} and no softmax on the last layer); known losses: sparse_categorical_crossentropy, categorical_crossentropy, mean_squared_error, mean_absolute_error, huber"
 config 's/x/x/' "metrics: [acc]"

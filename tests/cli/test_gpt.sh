@@ -207,7 +207,7 @@ expect_one_line_error 2 "--confusion: not for a model of format text (a label at
     evaluate "$cfg" --checkpoint "$ck" --confusion
 expect_one_line_error 2 "format text: evaluate reads the last data.validation_split of the text's windows, and data.validation_split is 0; set it (e.g. 0.1) as training did" \
     evaluate "$cfg" --checkpoint "$ck" --set data.validation_split=0
-expect_one_line_error 2 "optimizer.no_decay[1]: expected bias, norm or embedding, got 'weights'; e.g. no_decay: [bias, norm, embedding] (nanoGPT's groups)" \
+expect_one_line_error 2 "optimizer.no_decay[1]: expected bias, norm or embedding, got 'weights'; e.g. no_decay: [bias, norm, embedding] (minGPT's groups)" \
     fit "$cfg" --run-dir "$TMP/bad" --set 'optimizer.no_decay=[bias, weights]'
 expect_one_line_error 2 "data.tokenizer: is only used with format: text; remove it or set format: text" \
     fit "$syn" --run-dir "$TMP/bad" --set data.tokenizer=chars
