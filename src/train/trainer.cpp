@@ -427,6 +427,14 @@ FitResult Trainer::fit() {
 void Trainer::resume(Checkpointer& checkpointer, const MonitoredMetric& best_metric, std::string& resume_warning,
                      bool& stale_best_file) {
     state_ = restore(options_.resume_from, replicas_, cfg_, /*with_optimizer=*/true, &resume_warning);
+    // A text's ids mean its characters: training on with another text's would teach other meanings.
+    if (data_.train.text && data_.train.tokenizer == config::Tokenizer::chars) {
+        const auto stored = state_.metadata.find("vocabulary");
+        if (stored != state_.metadata.end() && stored->second != data::vocabulary_utf8(data_.train.vocabulary))
+            throw DataError(options_.resume_from + ": trained on a text whose characters differ from " +
+                            data_.train.description + "'s, so its token ids would mean other characters; resume on "
+                            "the text it was trained on");
+    }
     const MetadataReader metadata(state_.metadata, options_.resume_from, state_.epochs_done);
     std::vector<std::string> notes;
     for (auto& c : callbacks_)

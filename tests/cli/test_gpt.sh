@@ -196,6 +196,14 @@ printf 'ROMEO:\nMy lord.' >"$TMP/short.txt"
 expect_one_line_error 1 "$TMP/short.txt: 15 tokens make no sample of 16 positions (and the label of the last); give a longer text or a smaller model.input_shape" \
     fit "$cfg" --run-dir "$TMP/bad" --set data.path="$TMP/short.txt"
 
+# Another text of other characters: its ids would mean other characters.
+python3 -c "print('abc ' * 3000)" >"$TMP/other.txt"
+cp -r "$TMP/run" "$TMP/run-other"
+expect_one_line_error 1 "$TMP/run-other/last.safetensors: trained on a text whose characters differ from data.path" \
+    fit "$cfg" --run-dir "$TMP/run-other" --resume --set training.epochs=5 --set data.path="$TMP/other.txt"
+expect_one_line_error 1 "$ck: trained on a text whose characters differ from the last" \
+    evaluate "$cfg" --checkpoint "$ck" --set data.path="$TMP/other.txt"
+
 step "errors of the model and config: one line each (exit 2)"
 expect_one_line_error 2 "model.layers[0] (embedding): input_dim 20 is smaller than the vocabulary of $vocab tokens (data.path ($TMP/play.txt, $chars tokens, chars vocabulary)); set input_dim: $vocab" \
     fit "$cfg" --run-dir "$TMP/bad" --set 'model.layers[0].input_dim=20'
