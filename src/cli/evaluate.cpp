@@ -103,9 +103,10 @@ int run_evaluate(EvaluateArgs& args) {
     if (data.test.text && data.test.tokenizer == config::Tokenizer::chars) {
         const auto stored = trained.metadata.find("vocabulary");
         if (stored != trained.metadata.end() && stored->second != data::vocabulary_utf8(data.test.vocabulary))
-            throw DataError(path + ": trained on a text whose characters differ from " + data.test.description +
-                            "'s, so the token ids would mean other characters; evaluate it on the text it was "
-                            "trained on");
+            throw DataError(path + ": trained on a text of other characters (" +
+                            std::to_string(data::vocabulary_from_utf8(stored->second).size()) + " in its vocabulary, " +
+                            std::to_string(data.test.vocabulary.size()) + " in this one's), so the token ids would "
+                            "mean other characters; evaluate it on the text it was trained on");
     }
 
     const train::EvalResult result =

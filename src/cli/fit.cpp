@@ -101,6 +101,11 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     }
     auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size, resume_from);
     check_classes(data.train, replicas[0]->model().classes(), cfg, replicas[0]->model().positions());
+    // A language model's perplexity and samples mean nothing from outputs taken for probabilities.
+    if (data.train.text && replicas[0]->model().probabilities_not_softmax())
+        throw ConfigError(cfg.source_file + ": loss.from_logits is false, but the last layer does not end in "
+                          "softmax: its scores would be read as probabilities; set loss.from_logits: true (as "
+                          "configs/shakespeare_char_small.yaml does)");
     spdlog::info("{}", strategy.describe(cfg.training.batch_size));
     const nn::Model& model = replicas[0]->model();
     if (model.param_count() == 0)

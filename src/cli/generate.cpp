@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <limits>
 #include <random>
@@ -125,7 +126,7 @@ int run_generate(GenerateArgs& args) {
     if (args.tokens <= 0 || args.tokens > kMaxTokens)
         throw ConfigError(fmt::format("--tokens: expected 1 to {}, got {}", kMaxTokens, args.tokens));
     if (!(args.temperature > 0) || !std::isfinite(args.temperature))
-        throw ConfigError(fmt::format("--temperature: expected a number above 0, got {}", args.temperature));
+        throw ConfigError(fmt::format("--temperature: expected a finite number above 0, got {}", args.temperature));
     if (args.top_k < 0) throw ConfigError(fmt::format("--top-k: expected 0 (all) or more, got {}", args.top_k));
     const int64_t block = cfg.model.input_shape.at(0);
 
@@ -187,6 +188,15 @@ int run_generate(GenerateArgs& args) {
     };
     std::fputs(args.prompt.c_str(), stdout);
     std::fflush(stdout);
+    // An error after text has streamed ends its line first, so the message starts on a line of its own.
+    struct EndLineOnError {
+        ~EndLineOnError() {
+            if (std::uncaught_exceptions() > 0) {
+                std::fputc('\n', stdout);
+                std::fflush(stdout);
+            }
+        }
+    } end_line;
     int64_t position = prefill(std::min<int64_t>(block, static_cast<int64_t>(context.size())));
     for (int64_t i = 0; i < args.tokens; ++i) {
         const int64_t id = sample(out, args.temperature, args.top_k, rng);

@@ -196,6 +196,18 @@ void validate(RunConfig& config, const ConfigSource& source) {
         source.fail_at("metrics", "accuracy counts class labels, and " + std::string(name_of(config.loss.name)) +
                                       " trains real-valued targets",
                        "use metrics: [mae] or [mse]");
+    // Text: a block of token ids in, a next-token label at every position.
+    if (config.data.format == DataFormat::text && config.data.dataset != "synthetic") {
+        if (!is_cross_entropy(config.loss.name))
+            source.fail_at("loss", std::string(name_of(config.loss.name)) +
+                                       " does not train next-token labels (format text)",
+                           "use sparse_categorical_crossentropy");
+        if (config.model.input_shape.size() != 1)
+            source.fail_at("model.input_shape",
+                           "format text takes a block of token ids, [positions], not " +
+                               std::to_string(config.model.input_shape.size()) + " axes",
+                           "e.g. input_shape: [256]");
+    }
     check_optimizer(config.optimizer, source);
     check_data(config.data, source);
     check_augment(config.data, config.model.input_shape, source);

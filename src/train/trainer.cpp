@@ -431,9 +431,10 @@ void Trainer::resume(Checkpointer& checkpointer, const MonitoredMetric& best_met
     if (data_.train.text && data_.train.tokenizer == config::Tokenizer::chars) {
         const auto stored = state_.metadata.find("vocabulary");
         if (stored != state_.metadata.end() && stored->second != data::vocabulary_utf8(data_.train.vocabulary))
-            throw DataError(options_.resume_from + ": trained on a text whose characters differ from " +
-                            data_.train.description + "'s, so its token ids would mean other characters; resume on "
-                            "the text it was trained on");
+            throw DataError(options_.resume_from + ": trained on a text of other characters (" +
+                            std::to_string(data::vocabulary_from_utf8(stored->second).size()) + " in its vocabulary, " +
+                            std::to_string(data_.train.vocabulary.size()) + " in this one's), so its token ids "
+                            "would mean other characters; resume on the text it was trained on");
     }
     const MetadataReader metadata(state_.metadata, options_.resume_from, state_.epochs_done);
     std::vector<std::string> notes;

@@ -173,7 +173,7 @@ expect_one_line_error 2 "--prompt: the character 'Z' (U+005A) at character 6 is 
     generate "$cfg" --checkpoint "$ck" --prompt 'ROMEO:Z' --tokens 5 --seed 1
 expect_one_line_error 2 "--tokens: expected 1 to 100000000, got 0" \
     generate "$cfg" --checkpoint "$ck" --prompt 'R' --tokens 0 --seed 1
-expect_one_line_error 2 "--temperature: expected a number above 0, got 0" \
+expect_one_line_error 2 "--temperature: expected a finite number above 0, got 0" \
     generate "$cfg" --checkpoint "$ck" --prompt 'R' --tokens 5 --temperature 0 --seed 1
 expect_one_line_error 2 "--top-k: expected 0 (all) or more, got -1" \
     generate "$cfg" --checkpoint "$ck" --prompt 'R' --tokens 5 --top-k -1
@@ -199,12 +199,18 @@ expect_one_line_error 1 "$TMP/short.txt: 15 tokens make no sample of 16 position
 # Another text of other characters: its ids would mean other characters.
 python3 -c "print('abc ' * 3000)" >"$TMP/other.txt"
 cp -r "$TMP/run" "$TMP/run-other"
-expect_one_line_error 1 "$TMP/run-other/last.safetensors: trained on a text whose characters differ from data.path" \
+expect_one_line_error 1 "$TMP/run-other/last.safetensors: trained on a text of other characters ($vocab in its vocabulary, 5 in this one's), so its token ids would mean other characters; resume on the text it was trained on" \
     fit "$cfg" --run-dir "$TMP/run-other" --resume --set training.epochs=5 --set data.path="$TMP/other.txt"
-expect_one_line_error 1 "$ck: trained on a text whose characters differ from the last" \
+expect_one_line_error 1 "$ck: trained on a text of other characters ($vocab in its vocabulary, 5 in this one's), so the token ids would mean other characters; evaluate it on the text it was trained on" \
     evaluate "$cfg" --checkpoint "$ck" --set data.path="$TMP/other.txt"
 
 step "errors of the model and config: one line each (exit 2)"
+expect_one_line_error 2 "loss: mean_squared_error does not train next-token labels (format text); use sparse_categorical_crossentropy" \
+    fit "$cfg" --run-dir "$TMP/bad" --set loss.name=mean_squared_error --set loss.from_logits=false
+expect_one_line_error 2 "--set model.input_shape=[4, 8]: model.input_shape: format text takes a block of token ids, [positions], not 2 axes; e.g. input_shape: [256]" \
+    fit "$cfg" --run-dir "$TMP/bad" --set 'model.input_shape=[4, 8]'
+expect_one_line_error 2 "loss.from_logits is false, but the last layer does not end in softmax: its scores would be read as probabilities; set loss.from_logits: true" \
+    fit "$cfg" --run-dir "$TMP/bad" --set loss.from_logits=false
 expect_one_line_error 2 "model.layers[0] (embedding): input_dim 20 is smaller than the vocabulary of $vocab tokens (data.path ($TMP/play.txt, $chars tokens, chars vocabulary)); set input_dim: $vocab" \
     fit "$cfg" --run-dir "$TMP/bad" --set 'model.layers[0].input_dim=20'
 expect_one_line_error 2 "layer 'h/block1/causal_self_attention' (causal_self_attention): heads 3 does not divide the width 32; use a divisor of it such as 2 or 4" \
