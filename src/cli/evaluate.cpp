@@ -100,6 +100,12 @@ int run_evaluate(EvaluateArgs& args) {
     const train::TrainingState trained = train::restore(path, replicas, cfg, /*with_optimizer=*/false);
     warn_if_trained_differently(path, trained.config_yaml, cfg);
     // Token ids mean the characters of the vocabulary the model was trained on.
+    if (data.test.text && data.test.tokenizer == config::Tokenizer::sentencepiece) {
+        const auto stored = trained.metadata.find("vocabulary");
+        if (stored != trained.metadata.end() && stored->second != data::vocabulary_metadata(data.test))
+            throw DataError(path + ": trained with another SentencePiece model, so the token ids would mean other "
+                            "pieces; evaluate it with the model it was trained with");
+    }
     if (data.test.text && data.test.tokenizer == config::Tokenizer::chars) {
         const auto stored = trained.metadata.find("vocabulary");
         if (stored != trained.metadata.end() && stored->second != data::vocabulary_utf8(data.test.vocabulary))
@@ -132,7 +138,10 @@ int run_evaluate(EvaluateArgs& args) {
         if (cfg.data.format == config::DataFormat::text)  // positions, not samples, are what the loss averages
             std::printf("  %lld tokens: perplexity %.4f, %.4f bits per %s\n",
                         (long long)(result.samples * replicas[0]->model().positions()), std::exp(result.loss),
-                        result.loss / std::log(2.0), cfg.data.tokenizer == config::Tokenizer::bytes ? "byte" : "character");
+                        result.loss / std::log(2.0),
+                        cfg.data.tokenizer == config::Tokenizer::bytes   ? "byte"
+                        : cfg.data.tokenizer == config::Tokenizer::chars ? "character"
+                                                                         : "token");
     }
     return 0;
 }

@@ -26,6 +26,7 @@
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "core/utf8.hpp"
+#include "data/sentencepiece_text.hpp"
 #include "data/text_reader.hpp"
 #include "device/devices.hpp"
 #include "train/checkpointer.hpp"
@@ -54,11 +55,18 @@ bool needs_length(const std::string& type) { return type == "positional_embeddin
 struct Vocabulary {
     bool bytes = false;
     std::u32string chars;  // chars: the character of each id
-    int64_t size() const { return bytes ? 256 : static_cast<int64_t>(chars.size()); }
+    std::unique_ptr<data::SentencePieceText> pieces;  // sentencepiece
+    int64_t size() const {
+        return bytes ? 256 : pieces ? pieces->vocab_size() : static_cast<int64_t>(chars.size());
+    }
 };
 
 std::vector<float> encode(const std::string& prompt, const Vocabulary& vocab) {
     std::vector<float> ids;
+    if (vocab.pieces) {
+        for (uint32_t id : vocab.pieces->encode(prompt)) ids.push_back(static_cast<float>(id));
+        return ids;
+    }
     if (vocab.bytes) {
         for (char c : prompt) ids.push_back(static_cast<float>(static_cast<unsigned char>(c)));
         return ids;
@@ -84,6 +92,7 @@ std::vector<float> encode(const std::string& prompt, const Vocabulary& vocab) {
 
 std::string decode(int64_t id, const Vocabulary& vocab) {
     if (vocab.bytes) return std::string(1, static_cast<char>(id));
+    if (vocab.pieces) return vocab.pieces->piece_text(id);
     std::string out;
     append_utf8(out, static_cast<uint32_t>(vocab.chars[static_cast<size_t>(id)]));
     return out;
@@ -148,7 +157,13 @@ int run_generate(GenerateArgs& args) {
         throw DataError(args.checkpoint + ": no tokenizer in its metadata (written by a fit on format: text); "
                                           "give a checkpoint of a text model");
     vocab.bytes = tokenizer->second == "bytes";
-    if (!vocab.bytes) {
+    if (tokenizer->second == "sentencepiece") {
+        std::string model;
+        if (characters == trained.metadata.end() || !data::base64_decode(characters->second, model))
+            throw DataError(args.checkpoint + ": its metadata 'vocabulary' (the SentencePiece model) is missing or not "
+                                              "base64");
+        vocab.pieces = std::make_unique<data::SentencePieceText>(model, args.checkpoint + " (its SentencePiece model)");
+    } else if (!vocab.bytes) {
         vocab.chars = data::vocabulary_from_utf8(characters == trained.metadata.end() ? "" : characters->second);
         if (vocab.chars.empty())
             throw DataError(args.checkpoint + ": its metadata 'vocabulary' is missing or not UTF-8");

@@ -85,14 +85,15 @@ struct EnumTable<DataFormat> {
 };
 
 // data.tokenizer (format: text)
-enum class Tokenizer { bytes, chars };
+enum class Tokenizer { bytes, chars, sentencepiece };
 template <>
 struct EnumTable<Tokenizer> {
     static constexpr const char* noun = "tokenizer";
     static constexpr const char* plural = "tokenizers";
-    static constexpr std::array<EnumName<Tokenizer>, 2> entries{{
+    static constexpr std::array<EnumName<Tokenizer>, 3> entries{{
         {Tokenizer::bytes, "bytes"},
         {Tokenizer::chars, "chars"},
+        {Tokenizer::sentencepiece, "sentencepiece"},
     }};
 };
 

@@ -188,6 +188,20 @@ DataConfig read_data(const Section& top) {
     out.tokenizer = s.choice("tokenizer", out.tokenizer);
     if (s.has("tokenizer") && out.format != DataFormat::text)
         s.value("tokenizer").fail("is only used with format: text", "remove it or set format: text");
+    out.tokenizer_model = s.text("tokenizer_model", out.tokenizer_model);
+    out.vocab_size = s.count("vocab_size", out.vocab_size);
+    const bool pieces = out.tokenizer == Tokenizer::sentencepiece;
+    for (const char* key : {"tokenizer_model", "vocab_size"})
+        if (s.has(key) && !pieces)
+            s.value(key).fail("is only used with tokenizer: sentencepiece", "remove it or set tokenizer: sentencepiece");
+    if (pieces && out.tokenizer_model.empty() == (out.vocab_size == 0))
+        (s.has("tokenizer_model") ? s.value("tokenizer_model") : s.value("tokenizer"))
+            .fail("sentencepiece takes a model: give data.tokenizer_model (a .model file) or data.vocab_size (a "
+                  "model trained from the training text), one of the two",
+                  "e.g. vocab_size: 512");
+    if (s.has("vocab_size") && pieces && out.vocab_size < 4)
+        s.value("vocab_size").fail("expected at least 4 pieces (SentencePiece's own 3 and one more), got " +
+                                   std::to_string(out.vocab_size));
     read_normalize(s, out);
     read_augment(s, out);
     // Images and synthetic data are bytes (0 to 255): their largest value, scaled, must stay a float32.

@@ -192,6 +192,8 @@ private:
         }
         if (!d.target_columns.empty()) key("target_columns") << YAML::Flow << d.target_columns;
         if (d.format == DataFormat::text) key("tokenizer") << name_of(d.tokenizer);
+        if (!d.tokenizer_model.empty()) key("tokenizer_model") << d.tokenizer_model;
+        if (d.vocab_size > 0) key("vocab_size") << d.vocab_size;
         if (!d.augment.empty()) emit_augment(d.augment);
         number("validation_split", d.validation_split);
         key("limit") << d.limit;

@@ -125,6 +125,10 @@ struct DataConfig {
     // format: text: how the text becomes token ids: bytes (the UTF-8 bytes,
     // 256 ids) or chars (the text's distinct characters, sorted by code point).
     Tokenizer tokenizer = Tokenizer::chars;
+    // tokenizer: sentencepiece: a .model file to load (data.tokenizer_model),
+    // or the pieces of one trained from the training text (data.vocab_size).
+    std::string tokenizer_model;
+    int64_t vocab_size = 0;
     // format: image_folder only
     bool crop_to_aspect_ratio = false;  // data.crop_to_aspect_ratio: resize the largest centered crop of the input's aspect
     bool skip_bad_files = false;        // data.skip_bad_files: skip (and count) files that are not readable images

@@ -27,7 +27,7 @@ inline const std::vector<SectionKeys>& section_keys() {
          {"type", "decay_rate", "decay_epochs", "decay_steps", "staircase", "min_lr", "warmup_epochs", "warmup_steps"}},
         {"data",
          {"dataset", "path", "format", "scale", "normalize", "augment", "validation_split", "limit", "test_limit",
-          "shard_files", "synthetic", "resident", "crop_to_aspect_ratio", "skip_bad_files", "cache_dir", "stream", "stream_memory_fraction", "workers", "target_columns", "tokenizer"}},
+          "shard_files", "synthetic", "resident", "crop_to_aspect_ratio", "skip_bad_files", "cache_dir", "stream", "stream_memory_fraction", "workers", "target_columns", "tokenizer", "tokenizer_model", "vocab_size"}},
         {"data.normalize", {"mean", "std"}},
         {"data.synthetic", {"samples", "classes", "seed"}},
         {"training",

@@ -72,6 +72,7 @@ struct Dataset {
     bool text = false;
     config::Tokenizer tokenizer = config::Tokenizer::chars;
     std::u32string vocabulary;
+    std::string tokenizer_model;  // sentencepiece: the model's bytes
     std::string description;       // "fashion-mnist train (/usr/share/datasets/fashion-mnist)"
     DatasetPart part;              // the training set of a worker with data.shard_files
 

@@ -23,6 +23,7 @@ Dataset slice(const Dataset& dataset, int64_t begin, int64_t end) {
     out.text = dataset.text;
     out.tokenizer = dataset.tokenizer;
     out.vocabulary = dataset.vocabulary;
+    out.tokenizer_model = dataset.tokenizer_model;
     out.labels.assign(dataset.labels.begin() + begin * dataset.label_width,
                       dataset.labels.begin() + end * dataset.label_width);
     if (dataset.streamed()) {  // the same file, from row `begin` on

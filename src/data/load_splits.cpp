@@ -21,6 +21,7 @@
 #include "data/npy.hpp"
 #include "data/row_range.hpp"
 #include "data/synthetic.hpp"
+#include "data/sentencepiece_text.hpp"
 #include "data/text_reader.hpp"
 
 namespace gputrain::data {
@@ -388,7 +389,18 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
                               " is not a block of tokens: give [positions], e.g. input_shape: [256]");
         const std::string path = cfg.path.empty() ? resolve_dataset_dir(cfg.dataset, format) : cfg.path;
         source = cfg.path.empty() ? cfg.dataset : "data.path";
-        const TextTokens tokens = read_text(text_files(path), cfg.tokenizer);
+        const std::vector<std::string> files = text_files(path);
+        std::string model;  // sentencepiece: the model's bytes, read or trained
+        if (cfg.tokenizer == config::Tokenizer::sentencepiece) {
+            if (!cfg.tokenizer_model.empty()) {
+                std::ifstream in(cfg.tokenizer_model, std::ios::binary);
+                if (!in) throw DataError("data.tokenizer_model: " + cfg.tokenizer_model + ": cannot be read");
+                model.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+            } else {
+                model = SentencePieceText::train(files, cfg.vocab_size);
+            }
+        }
+        const TextTokens tokens = read_text(files, cfg.tokenizer, model);
         const int64_t positions = model_input_shape[0];
         const int64_t windows = window_count(tokens, positions);
         if (windows < 1)

@@ -9,6 +9,7 @@
 
 #include "core/error.hpp"
 #include "core/utf8.hpp"
+#include "data/sentencepiece_text.hpp"
 
 namespace gputrain::data {
 
@@ -61,9 +62,26 @@ std::string vocabulary_utf8(const std::u32string& vocabulary) {
     return out;
 }
 
-TextTokens read_text(const std::vector<std::string>& files, config::Tokenizer tokenizer) {
+std::string vocabulary_metadata(const Dataset& d) {
+    if (d.tokenizer == config::Tokenizer::sentencepiece) return base64_encode(d.tokenizer_model);
+    return vocabulary_utf8(d.vocabulary);
+}
+
+TextTokens read_text(const std::vector<std::string>& files, config::Tokenizer tokenizer, const std::string& model) {
     TextTokens out;
     out.tokenizer = tokenizer;
+    if (tokenizer == config::Tokenizer::sentencepiece) {
+        const SentencePieceText pieces(model, "data.tokenizer_model");
+        out.tokenizer_model = model;
+        out.vocab_size = pieces.vocab_size();
+        out.files = files.size() == 1 ? files[0] : fmt::format("{} files, {} ...", files.size(), files[0]);
+        for (const std::string& file : files) {
+            const std::vector<uint32_t> ids = pieces.encode(read_file(file));
+            out.ids.insert(out.ids.end(), ids.begin(), ids.end());
+        }
+        if (out.ids.empty()) throw DataError(out.files + ": the text is empty");
+        return out;
+    }
     out.files = files.size() == 1 ? files[0] : fmt::format("{} files, {} ...", files.size(), files[0]);
     std::u32string points;  // chars: every character, then mapped to ids
     for (const std::string& file : files) {
@@ -110,6 +128,7 @@ Dataset text_windows(const TextTokens& tokens, int64_t positions, int64_t begin,
     d.text = true;
     d.tokenizer = tokens.tokenizer;
     d.vocabulary = tokens.vocabulary;
+    d.tokenizer_model = tokens.tokenizer_model;
     d.sample_shape = {positions};
     d.num_classes = tokens.vocab_size;
     d.type = SampleType::f32;

@@ -15,6 +15,7 @@ struct TextTokens {
     std::vector<uint32_t> ids;
     config::Tokenizer tokenizer = config::Tokenizer::chars;
     std::u32string vocabulary;   // chars: the character of each id; bytes: empty
+    std::string tokenizer_model; // sentencepiece: the model's bytes
     int64_t vocab_size = 0;      // 256 for bytes
     std::string files;           // what was read, for descriptions
 };
@@ -26,7 +27,12 @@ std::vector<std::string> text_files(const std::string& path);
 // Reads and tokenizes `files`. chars: the vocabulary is the distinct
 // characters (Unicode code points) of all of them, sorted; a text that is not
 // UTF-8 is a DataError naming the file and the byte offset. Empty text: DataError.
-TextTokens read_text(const std::vector<std::string>& files, config::Tokenizer tokenizer);
+// sentencepiece: `model` holds the model's bytes (SentencePieceText).
+TextTokens read_text(const std::vector<std::string>& files, config::Tokenizer tokenizer, const std::string& model = "");
+
+// The metadata "vocabulary" a checkpoint of `d` stores: chars: its characters
+// (UTF-8); sentencepiece: its model's bytes in base64; bytes: "".
+std::string vocabulary_metadata(const Dataset& d);
 
 // Windows w in [begin, end) of `positions` tokens: window w's inputs are ids
 // [w * positions, (w + 1) * positions) and its labels the ids one further on.

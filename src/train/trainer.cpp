@@ -428,6 +428,13 @@ void Trainer::resume(Checkpointer& checkpointer, const MonitoredMetric& best_met
                      bool& stale_best_file) {
     state_ = restore(options_.resume_from, replicas_, cfg_, /*with_optimizer=*/true, &resume_warning);
     // A text's ids mean its characters: training on with another text's would teach other meanings.
+    if (data_.train.text && data_.train.tokenizer == config::Tokenizer::sentencepiece) {
+        const auto stored = state_.metadata.find("vocabulary");
+        if (stored != state_.metadata.end() && stored->second != data::vocabulary_metadata(data_.train))
+            throw DataError(options_.resume_from + ": trained with another SentencePiece model, so its token ids "
+                            "would mean other pieces; resume with the model (data.tokenizer_model or the text for "
+                            "data.vocab_size) it was trained with");
+    }
     if (data_.train.text && data_.train.tokenizer == config::Tokenizer::chars) {
         const auto stored = state_.metadata.find("vocabulary");
         if (stored != state_.metadata.end() && stored->second != data::vocabulary_utf8(data_.train.vocabulary))
@@ -497,7 +504,7 @@ void Trainer::continue_epoch_steps() {
     state_.epoch_steps = optim::continued_at(state_.epoch_steps, state_.epochs_done, steps_per_epoch_);
     if (data_.train.text) {
         state_.tokenizer = config::name_of(data_.train.tokenizer);
-        state_.vocabulary = data::vocabulary_utf8(data_.train.vocabulary);
+        state_.vocabulary = data::vocabulary_metadata(data_.train);
     }
 }
 
@@ -598,7 +605,10 @@ EpochRecord Trainer::record_epoch(int64_t epoch, int64_t start_step, double samp
         const double loss = rec.has_validation ? rec.val_loss : rec.loss;
         const std::string prefix = rec.has_validation ? "val_" : "";
         shown.push_back({prefix + "ppl", std::exp(loss)});
-        shown.push_back({prefix + (data_.train.tokenizer == config::Tokenizer::bytes ? "bpb" : "bpc"),
+        const config::Tokenizer tokenizer = data_.train.tokenizer;
+        shown.push_back({prefix + (tokenizer == config::Tokenizer::bytes   ? "bpb"
+                                   : tokenizer == config::Tokenizer::chars ? "bpc"
+                                                                           : "bpt"),
                          loss / std::log(2.0)});
     }
     rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -168,6 +168,26 @@ run_expect 0 fit "$cfg" --run-dir "$TMP/two" --device cpu --replicas 2 --quiet
 safetensors close "$TMP/two/last.safetensors" "$ck" 1e-3 >"$TMP/close" || fail "2 replicas: $(tail -1 "$TMP/close")"
 tail -1 "$TMP/close"
 
+step "sentencepiece: a model trained from the text (data.vocab_size); generate decodes with the checkpoint's model"
+run_expect 0 fit "$cfg" --run-dir "$TMP/spm" --device cpu --replicas 1 --set data.tokenizer=sentencepiece \
+    --set data.vocab_size=60 --set 'model.layers[0].input_dim=61' --set 'model.layers[4].units=61' \
+    --set training.epochs=2 --set logging.progress=none
+[ "$(safetensors metadata "$TMP/spm/last.safetensors" tokenizer)" = sentencepiece ] ||
+    fail "no tokenizer: sentencepiece in the checkpoint's metadata"
+run_expect 0 generate --checkpoint "$TMP/spm/last.safetensors" --prompt $'ROMEO:\n' --tokens 30 --seed 4
+head -c 7 "$TMP/out" | grep -q "ROMEO:" || fail "generate did not start with the prompt"
+cp "$TMP/out" "$TMP/spm1.txt"
+run_expect 0 generate --checkpoint "$TMP/spm/last.safetensors" --prompt $'ROMEO:\n' --tokens 30 --seed 4
+cmp -s "$TMP/out" "$TMP/spm1.txt" || fail "the same seed gave other sentencepiece text"
+run_expect 0 evaluate "$cfg" --checkpoint "$TMP/spm/last.safetensors" --set data.tokenizer=sentencepiece \
+    --set data.vocab_size=60 --set 'model.layers[0].input_dim=61' --set 'model.layers[4].units=61'
+expect_in "$TMP/out" "bits per token"
+expect_one_line_error 2 "data.tokenizer: sentencepiece takes a model: give data.tokenizer_model (a .model file) or data.vocab_size (a model trained from the training text), one of the two" \
+    fit "$cfg" --run-dir "$TMP/bad" --set data.tokenizer=sentencepiece
+printf 'not a model' >"$TMP/bad.model"
+expect_one_line_error 1 "data.tokenizer_model: not a SentencePiece model (" \
+    fit "$cfg" --run-dir "$TMP/bad" --set data.tokenizer=sentencepiece --set data.tokenizer_model="$TMP/bad.model"
+
 step "errors of generate: one line each"
 expect_one_line_error 2 "--prompt: the character 'Z' (U+005A) at character 6 is not in the model's vocabulary of $vocab characters; leave it out" \
     generate "$cfg" --checkpoint "$ck" --prompt 'ROMEO:Z' --tokens 5 --seed 1

@@ -2,10 +2,12 @@
 // validation and test windows, and the errors of bad text.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/error.hpp"
 #include "data/dataset.hpp"
+#include "data/sentencepiece_text.hpp"
 #include "data/text_reader.hpp"
 #include "data_test_files.hpp"
 
@@ -111,4 +113,53 @@ TEST_CASE("bad text: not UTF-8, empty, shorter than a block, no test split", "[t
     REQUIRE_THROWS_WITH(text_files(nothing.path().string()),
                         nothing.path().string() + ": no .txt files (format text reads a text file, or every .txt "
                                                   "file of a folder)");
+}
+
+TEST_CASE("sentencepiece: a model trained on the text gives its text back, line breaks included", "[text]") {
+    TempDir dir;
+    std::string text;
+    const char* words[] = {"to", "be", "or", "not", "the", "question", "whether", "nobler", "mind", "suffer"};
+    for (int line = 0; line < 400; ++line) {
+        text += line % 7 == 0 ? "HAMLET.\n" : "";
+        for (int w = 0; w < 6; ++w) text += std::string(w ? " " : "") + words[(line * 3 + w * 7) % 10];
+        text += "\n";
+    }
+    const std::string path = write_text(dir, "play.txt", text);
+    const std::string model = SentencePieceText::train({path}, 40);
+    const SentencePieceText pieces(model, "test");
+    REQUIRE(pieces.vocab_size() == 41);  // 40 pieces and the line break
+    const TextTokens t = read_text({path}, config::Tokenizer::sentencepiece, model);
+    REQUIRE(t.vocab_size == 41);
+    REQUIRE(t.ids.size() < text.size() / 2);  // subwords: fewer ids than characters
+    std::string back;
+    for (uint32_t id : t.ids) back += pieces.piece_text(id);
+    REQUIRE(back == text);
+    REQUIRE(std::count(t.ids.begin(), t.ids.end(), 40u) == std::count(text.begin(), text.end(), '\n'));
+    // The same text and size train the same model (one thread).
+    REQUIRE(SentencePieceText::train({path}, 40) == model);
+    // Through load_splits, with data.vocab_size.
+    config::DataConfig cfg = text_config(path, config::Tokenizer::sentencepiece);
+    cfg.vocab_size = 40;
+    const DataSplits s = load_splits(cfg, {8}, Need::train);
+    REQUIRE(s.train.num_classes == 41);
+    REQUIRE(s.train.tokenizer_model == model);
+    REQUIRE(vocabulary_metadata(s.train) == base64_encode(model));
+}
+
+TEST_CASE("sentencepiece: a file that is no model is a DataError; base64 round-trips", "[text]") {
+    REQUIRE_THROWS_WITH(SentencePieceText("not a model", "m.model"),
+                        Catch::Contains("m.model: not a SentencePiece model (") &&
+                            Catch::Contains("); give a .model file written by spm_train or SentencePieceTrainer"));
+    std::string bytes;
+    for (int i = 0; i < 300; ++i) bytes += static_cast<char>((i * 37) & 255);
+    for (size_t n : {size_t{0}, size_t{1}, size_t{2}, size_t{3}, size_t{299}, size_t{300}}) {
+        std::string back;
+        REQUIRE(base64_decode(base64_encode(bytes.substr(0, n)), back));
+        REQUIRE(back == bytes.substr(0, n));
+    }
+    REQUIRE(base64_encode("Man") == "TWFu");
+    REQUIRE(base64_encode("Ma") == "TWE=");
+    std::string out;
+    REQUIRE_FALSE(base64_decode("TWF", out));
+    REQUIRE_FALSE(base64_decode("T!Fu", out));
 }
