@@ -3,6 +3,11 @@
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdio>
+
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -30,7 +35,16 @@ std::string SentencePieceText::train(const std::vector<std::string>& files, int6
         "--input_sentence_size=2000000 --shuffle_input_sentence=false --minloglevel=2",
         inputs, vocab_size);
     std::string serialized;
+    // The trainer logs its command line to stderr whatever --minloglevel says
+    // (before it reads it): quiet for the call; its status says what failed.
+    std::fflush(stderr);
+    const int saved = dup(STDERR_FILENO);
+    const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (saved >= 0 && null >= 0) dup2(null, STDERR_FILENO);
     const auto status = sentencepiece::SentencePieceTrainer::Train(args, nullptr, &serialized);
+    if (saved >= 0 && null >= 0) dup2(saved, STDERR_FILENO);
+    if (saved >= 0) close(saved);
+    if (null >= 0) close(null);
     if (!status.ok())
         throw DataError(fmt::format("data.vocab_size {}: SentencePiece could not train a model on {}: {}", vocab_size,
                                     files.size() == 1 ? files[0] : std::to_string(files.size()) + " files",
