@@ -1,5 +1,7 @@
 #include "train/metrics_file.hpp"
 
+#include <cmath>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -12,9 +14,12 @@
 
 namespace gputrain::train {
 
-MetricsFile::MetricsFile(const std::string& path, bool append, int64_t epochs_done, const std::string& metric)
-    : path_(path),
-      header_("epoch,loss," + metric + ",val_loss,val_" + metric + ",learning_rate,seconds,samples_per_second") {
+MetricsFile::MetricsFile(const std::string& path, bool append, int64_t epochs_done, const std::string& metric,
+                         const std::string& bits)
+    : language_(!bits.empty()),
+      path_(path),
+      header_("epoch,loss," + metric + ",val_loss,val_" + metric + ",learning_rate,seconds,samples_per_second" +
+              (bits.empty() ? std::string() : ",ppl,val_ppl," + bits + ",val_" + bits)) {
     if (path_.empty()) return;
     std::error_code ec;
     if (append && std::filesystem::exists(path_, ec)) {
@@ -97,11 +102,20 @@ void MetricsFile::write(const EpochRecord& r) {
     std::FILE* f = std::fopen(path_.c_str(), "a");
     if (!f) throw Error("cannot append to metrics file '" + path_ + "': " + std::strerror(errno));
     if (r.has_validation)
-        std::fprintf(f, "%lld,%.6f,%.6f,%.6f,%.6f,%.8g,%.3f,%.1f\n", (long long)r.epoch, r.loss, r.metric, r.val_loss,
+        std::fprintf(f, "%lld,%.6f,%.6f,%.6f,%.6f,%.8g,%.3f,%.1f", (long long)r.epoch, r.loss, r.metric, r.val_loss,
                      r.val_metric, r.learning_rate, r.seconds, r.samples_per_second);
     else
-        std::fprintf(f, "%lld,%.6f,%.6f,,,%.8g,%.3f,%.1f\n", (long long)r.epoch, r.loss, r.metric, r.learning_rate,
+        std::fprintf(f, "%lld,%.6f,%.6f,,,%.8g,%.3f,%.1f", (long long)r.epoch, r.loss, r.metric, r.learning_rate,
                      r.seconds, r.samples_per_second);
+    if (language_) {
+        const double bits = 1.0 / std::log(2.0);
+        if (r.has_validation)
+            std::fprintf(f, ",%.6f,%.6f,%.6f,%.6f", std::exp(r.loss), std::exp(r.val_loss), r.loss * bits,
+                         r.val_loss * bits);
+        else
+            std::fprintf(f, ",%.6f,,%.6f,", std::exp(r.loss), r.loss * bits);
+    }
+    std::fputc('\n', f);
     close_or_throw(f, "cannot append to metrics file");
 }
 

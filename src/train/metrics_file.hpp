@@ -27,8 +27,10 @@ public:
     // last row; a file without gputrain's header is moved to PATH.unreadable
     // and started anew (warning() says so).
     // `metric` names the second and fifth columns (RunConfig::metric).
+    // `bits`: a language model's bits per token column ("bpc", "bpb", "bpt"):
+    // four columns more, ppl, val_ppl, BITS, val_BITS (exp and / ln 2 of the losses).
     MetricsFile(const std::string& path, bool append, int64_t epochs_done = 0,
-                const std::string& metric = "accuracy");
+                const std::string& metric = "accuracy", const std::string& bits = "");
     void write(const EpochRecord& record);
     const std::string& path() const { return path_; }
     // What the resume found wrong with the file and did about it ("" when nothing).
@@ -41,6 +43,7 @@ private:
     // Closes f; throws "WHAT 'PATH': reason" when a write or the close failed.
     void close_or_throw(std::FILE* f, const char* what) const;
 
+    bool language_ = false;
     std::string path_;
     std::string header_;
     std::string warning_;

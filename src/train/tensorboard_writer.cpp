@@ -1,5 +1,7 @@
 #include "train/tensorboard_writer.hpp"
 
+#include <cmath>
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -60,8 +62,8 @@ void TensorBoardWriter::EventFile::append(const std::string& event) {
 }
 
 TensorBoardWriter::TensorBoardWriter(const std::string& dir, int64_t epochs_done, int64_t steps_done,
-                                     const std::string& metric)
-    : metric_(metric) {
+                                     const std::string& metric, const std::string& bits)
+    : metric_(metric), bits_(bits) {
     if (dir.empty()) return;
     epochs_.open(dir, epochs_done + 1);
     steps_.open((std::filesystem::path(dir) / "steps").string(), steps_done + 1);
@@ -90,6 +92,14 @@ void TensorBoardWriter::write(const EpochRecord& r) {
     if (r.has_validation) {
         scalar("val_loss", r.val_loss);
         scalar(("val_" + metric_).c_str(), r.val_metric);
+    }
+    if (!bits_.empty()) {
+        scalar("ppl", std::exp(r.loss));
+        scalar(bits_.c_str(), r.loss / std::log(2.0));
+        if (r.has_validation) {
+            scalar("val_ppl", std::exp(r.val_loss));
+            scalar(("val_" + bits_).c_str(), r.val_loss / std::log(2.0));
+        }
     }
     scalar("learning_rate", r.learning_rate);
     scalar("samples_per_second", r.samples_per_second);

@@ -35,8 +35,10 @@ public:
     // Empty `dir` = disabled. Creates the folders and files; Error naming them
     // when it cannot. The run starts after `epochs_done` epochs, `steps_done` global steps.
     // `metric`: the tag of the metric beside the loss (RunConfig::metric).
+    // `bits`: a language model's bits per token tag (bpc, bpb, bpt): ppl and
+    // BITS (with validation val_ppl and val_BITS) are written too.
     TensorBoardWriter(const std::string& dir, int64_t epochs_done, int64_t steps_done,
-                      const std::string& metric = "accuracy");
+                      const std::string& metric = "accuracy", const std::string& bits = "");
 
     bool enabled() const { return epochs_.file != nullptr; }
     // loss, accuracy, val_loss and val_accuracy (with validation), learning_rate,
@@ -58,6 +60,7 @@ private:
     };
 
     std::string metric_;
+    std::string bits_;
     EventFile epochs_, steps_;
 };
 

@@ -36,6 +36,16 @@ LossScaler& Trainer::scaler_of(const Replica& r) {
     throw Error("internal: a replica the trainer does not own");
 }
 
+std::string Trainer::bits_name() const {
+    if (!data_.train.text) return "";
+    switch (data_.train.tokenizer) {
+        case config::Tokenizer::bytes: return "bpb";
+        case config::Tokenizer::chars: return "bpc";
+        case config::Tokenizer::sentencepiece: return "bpt";
+    }
+    return "bpt";
+}
+
 void Trainer::warn(const std::string& text) {
     if (!spdlog::should_log(spdlog::level::warn)) return;  // logging.level: error
     if (options_.out) std::fflush(options_.out);
@@ -350,11 +360,11 @@ FitResult Trainer::fit() {
     MetricsFile metrics(cfg_.logging.metrics_file.empty() || !logs
                             ? std::string()
                             : (std::filesystem::path(options_.run_dir) / cfg_.logging.metrics_file).string(),
-                        /*append=*/resuming, state_.epochs_done, metric_name_);
+                        /*append=*/resuming, state_.epochs_done, metric_name_, bits_name());
     TensorBoardWriter tensorboard(cfg_.logging.tensorboard && logs
                                       ? (std::filesystem::path(options_.run_dir) / "tensorboard").string()
                                       : std::string(),
-                                  state_.epochs_done, state_.global_step, metric_name_);
+                                  state_.epochs_done, state_.global_step, metric_name_, bits_name());
     if (!metrics.warning().empty()) warn(metrics.warning());
     // A fresh run starts its metrics file anew: one outside the checkpoint
     // folder may be another run's (a shared logging.metrics_file).
@@ -605,11 +615,7 @@ EpochRecord Trainer::record_epoch(int64_t epoch, int64_t start_step, double samp
         const double loss = rec.has_validation ? rec.val_loss : rec.loss;
         const std::string prefix = rec.has_validation ? "val_" : "";
         shown.push_back({prefix + "ppl", std::exp(loss)});
-        const config::Tokenizer tokenizer = data_.train.tokenizer;
-        shown.push_back({prefix + (tokenizer == config::Tokenizer::bytes   ? "bpb"
-                                   : tokenizer == config::Tokenizer::chars ? "bpc"
-                                                                           : "bpt"),
-                         loss / std::log(2.0)});
+        shown.push_back({prefix + bits_name(), loss / std::log(2.0)});
     }
     rec.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     progress_.end_epoch(shown, rec.seconds);

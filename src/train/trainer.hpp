@@ -120,6 +120,8 @@ private:
     // Copies replica 0's loss scale into state_ (for checkpoints).
     void record_loss_scale();
     void warn(const std::string& text);
+    // A language model's bits-per-token column and epoch-line name (bpc, bpb, bpt); "" for other data.
+    std::string bits_name() const;
     void info(const std::string& line);  // on the writing worker, unless --quiet
     // After a resume: best.safetensors made this training's best again (the
     // resumed checkpoint, when it is that best), or best started over.

@@ -76,7 +76,7 @@ run_expect 0 summary "$cfg"
 expect_in "$TMP/out" "h/block2/causal_self_attention (causal_self_attention) 2 heads"
 expect_in "$TMP/out" "(None, 16, $vocab)"
 
-step "fit: 4 epochs of 15 steps; the loss falls; val_ppl and val_bpc on the epoch line"
+step "fit: 4 epochs of 15 steps; the loss falls; val_ppl and val_bpc on the epoch line and in metrics.csv"
 run_expect 0 fit "$cfg" --run-dir "$TMP/run" --device cpu --replicas 1 --set logging.progress=lines
 cat "$TMP/out" "$TMP/err" >"$TMP/fit.log"
 expect_in "$TMP/fit.log" "Epoch 4/4 - 15 steps"
@@ -93,6 +93,11 @@ line = [l for l in open(sys.argv[2]) if l.startswith("Epoch 4/4")][0]
 val = float(re.search(r"val_loss: ([0-9.]+)", line).group(1))
 assert abs(float(re.search(r"val_ppl: ([0-9.]+)", line).group(1)) - math.exp(val)) < 2e-3, line
 assert abs(float(re.search(r"val_bpc: ([0-9.]+)", line).group(1)) - val / math.log(2)) < 2e-3, line
+# metrics.csv: ppl, val_ppl, bpc, val_bpc after the usual columns, from the losses.
+assert list(rows[0].keys())[-4:] == ["ppl", "val_ppl", "bpc", "val_bpc"], list(rows[0].keys())
+for r in rows:
+    assert abs(float(r["ppl"]) - math.exp(float(r["loss"]))) < 1e-4 * math.exp(float(r["loss"])), r
+    assert abs(float(r["val_bpc"]) - float(r["val_loss"]) / math.log(2)) < 1e-5, r
 print(f"loss {first:.4f} -> {last:.4f}")
 PY
 
