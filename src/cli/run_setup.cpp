@@ -168,9 +168,6 @@ void check_classes(const data::Dataset& data, int64_t model_classes, const confi
                                   " tokens (" + data.description + "); set input_dim: " + std::to_string(data.num_classes));
             }
         }
-        if (!config::is_cross_entropy(cfg.loss.name))
-            throw ConfigError(cfg.source_file + ": loss: " + loss +
-                              " does not train next-token labels (format text); use sparse_categorical_crossentropy");
         if (model_positions != data.label_width)
             throw ConfigError(place + ": model.layers[" + std::to_string(last) + "]: format text labels each of the " +
                               std::to_string(data.label_width) + " positions of a sample, so the model's output must be " +

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/cpu_features.hpp"
 
 namespace gputrain {
 
@@ -72,19 +73,9 @@ template <Activation A>
 }
 
 // Each loop twice: as built (x86-64's SSE2), and for CPUs with AVX2 and FMA,
-// picked when the program starts. Only GELU takes the second: its
+// picked by cpu::has_avx2_fma(). Only GELU takes the second: its
 // polynomials (math::normal_cdf) run 3x faster 8 floats at a time (2.9
 // against 8.5 ns an element, a Xeon with AVX-512), the others are memory-bound.
-// Asked at the first call (a static initializer may run before libgcc has
-// read the CPU's features), then kept.
-bool has_avx2() {
-    static const bool avx2 = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    }();
-    return avx2;
-}
-
 #define GPUTRAIN_DISPATCH(NAME, PARAMS, ARGS)                                       \
     template <Activation A>                                                         \
     void NAME##_sse PARAMS { NAME##_impl<A> ARGS; }                                 \
@@ -92,7 +83,7 @@ bool has_avx2() {
     [[gnu::target("avx2,fma")]] void NAME##_avx2 PARAMS { NAME##_impl<A> ARGS; }     \
     template <Activation A>                                                         \
     void NAME PARAMS {                                                              \
-        if (A == Activation::gelu && has_avx2()) NAME##_avx2<A> ARGS;                    \
+        if (A == Activation::gelu && cpu::has_avx2_fma()) NAME##_avx2<A> ARGS;      \
         else NAME##_sse<A> ARGS;                                                    \
     }
 

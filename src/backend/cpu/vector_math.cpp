@@ -1,20 +1,11 @@
 #include "backend/cpu/vector_math.hpp"
 
+#include "backend/cpu/cpu_features.hpp"
 #include "backend/math.hpp"
 
 namespace gputrain::cpu {
 
 namespace {
-
-// Asked at the first call (a static initializer may run before libgcc has
-// read the CPU's features), then kept.
-bool has_avx2() {
-    static const bool avx2 = [] {
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    }();
-    return avx2;
-}
 
 [[gnu::always_inline]] inline void exp_shifted_impl(float* x, size_t n, float shift) {
     for (size_t i = 0; i < n; ++i) x[i] = math::exp_poly(x[i] - shift);
@@ -40,7 +31,7 @@ void softmax_grad_sse(float* p, float* ds, size_t n, float shift, float delta) {
 }  // namespace
 
 float exp_shifted_sum(float* x, size_t n, float shift) {
-    if (has_avx2()) exp_shifted_avx2(x, n, shift);
+    if (has_avx2_fma()) exp_shifted_avx2(x, n, shift);
     else exp_shifted_sse(x, n, shift);
     float sum = 0.0f;
     for (size_t i = 0; i < n; ++i) sum += x[i];
@@ -48,7 +39,7 @@ float exp_shifted_sum(float* x, size_t n, float shift) {
 }
 
 void softmax_grad_row(float* p, float* ds, size_t n, float shift, float delta) {
-    if (has_avx2()) softmax_grad_avx2(p, ds, n, shift, delta);
+    if (has_avx2_fma()) softmax_grad_avx2(p, ds, n, shift, delta);
     else softmax_grad_sse(p, ds, n, shift, delta);
 }
 
