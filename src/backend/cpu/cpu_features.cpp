@@ -7,4 +7,10 @@ bool has_avx2_fma() {
     return has;
 }
 
+bool has_avx512() {
+    static const bool has = has_avx2_fma() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                            __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
+    return has;
+}
+
 }  // namespace gputrain::cpu

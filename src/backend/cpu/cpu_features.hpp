@@ -7,5 +7,7 @@
 namespace gputrain::cpu {
 
 bool has_avx2_fma();
+// AVX-512 F, VL, DQ and BW (Skylake-SP and later), with AVX2 and FMA.
+bool has_avx512();
 
 }  // namespace gputrain::cpu

@@ -13,6 +13,23 @@ namespace gputrain::cpu_kernels {
 
 namespace {
 
+constexpr size_t kLanes = 8;
+
+// Sums over c < n of terms(c, acc) adding to acc[0..kLanes), lane c % kLanes.
+template <size_t Sums, class Terms>
+[[gnu::always_inline]] inline void lane_sums(size_t n, double (&out)[Sums], Terms terms) {
+    double acc[Sums][kLanes] = {};
+    size_t c = 0;
+    for (; c + kLanes <= n; c += kLanes)
+        for (size_t l = 0; l < kLanes; ++l) terms(c + l, l, acc);
+    for (size_t l = 0; c < n; ++c, ++l) terms(c, l, acc);
+    for (size_t s = 0; s < Sums; ++s) {
+        const double* a = acc[s];
+        out[s] = ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+    }
+}
+static_assert(kLanes == 8, "lane_sums adds eight lanes");
+
 void layer_norm_forward(Backend&, const ops::LayerNormForward& op) {
     if (op.rows <= 0 || op.cols <= 0) return;
     const size_t cols = static_cast<size_t>(op.cols);
@@ -21,15 +38,16 @@ void layer_norm_forward(Backend&, const ops::LayerNormForward& op) {
         float* y = op.y + r * cols;
         double mean = 0.0;
         if (!op.rms) {
-            double sum = 0.0;
-            for (size_t c = 0; c < cols; ++c) sum += x[c];
-            mean = sum / static_cast<double>(cols);
+            double sum[1];
+            lane_sums(cols, sum, [&](size_t c, size_t l, double (&acc)[1][kLanes]) { acc[0][l] += x[c]; });
+            mean = sum[0] / static_cast<double>(cols);
         }
-        double squares = 0.0;  // around the mean (rms: around 0)
-        for (size_t c = 0; c < cols; ++c) {
+        double sq[1];  // around the mean (rms: around 0)
+        lane_sums(cols, sq, [&](size_t c, size_t l, double (&acc)[1][kLanes]) {
             const double d = static_cast<double>(x[c]) - mean;
-            squares += d * d;
-        }
+            acc[0][l] += d * d;
+        });
+        const double squares = sq[0];
         const float rstd =
             static_cast<float>(1.0 / std::sqrt(squares / static_cast<double>(cols) + static_cast<double>(op.epsilon)));
         const float m = static_cast<float>(mean);
@@ -60,13 +78,14 @@ void layer_norm_backward(Backend&, const ops::LayerNormBackward& op) {
                 sums[cols + c] += static_cast<double>(dy[c]);
             }
         if (!op.dx) continue;
-        double sum_g = 0.0, sum_gx = 0.0;
-        for (size_t c = 0; c < cols; ++c) {
+        double row_sums[2];  // of g, of g * xhat
+        lane_sums(cols, row_sums, [&](size_t c, size_t l, double (&acc)[2][kLanes]) {
             const float xhat = (x[c] - m) * rstd;
             const float g = op.gamma ? dy[c] * op.gamma[c] : dy[c];
-            sum_g += static_cast<double>(g);
-            sum_gx += static_cast<double>(g * xhat);
-        }
+            acc[0][l] += static_cast<double>(g);
+            acc[1][l] += static_cast<double>(g * xhat);
+        });
+        const double sum_g = row_sums[0], sum_gx = row_sums[1];
         const float mean_g = op.rms ? 0.0f : static_cast<float>(sum_g / static_cast<double>(cols));
         const float mean_gx = static_cast<float>(sum_gx / static_cast<double>(cols));
         float* dx = op.dx + r * cols;
