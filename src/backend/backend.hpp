@@ -235,12 +235,13 @@ public:
     // adds its loss sum to stats[0] and its number of correct argmax
     // predictions to stats[1] (stats stays on the device), and writes
     // d(loss sum)/d(input) * grad_scale into grad (if not null).
-    // From logits: softmax + cross-entropy, fused and stable.
+    // From logits: softmax + cross-entropy, fused and stable. `smoothing`:
+    // label smoothing in [0, 1) (math::smoothed_target; 0: the one-hot label).
     virtual void softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols,
-                                       float grad_scale, float* grad, float* stats) = 0;
+                                       float grad_scale, float* grad, float* stats, float smoothing) = 0;
     // From probabilities (clipped to [eps, 1 - eps], Keras' epsilon 1e-7).
     virtual void cross_entropy_probs(const float* probs, const int32_t* labels, int rows, int cols, float grad_scale,
-                                     float* grad, float* stats) = 0;
+                                     float* grad, float* stats, float smoothing) = 0;
     // Mean squared error against the one-hot label, averaged over cols.
     virtual void mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float grad_scale,
                                     float* grad, float* stats) = 0;

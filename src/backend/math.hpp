@@ -283,6 +283,24 @@ GPUTRAIN_HD float softmax_xent_grad(float z, float max_z, float inv_sum_exp, boo
     return is_label ? g - grad_scale : g;
 }
 
+// Label smoothing eps (Keras' and PyTorch's label_smoothing): the target row
+// is (1 - eps) at the label plus eps / cols at every class. From logits, with
+// T = sum_c (z_c - m), the loss is log S - (1 - eps)(z_label - m) - eps T / cols
+// and dL/dz_c = softmax_c - target_c (times grad_scale). Backends call these
+// only for eps > 0, the functions above for eps = 0.
+GPUTRAIN_HD float smoothed_target(bool is_label, float eps, int cols) {
+    return (is_label ? 1.0f - eps : 0.0f) + eps / static_cast<float>(cols);
+}
+GPUTRAIN_HD double smoothed_xent_loss(double sum_exp, float z_label, float max_z, double sum_shifted, float eps,
+                                      int cols) {
+    return log(sum_exp) - (1.0 - static_cast<double>(eps)) * static_cast<double>(z_label - max_z) -
+           static_cast<double>(eps) * sum_shifted / static_cast<double>(cols);
+}
+GPUTRAIN_HD float smoothed_xent_grad(float z, float max_z, float inv_sum_exp, bool is_label, float eps, int cols,
+                                     float grad_scale) {
+    return (expf(z - max_z) * inv_sum_exp - smoothed_target(is_label, eps, cols)) * grad_scale;
+}
+
 // Cross-entropy of probabilities p (a softmax layer's output, from_logits:
 // false): -log(clip(p_label)) with Keras' clip to [1e-7, 1 - 1e-7], whose
 // gradient is zero outside the clip range. The clip is spelled out so that a
@@ -296,6 +314,17 @@ GPUTRAIN_HD double probs_xent_loss(float p_label) { return -log(static_cast<doub
 GPUTRAIN_HD float probs_xent_grad(float p_label, bool is_label, float grad_scale) {
     const bool inside = p_label > kProbabilityEpsilon && p_label < 1.0f - kProbabilityEpsilon;
     return is_label && inside ? -grad_scale / p_label : 0.0f;
+}
+
+// With label smoothing eps > 0: the loss is -sum_c target_c log(clip(p_c)),
+// a sum the backend accumulates over the row from these terms, and
+// dL/dp_c = -target_c / p_c inside the clip range (0 outside).
+GPUTRAIN_HD double smoothed_probs_xent_term(float p, bool is_label, float eps, int cols) {
+    return -static_cast<double>(smoothed_target(is_label, eps, cols)) * log(static_cast<double>(clip_probability(p)));
+}
+GPUTRAIN_HD float smoothed_probs_xent_grad(float p, bool is_label, float eps, int cols, float grad_scale) {
+    const bool inside = p > kProbabilityEpsilon && p < 1.0f - kProbabilityEpsilon;
+    return inside ? -grad_scale * smoothed_target(is_label, eps, cols) / p : 0.0f;
 }
 
 // Mean squared error against the one-hot label, averaged over the row:

@@ -280,7 +280,7 @@ int run_bench(BenchArgs& args) {
     const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::train);
     if (data.train.size() == 0) throw ConfigError("data: the training set is empty (check data.limit)");
 
-    const int64_t batch = cfg.training.batch_size;
+    const int64_t batch = cfg.training.step_batch();  // one optimizer step's samples (accumulate_steps included)
     auto replicas = strategy.make_replicas(cfg, batch);
     check_classes(data.train, replicas[0]->model().classes(), cfg, replicas[0]->model().positions());
     HostBatches batches = make_batches(data.train, batch, strategy.replicas(), args.warmup + args.steps);
@@ -348,10 +348,15 @@ int run_bench(BenchArgs& args) {
     const double final_loss = t.loss_sum / static_cast<double>(batch);
     const std::string where = strategy.on_gpu() ? "gpu" : "cpu";
 
+    // The gradient all-reduce's size: the trainable weights (a frozen layer's
+    // tensors, trainable: false, stay out of it; so does the state).
+    const size_t reduced_floats = model.param_count();
+    const size_t frozen_floats = model.state_count() - model.averaged_state_count();
     if (args.json) {
         std::printf("{\n  \"config\": %s,\n  \"device\": \"%s\",\n  \"replicas\": %d,\n  \"global_batch\": %lld,\n",
                     checkpoint::json::quote(args.common.config_path).c_str(), where.c_str(), strategy.replicas(),
                     (long long)batch);
+        std::printf("  \"allreduce_floats\": %zu,\n  \"frozen_floats\": %zu,\n", reduced_floats, frozen_floats);
         std::printf("  \"warmup_steps\": %lld,\n  \"timed_steps\": %lld,\n  \"layers\": [\n", (long long)args.warmup,
                     (long long)args.steps);
         for (size_t i = 0; i < layers; ++i) {
@@ -427,6 +432,10 @@ int run_bench(BenchArgs& args) {
                 "(medians; need not add up)\n",
                 ms(step_s), augmenting ? "input copy + prepare (data.augment)" : "input copy", ms(median(t.input)),
                 ms(median(t.forward_backward)), ms(median(t.allreduce)), ms(median(t.optimizer)));
+    std::printf("all-reduce: %zu floats (%.2f MB) of gradients a step%s\n", reduced_floats,
+                static_cast<double>(reduced_floats) * 4.0 / 1e6,
+                frozen_floats > 0 ? (", frozen layers' " + std::to_string(frozen_floats) + " floats left out").c_str()
+                                  : "");
     if (augmenting)
         std::printf("input pipeline: %.1f%% of the step (the shard copied as stored, made floats and augmented)\n",
                     step_s > 0 ? 100.0 * median(t.input) / step_s : 0.0);

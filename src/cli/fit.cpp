@@ -2,7 +2,11 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <optional>
+#include <set>
 #include <filesystem>
+
+#include <yaml-cpp/yaml.h>
 
 #include "cli/commands.hpp"
 #include "config/config_source.hpp"
@@ -14,6 +18,7 @@
 #include "data/dataset.hpp"
 #include "device/devices.hpp"
 #include "train/checkpointer.hpp"
+#include "train/init_from.hpp"
 #include "train/interrupt.hpp"
 #include "train/run_dir.hpp"
 #include "train/step_graphs.hpp"
@@ -54,6 +59,37 @@ std::string resume_command(const FitArgs& args) {
     return cmd + " --resume";
 }
 
+// --resume PATH with another run's checkpoint (outside this run's checkpoint
+// folder, trained with another run_dir): resuming would continue that run's
+// epochs and schedule under this config. Starting a new run from its weights
+// is model.init_from's job: said so, before anything loads.
+void refuse_other_runs_checkpoint(const config::RunConfig& cfg, const std::string& path) {
+    std::error_code ec;
+    const fs::path folder = fs::weakly_canonical(cfg.checkpoint.dir, ec);
+    const fs::path file = fs::weakly_canonical(path, ec);
+    if (!ec && file.parent_path() == folder) return;
+    std::string stored;
+    try {
+        stored = train::checkpoint_config(path);
+    } catch (const std::exception&) {
+        return;  // restore() says what is wrong with the file
+    }
+    if (stored.empty()) return;
+    std::string other_run_dir;
+    try {
+        const YAML::Node node = YAML::Load(stored);
+        if (node["run_dir"] && node["run_dir"].IsScalar()) other_run_dir = node["run_dir"].Scalar();
+    } catch (const std::exception&) {
+        return;
+    }
+    if (other_run_dir.empty() || fs::weakly_canonical(other_run_dir, ec) == fs::weakly_canonical(cfg.run_dir, ec))
+        return;
+    throw ConfigError("--resume " + path + ": that checkpoint is another run's (trained in " + other_run_dir +
+                      ", this run's run_dir is " + cfg.run_dir + "), and --resume continues a run where it "
+                      "stopped; to start this run from its weights, drop --resume and set model.init_from: " + path +
+                      " (or --set model.init_from=" + path + ")");
+}
+
 // One worker's training (the only one without an MPI launcher). Only the
 // worker holding global rank 0 prints the summary and writes the run dir.
 int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world,
@@ -68,6 +104,7 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
             throw ConfigError("--resume: no checkpoint in '" + cfg.checkpoint.dir +
                               "' (looked for last.safetensors and epoch-NNN.safetensors); train without --resume first");
         require_checkpoint_file("--resume", resume_from);
+        if (!args.resume_path.empty()) refuse_other_runs_checkpoint(cfg, resume_from);
     }
     const train::EarlierRun earlier = lead && resume_from.empty() ? train::find_earlier_run(cfg) : train::EarlierRun{};
     if (!args.overwrite) train::refuse_earlier_run(earlier, cfg);  // at once, before the data loads
@@ -99,14 +136,19 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
         if (cfg.reduce_lr_on_plateau.enabled) fallback("reduce_lr_on_plateau.monitor", cfg.reduce_lr_on_plateau.monitor);
         if (cfg.checkpoint.save_best && cfg.checkpoint.monitor_given) fallback("checkpoint.monitor", cfg.checkpoint.monitor);
     }
-    auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size, resume_from);
+    auto replicas = strategy.make_replicas(cfg, cfg.training.step_batch(), resume_from);
     check_classes(data.train, replicas[0]->model().classes(), cfg, replicas[0]->model().positions());
     // A language model's perplexity and samples mean nothing from outputs taken for probabilities.
     if (data.train.text && replicas[0]->model().probabilities_not_softmax())
         throw ConfigError(cfg.source_file + ": loss.from_logits is false, but the last layer does not end in "
                           "softmax: its scores would be read as probabilities; set loss.from_logits: true (as "
                           "configs/shakespeare_char_small.yaml does)");
-    spdlog::info("{}", strategy.describe(cfg.training.batch_size));
+    std::string layout = strategy.describe(cfg.training.step_batch());
+    if (cfg.training.accumulate_steps > 1)
+        layout += "; each optimizer step sums " + std::to_string(cfg.training.accumulate_steps) +
+                  " micro-batches of " + std::to_string(cfg.training.batch_size) +
+                  " (training.accumulate_steps), one all-reduce";
+    spdlog::info("{}", layout);
     const nn::Model& model = replicas[0]->model();
     if (model.param_count() == 0)
         throw ConfigError(config::config_message(cfg.model.layers_place.empty() ? cfg.source_file : cfg.model.layers_place, "model.layers",
@@ -119,7 +161,13 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     // before its "Nothing to do" line.
     const bool all_epochs_done =
         !resume_from.empty() && train::checkpoint_epochs_done(resume_from) >= cfg.training.epochs;
-    if (!quiet && !all_epochs_done) std::printf("%s", replicas[0]->model().summary().c_str());
+    // model.init_from: a new run's weights (a resume takes its checkpoint's instead).
+    std::optional<train::InitReport> loaded;
+    if (resume_from.empty() && !cfg.model.init_from.empty()) loaded = train::init_from_file(cfg, replicas);
+    if (!quiet && !all_epochs_done) {
+        std::printf("%s", replicas[0]->model().summary(loaded ? loaded->layers : std::set<std::string>{}).c_str());
+        if (loaded) std::printf("%s", train::init_summary_note(cfg, *loaded).c_str());
+    }
 
     // A run dir this fit creates is removed again (with its lock file) when the
     // run fails before it writes anything, such as a resume whose checkpoint

@@ -52,16 +52,18 @@ struct EnumTable<OptimizerType> {
 };
 
 // optimizer.schedule.type
-enum class ScheduleType { constant, step_decay, exponential_decay, cosine };
+enum class ScheduleType { constant, step_decay, exponential_decay, cosine, linear, one_cycle };
 template <>
 struct EnumTable<ScheduleType> {
     static constexpr const char* noun = "schedule";
     static constexpr const char* plural = "schedules";
-    static constexpr std::array<EnumName<ScheduleType>, 4> entries{{
+    static constexpr std::array<EnumName<ScheduleType>, 6> entries{{
         {ScheduleType::constant, "constant"},
         {ScheduleType::step_decay, "step_decay"},
         {ScheduleType::exponential_decay, "exponential_decay"},
         {ScheduleType::cosine, "cosine"},
+        {ScheduleType::linear, "linear"},
+        {ScheduleType::one_cycle, "one_cycle"},
     }};
 };
 

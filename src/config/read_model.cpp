@@ -17,6 +17,15 @@ namespace gputrain::config {
 
 namespace {
 
+// The layer types with weights, which a block instance's `trainable: false`
+// freezes (a dropout or an add inside the block takes no such key).
+bool layer_has_weights(const std::string& type) {
+    static const std::set<std::string> with_weights{"dense", "conv2d", "batch_norm", "embedding",
+                                                    "positional_embedding", "layer_norm", "rms_norm",
+                                                    "causal_self_attention"};
+    return with_weights.count(type) > 0;
+}
+
 const std::string kModelExample =
     "e.g. model: {input_shape: [28, 28], layers: [{type: flatten}, {type: dense, units: 10}]}";
 const std::string kLayersExample = "e.g. layers: [{type: flatten}, {type: dense, units: 10}]";
@@ -214,8 +223,8 @@ Blocks read_blocks(const Section& top) {
             }
         }
         for (const auto& [param, ref] : def.param_refs)
-            if (param == "block" || param == "repeat" || param == "name" || param == "inputs")
-                ref.fail("'" + param + "' is a key of every block instance (block, repeat, name, inputs), so an "
+            if (param == "block" || param == "repeat" || param == "name" || param == "inputs" || param == "trainable")
+                ref.fail("'" + param + "' is a key of every block instance (block, repeat, name, inputs, trainable), so an "
                          "instance could not set a parameter of that name",
                          "call it something else");
         def.layers = block.value("layers");
@@ -532,10 +541,10 @@ private:
         // Parameters: the instance's keys, given in the outer scope's terms.
         std::map<std::string, std::string> values, places;
         for (const auto& key : inst.keys()) {
-            if (key == "block" || key == "repeat" || key == "name" || key == "inputs") continue;
+            if (key == "block" || key == "repeat" || key == "name" || key == "inputs" || key == "trainable") continue;
             if (!def.params.count(key)) {
                 std::vector<std::string> known(def.param_order);
-                known.insert(known.end(), {"repeat", "name", "inputs"});
+                known.insert(known.end(), {"repeat", "name", "inputs", "trainable"});
                 inst.value(key).fail("unknown parameter for block '" + block_name + "'" + did_you_mean(key, known),
                                      "it takes: " + join_names(known));
             }
@@ -554,6 +563,7 @@ private:
             defaults_used_.insert(block_name + "\n" + name);
         }
         const size_t saved_first = first_of_copy_;
+        const size_t instance_first = out_.size();
         for (int64_t copy = 1; copy <= repeat; ++copy) {
             Scope scope;
             scope.prefix = outer.prefix + local + "/" + (repeat > 1 ? "block" + std::to_string(copy) + "/" : "");
@@ -568,6 +578,19 @@ private:
             input = LayerInput{"", static_cast<int>(out_.size()) - 1};
         }
         first_of_copy_ = saved_first;
+        // `trainable: false` on an instance freezes its layers that have
+        // weights and set nothing themselves (nn/ checks each layer's value).
+        if (inst.has("trainable")) {
+            const ValueRef tv = inst.value("trainable");
+            const std::string text = substitute_text(param_text(tv), outer, inst.key_place("trainable"), "trainable");
+            if (text != "true" && text != "false")
+                tv.fail("expected true or false, got '" + text + "'", "e.g. {block: " + block_name + ", trainable: false}");
+            for (size_t i = instance_first; i < out_.size(); ++i)
+                if (!out_[i].params.count("trainable") && layer_has_weights(out_[i].type)) {
+                    out_[i].params["trainable"] = text;
+                    out_[i].where["trainable"] = inst.key_place("trainable");
+                }
+        }
         outer.names[local] = static_cast<int>(out_.size()) - 1;
         if (!outer.block) instance_names_.insert(local);
     }
@@ -590,6 +613,52 @@ ValueRef list_item(const ValueRef& list, size_t index) {
     return {list.source, node, path, place};
 }
 
+// model.init_from, init_map and init_skip (train/init_from.hpp loads the file).
+static void read_init(const Section& model, ModelConfig& out) {
+    const char* from_example = "e.g. init_from: runs/mnist/best.safetensors";
+    if (model.has("init_from")) {
+        const ValueRef v = model.value("init_from");
+        out.init_from = read_text(v);
+        out.init_from_place = v.place;
+        if (out.init_from.empty()) v.fail("is empty", std::string("give a checkpoint's path, ") + from_example);
+    }
+    if (model.has("init_map")) {
+        const ValueRef v = model.value("init_map");
+        out.init_map_place = v.place;
+        const char* map_example = "e.g. init_map: {features/conv2d/kernel: conv2d/kernel} (the file's name: the model's)";
+        if (!v.node.IsMap() && !v.node.IsNull())
+            v.fail("expected a mapping of the file's tensor names to the model's, got " + describe(v.node), map_example);
+        const Section map = Section::open(*v.source, v.node, v.path, v.place);
+        for (const std::string& key : map.keys()) {
+            const ValueRef to = map.value(key);
+            if (!to.node.IsScalar() || to.node.Scalar().empty())
+                to.fail("expected the model's tensor name, got " + describe(to.node), map_example);
+            out.init_map.emplace_back(key, to.node.Scalar());
+        }
+    }
+    if (model.has("init_skip")) {
+        const ValueRef v = model.value("init_skip");
+        out.init_skip_place = v.place;
+        const char* skip_example = "e.g. init_skip: [dense_1] (layers, tensors or block scopes)";
+        if (v.node.IsScalar()) {
+            out.init_skip.push_back(read_text(v));
+        } else if (v.node.IsSequence()) {
+            for (size_t i = 0; i < v.node.size(); ++i) {
+                const ValueRef item = list_item(v, i);
+                if (!item.node.IsScalar() || item.node.Scalar().empty())
+                    item.fail("expected a layer or tensor name, got " + describe(item.node), skip_example);
+                out.init_skip.push_back(item.node.Scalar());
+            }
+        } else if (!v.node.IsNull()) {
+            v.fail("expected a list of layer or tensor names, got " + describe(v.node), skip_example);
+        }
+    }
+    for (const char* key : {"init_map", "init_skip"})
+        if (model.has(key) && out.init_from.empty())
+            model.value(key).fail("needs model.init_from: it says how to load that file's tensors",
+                                  std::string("add model.init_from, ") + from_example);
+}
+
 ModelConfig read_model(const Section& top) {
     if (!top.has("model")) top.value("model").fail("missing", kModelExample);
     const Section model = top.child("model");
@@ -606,6 +675,7 @@ ModelConfig read_model(const Section& top) {
     scope.input = LayerInput{"input", -1};
     expander.expand_list(layers, scope);
     expander.require_set_defaults_used();
+    read_init(model, out);
     return out;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "config/read_sections.hpp"
+#include "config/scalar_text.hpp"
 
 namespace gputrain::config {
 
@@ -19,6 +20,22 @@ ScheduleConfig read_schedule(const Section& optimizer) {
     out.min_lr = s.number("min_lr", out.min_lr, NumberRange::non_negative);
     out.warmup_epochs = s.count("warmup_epochs", out.warmup_epochs);
     out.warmup_steps = s.count("warmup_steps", out.warmup_steps);
+    out.min_lr_given = s.has("min_lr");
+    // one_cycle: PyTorch's OneCycleLR keys and defaults.
+    const bool cycle = out.type == ScheduleType::one_cycle;
+    for (const char* key : {"max_lr", "pct_start", "div_factor", "final_div_factor"})
+        if (s.has(key) && !cycle)
+            s.value(key).fail(std::string("is one_cycle's key, and the schedule is ") + name_of(out.type),
+                              "use it with type: one_cycle, or remove it");
+    out.max_lr = s.number("max_lr", out.max_lr, NumberRange::positive);
+    out.pct_start = s.number("pct_start", out.pct_start, NumberRange::fraction);
+    if (cycle && out.pct_start <= 0) s.value("pct_start").fail("must be above 0 (the share of the steps spent warming up)", "e.g. pct_start: 0.3");
+    out.div_factor = s.number("div_factor", out.div_factor, NumberRange::positive);
+    out.final_div_factor = s.number("final_div_factor", out.final_div_factor, NumberRange::positive);
+    if (cycle && (out.warmup_epochs > 0 || out.warmup_steps > 0))
+        s.value(out.warmup_epochs > 0 ? "warmup_epochs" : "warmup_steps")
+            .fail("one_cycle warms up itself (from max_lr / div_factor over pct_start of the steps)",
+                  "remove it, or set pct_start");
     return out;
 }
 
@@ -76,6 +93,14 @@ OptimizerConfig read_optimizer(const Section& top) {
         }
     }
     out.schedule = read_schedule(s);
+    if (out.schedule.type == ScheduleType::one_cycle && out.schedule.min_lr_given) {
+        const double top = out.schedule.max_lr > 0 ? out.schedule.max_lr : out.learning_rate;
+        if (out.schedule.min_lr > top)
+            s.child("schedule").value("min_lr").fail(
+                "is above the cycle's peak, max_lr " + format_number(top) +
+                    (out.schedule.max_lr > 0 ? "" : " (optimizer.learning_rate)"),
+                "one_cycle rises to max_lr and anneals down to min_lr: give a min_lr below it");
+    }
     return out;
 }
 

@@ -31,6 +31,11 @@ LossConfig read_loss(const Section& top) {
     loss.delta = s.number("delta", loss.delta, NumberRange::positive);
     if (s.has("delta") && loss.name != LossKind::huber)
         s.value("delta").fail("is huber's parameter, and the loss is " + std::string(name_of(loss.name)), "remove it");
+    loss.label_smoothing = s.number("label_smoothing", loss.label_smoothing, NumberRange::fraction);
+    if (s.has("label_smoothing") && !is_cross_entropy(loss.name))
+        s.value("label_smoothing")
+            .fail("smooths class labels, and the loss is " + std::string(name_of(loss.name)),
+                  "use it with sparse_categorical_crossentropy or categorical_crossentropy, or remove it");
     return loss;
 }
 
@@ -76,6 +81,23 @@ TrainingConfig read_training(const Section& top) {
     t.deterministic = s.boolean("deterministic", t.deterministic);
     t.steps_per_epoch = s.count("steps_per_epoch", t.steps_per_epoch);
     t.clip_norm = s.number("clip_norm", t.clip_norm, NumberRange::non_negative);
+    t.accumulate_steps = s.positive_int("accumulate_steps", t.accumulate_steps);
+    if (s.has("ema")) {
+        // training.ema: true (the defaults), false, or {decay, start_epoch, evaluate}.
+        const ValueRef v = s.value("ema");
+        if (v.node.IsScalar()) {
+            t.ema.enabled = read_bool(v);
+        } else if (!v.node.IsNull()) {
+            const Section e = s.child("ema");
+            t.ema.enabled = true;
+            t.ema.decay = e.number("decay", t.ema.decay, NumberRange::fraction);
+            if (t.ema.decay <= 0.0 || static_cast<float>(t.ema.decay) >= 1.0f)
+                e.value("decay").fail("must be in (0, 1) (and below 1 in float32): the weight the average keeps each step",
+                                      "e.g. decay: 0.999");
+            t.ema.start_epoch = e.count("start_epoch", t.ema.start_epoch);
+            t.ema.evaluate = e.boolean("evaluate", t.ema.evaluate);
+        }
+    }
     return t;
 }
 

@@ -29,6 +29,7 @@ public:
         key("name") << name_of(c.loss.name);
         key("from_logits") << c.loss.from_logits;
         if (c.loss.name == LossKind::huber) number("delta", c.loss.delta);
+        if (c.loss.label_smoothing > 0) number("label_smoothing", c.loss.label_smoothing);
         out_ << YAML::EndMap;
         key("metrics") << YAML::Flow << c.metrics;
         emit_optimizer(c.optimizer);
@@ -48,6 +49,14 @@ public:
         // Only when set: the digests of existing runs stay as they were.
         if (c.training.steps_per_epoch > 0) key("steps_per_epoch") << c.training.steps_per_epoch;
         if (c.training.clip_norm > 0) number("clip_norm", c.training.clip_norm);
+        if (c.training.accumulate_steps > 1) key("accumulate_steps") << c.training.accumulate_steps;
+        if (c.training.ema.enabled) {
+            key("ema") << YAML::BeginMap;
+            number("decay", c.training.ema.decay);
+            key("start_epoch") << c.training.ema.start_epoch;
+            key("evaluate") << c.training.ema.evaluate;
+            out_ << YAML::EndMap;
+        }
         out_ << YAML::EndMap;
         emit_strategy(c.strategy);
         key("checkpoint") << YAML::BeginMap;
@@ -142,7 +151,15 @@ private:
             else emit(layer.resolved_params);
             out_ << YAML::EndMap;
         }
-        out_ << YAML::EndSeq << YAML::EndMap;
+        out_ << YAML::EndSeq;
+        if (!m.init_from.empty()) key("init_from") << m.init_from;
+        if (!m.init_map.empty()) {
+            key("init_map") << YAML::Flow << YAML::BeginMap;
+            for (const auto& [from, to] : m.init_map) out_ << YAML::Key << from << YAML::Value << to;
+            out_ << YAML::EndMap;
+        }
+        if (!m.init_skip.empty()) key("init_skip") << YAML::Flow << m.init_skip;
+        out_ << YAML::EndMap;
     }
 
     void emit_optimizer(const OptimizerConfig& o) {
@@ -171,6 +188,12 @@ private:
         number("min_lr", s.min_lr);
         key("warmup_epochs") << s.warmup_epochs;
         if (s.warmup_steps > 0) key("warmup_steps") << s.warmup_steps;  // only when set: digests stay
+        if (s.type == ScheduleType::one_cycle) {
+            if (s.max_lr > 0) number("max_lr", s.max_lr);
+            number("pct_start", s.pct_start);
+            number("div_factor", s.div_factor);
+            number("final_div_factor", s.final_div_factor);
+        }
         out_ << YAML::EndMap << YAML::EndMap;
     }
 

@@ -49,6 +49,13 @@ struct ModelConfig {
     Shape input_shape;               // model.input_shape, e.g. [28, 28]
     std::vector<LayerSpec> layers;   // model.layers, with every `block:` instance expanded into its layers
     std::string layers_place;        // where model.layers is ("cfg.yaml:5:3", "--set ..."); "" when built in code
+    // model.init_from: a new run's weights from a safetensors file (train/init_from.hpp); "" = the initializers.
+    std::string init_from;
+    // model.init_map: the file's tensor name -> the model's, in the order written.
+    std::vector<std::pair<std::string, std::string>> init_map;
+    // model.init_skip: tensors, layers or block scopes left at their initializers.
+    std::vector<std::string> init_skip;
+    std::string init_from_place, init_map_place, init_skip_place;  // where each key is ("" when absent)
 };
 
 struct LossConfig {
@@ -56,10 +63,11 @@ struct LossConfig {
     LossKind name = LossKind::sparse_categorical_crossentropy;
     bool from_logits = false;                               // loss.from_logits
     double delta = 1.0;                                     // loss.delta: huber's switch from squared to linear
+    double label_smoothing = 0.0;                           // loss.label_smoothing: [0, 1), crossentropies
 };
 
 struct ScheduleConfig {
-    ScheduleType type = ScheduleType::constant;  // constant | step_decay | exponential_decay | cosine
+    ScheduleType type = ScheduleType::constant;  // constant | step_decay | exponential_decay | cosine | linear | one_cycle
     double decay_rate = 0.1;         // step_decay: lr *= decay_rate every decay_epochs; exponential: lr * rate^(step/decay_steps)
     int64_t decay_epochs = 10;       // step_decay
     int64_t decay_steps = 1000;      // exponential_decay (optimizer steps)
@@ -67,6 +75,14 @@ struct ScheduleConfig {
     double min_lr = 0.0;             // cosine: floor reached at the end of training
     int64_t warmup_epochs = 0;       // linear warmup from 0 over this many epochs (whole epochs), then the schedule
     int64_t warmup_steps = 0;        // or over this many optimizer steps (not both)
+    bool min_lr_given = false;       // min_lr written (one_cycle's floor is max_lr / div_factor / final_div_factor otherwise)
+    // one_cycle (PyTorch's OneCycleLR): up from max_lr / div_factor to max_lr
+    // (0: optimizer.learning_rate) over pct_start of the steps, then down to
+    // min_lr (or max_lr / div_factor / final_div_factor), cosine both ways.
+    double max_lr = 0.0;
+    double pct_start = 0.3;
+    double div_factor = 25.0;
+    double final_div_factor = 1e4;
 };
 
 struct OptimizerConfig {
@@ -158,6 +174,14 @@ struct DataConfig {
     ResidentMode resident = ResidentMode::automatic;
 };
 
+// training.ema: an exponential moving average of the weights (train/step.cpp).
+struct EmaConfig {
+    bool enabled = false;
+    double decay = 0.999;       // the weight the average keeps each step
+    int64_t start_epoch = 0;    // before this epoch (from 0) the average copies the weights
+    bool evaluate = true;       // validation, best.safetensors, evaluate and predict use the average
+};
+
 struct TrainingConfig {
     int64_t epochs = 5;
     int64_t batch_size = 32;         // the GLOBAL batch, split across replicas
@@ -185,6 +209,12 @@ struct TrainingConfig {
     // training.clip_norm: gradients scaled down so that their global L2 norm
     // (over every parameter, after the all-reduce) is at most this; 0 = off.
     double clip_norm = 0.0;
+    // training.accumulate_steps: each optimizer step sums the gradients of
+    // this many micro-batches of batch_size, one all-reduce per step.
+    int64_t accumulate_steps = 1;
+    // The samples of one optimizer step (the loader's global batch).
+    int64_t step_batch() const { return batch_size * accumulate_steps; }
+    EmaConfig ema;                   // training.ema
 };
 
 // Every replica is a thread with its own copy of the model; past this many,

@@ -56,9 +56,10 @@ void check_optimizer(const OptimizerConfig& o, const ConfigSource& source) {
     require_user(source, !exponential && s.decay_steps != ds.decay_steps, "optimizer.schedule.decay_steps",
                  "exponential_decay", actual, hint);
     require_user(source, !exponential && s.staircase, "optimizer.schedule.staircase", "exponential_decay", actual, hint);
-    require_user(source, !cosine && s.min_lr != ds.min_lr, "optimizer.schedule.min_lr", "cosine", actual,
-                 hint);
-    if (cosine && s.min_lr >= o.learning_rate)
+    const bool linear = s.type == ScheduleType::linear, cycle = s.type == ScheduleType::one_cycle;
+    require_user(source, !cosine && !linear && !cycle && s.min_lr != ds.min_lr, "optimizer.schedule.min_lr",
+                 "cosine, linear and one_cycle", actual, hint);
+    if ((cosine || linear) && s.min_lr >= o.learning_rate)
         source.fail_at("optimizer.schedule.min_lr",
                        "must be below optimizer.learning_rate (" + format_number(o.learning_rate) + "), got " +
                            format_number(s.min_lr));

@@ -30,6 +30,7 @@ public:
 
     std::string type() const override { return "batch_norm"; }
     std::string detail() const override { return s_.sync ? "sync" : ""; }
+    bool frozen_runs_inference() const override { return true; }
     double momentum() const { return s_.momentum; }
     Shape build(const Shape& input_shape) override;
     std::vector<ParamSpec> param_specs() const override;

@@ -70,6 +70,13 @@ public:
     virtual ~Layer() = default;
 
     const std::string& name() const { return name_; }
+    // `trainable: false` (Keras' attribute): the Model keeps the layer's
+    // weights with the state (no gradient all-reduced, no optimizer update).
+    bool frozen() const { return frozen_; }
+    void set_frozen(bool frozen) { frozen_ = frozen; }
+    // Whether a frozen layer of this kind runs forward in inference mode
+    // during training (batch norm, as Keras does).
+    virtual bool frozen_runs_inference() const { return false; }
     void set_name(const std::string& name) { name_ = name; }
     virtual std::string type() const = 0;
     // One-line description of non-default settings for the summary, e.g. "relu".
@@ -187,6 +194,7 @@ public:
 protected:
     std::string name_;
     int index_ = 0;
+    bool frozen_ = false;
     std::vector<std::string> input_names_;
 };
 

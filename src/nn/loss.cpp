@@ -7,7 +7,10 @@
 namespace gputrain::nn {
 
 Loss::Loss(const config::LossConfig& cfg)
-    : kind_(cfg.name), from_logits_(cfg.from_logits), delta_(static_cast<float>(cfg.delta)) {}
+    : kind_(cfg.name),
+      from_logits_(cfg.from_logits),
+      delta_(static_cast<float>(cfg.delta)),
+      smoothing_(static_cast<float>(cfg.label_smoothing)) {}
 
 namespace {
 math::RegressionLoss regression_kind(LossKind kind) {
@@ -38,9 +41,9 @@ void Loss::compute(Backend& backend, const float* output, const int32_t* labels,
             // Labels are class indices in both; categorical compares against their one-hot form,
             // which gives the same value.
             if (from_logits_)
-                backend.softmax_cross_entropy(output, labels, rows, classes, grad_scale, grad, stats);
+                backend.softmax_cross_entropy(output, labels, rows, classes, grad_scale, grad, stats, smoothing_);
             else
-                backend.cross_entropy_probs(output, labels, rows, classes, grad_scale, grad, stats);
+                backend.cross_entropy_probs(output, labels, rows, classes, grad_scale, grad, stats, smoothing_);
             return;
         case LossKind::mean_squared_error:
             backend.mean_squared_error(output, labels, rows, classes, grad_scale, grad, stats);

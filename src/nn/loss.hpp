@@ -37,6 +37,7 @@ private:
     LossKind kind_;
     bool from_logits_;
     float delta_;
+    float smoothing_;  // loss.label_smoothing (crossentropies)
     bool real_targets_ = false;
     math::RegressionMetric metric_ = math::RegressionMetric::mae;
 };

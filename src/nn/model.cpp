@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 #include "backend/gemm_input_cast.hpp"
@@ -82,6 +83,9 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
                 LayerArgs(spec, static_cast<int>(i))
                     .fail("", "its " + p.name + " " + shape_to_string(p.shape, false) + " has more than " +
                                   std::to_string(kMaxParamElements) + " elements; use smaller sizes");
+        if (layer.frozen() && layer.param_specs().empty())
+            LayerArgs(spec, static_cast<int>(i))
+                .fail("trainable", "a " + layer.type() + " layer has no weights to freeze; remove trainable: false");
         shapes_.push_back(shape);
         tensor_shapes_.push_back(shape);
     }
@@ -121,23 +125,42 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
     }
 
     // One flat buffer of parameters, one of gradients, with a named view per
-    // parameter; non-trainable tensors go to the state buffer instead.
+    // parameter; non-trainable tensors go to the state buffer instead. A
+    // frozen layer's (trainable: false) weights join the state too, after
+    // every other layer's: no gradient in the flat buffer, no optimizer slot,
+    // no all-reduce, the same names in checkpoints. Where such a layer still
+    // runs backward (a trainable layer feeds it), its weight gradients land
+    // in a buffer nothing reads.
     struct Slot {
         bool trainable;
         size_t view;
+        size_t dead_grad = SIZE_MAX;  // a frozen weight's offset in frozen_grads_
     };
     std::vector<std::vector<Slot>> layer_slots(layers_.size());
-    for (size_t i = 0; i < layers_.size(); ++i) {
-        layer_offsets_.push_back(param_count_);
-        for (const auto& spec : layers_[i]->param_specs()) {
-            auto& views = spec.trainable ? views_ : state_views_;
-            size_t& count = spec.trainable ? param_count_ : state_count_;
-            ParamView v{layers_[i]->name() + "/" + spec.name, spec.shape, count,
-                        static_cast<size_t>(shape_elements(spec.shape))};
-            count += v.count;
-            layer_slots[i].push_back({spec.trainable, views.size()});
-            views.push_back(v);
-            (spec.trainable ? specs_ : state_specs_).push_back(spec);
+    init_order_.assign(layers_.size(), {});
+    for (size_t i = 0; i < layers_.size(); ++i) frozen_.push_back(layers_[i]->frozen() ? 1 : 0);
+    for (int pass = 0; pass < 2; ++pass) {
+        if (pass == 1) averaged_state_count_ = state_count_;
+        for (size_t i = 0; i < layers_.size(); ++i) {
+            if (pass == 0) layer_offsets_.push_back(param_count_);
+            if (frozen_[i] != pass) continue;
+            for (const auto& spec : layers_[i]->param_specs()) {
+                const bool trainable = spec.trainable && !frozen_[i];
+                auto& views = trainable ? views_ : state_views_;
+                size_t& count = trainable ? param_count_ : state_count_;
+                ParamView v{layers_[i]->name() + "/" + spec.name, spec.shape, count,
+                            static_cast<size_t>(shape_elements(spec.shape))};
+                count += v.count;
+                Slot slot{trainable, views.size()};
+                if (frozen_[i] && spec.trainable) {
+                    slot.dead_grad = frozen_grad_count_;
+                    frozen_grad_count_ += v.count;
+                }
+                layer_slots[i].push_back(slot);
+                init_order_[i].push_back({!trainable, views.size()});
+                views.push_back(v);
+                (trainable ? specs_ : state_specs_).push_back(spec);
+            }
         }
     }
     layer_offsets_.push_back(param_count_);
@@ -150,8 +173,22 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         for (int t : graph_.inputs[i]) needs = needs || needs_grad_[static_cast<size_t>(t)];
         needs_grad_[i + 1] = needs;
     }
+    // Keras runs a frozen batch norm in inference mode (its moving statistics,
+    // never updated); gputrain has no backward pass through that mode yet.
+    for (size_t i = 0; i < layers_.size(); ++i) {
+        inference_mode_.push_back(frozen_[i] && layers_[i]->frozen_runs_inference() ? 1 : 0);
+        bool runs_backward = false;
+        for (int t : graph_.inputs[i]) runs_backward = runs_backward || needs_grad_[static_cast<size_t>(t)];
+        if (inference_mode_[i] && runs_backward && use_ == ModelUse::training)
+            LayerArgs(model.layers[i], static_cast<int>(i))
+                .fail("trainable", "a frozen " + layers_[i]->type() + " runs in inference mode (its moving "
+                                   "statistics, as Keras does), and a trainable layer before it would need its "
+                                   "backward pass in that mode, which gputrain does not have yet; freeze the layers "
+                                   "before it too, or leave it trainable");
+    }
     params_ = own_floats(param_count_);
     if (use_ == ModelUse::training) grads_ = own_floats(param_count_);
+    if (use_ == ModelUse::training && frozen_grad_count_ > 0) frozen_grads_ = own_floats(frozen_grad_count_);
     state_ = own_floats(std::max<size_t>(1, state_count_));
     for (size_t i = 0; i < layers_.size(); ++i) {
         std::vector<float*> p, g;
@@ -161,7 +198,7 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
                 g.push_back(grads_ ? grads_ + views_[slot.view].offset : nullptr);
             } else {
                 p.push_back(state_ + state_views_[slot.view].offset);
-                g.push_back(nullptr);
+                g.push_back(slot.dead_grad != SIZE_MAX && frozen_grads_ ? frozen_grads_ + slot.dead_grad : nullptr);
             }
         }
         layers_[i]->bind(p, g);
@@ -368,16 +405,20 @@ void Model::initialize(uint64_t seed) {
     if (!backend_.holds_data()) return;  // sized only: no weights to draw, and no host copy of them
     // Host-side so every backend starts from identical weights for a seed. The
     // state draws after the parameters, so adding it changed no weights.
+    // Drawn layer by layer in the order of each layer's tensors, wherever they
+    // live: state tensors (zeros, ones) draw nothing, so a frozen layer's
+    // weights (in the state buffer) get what they would get trainable.
     Rng rng(seed);
-    std::vector<float> host(param_count_);
-    for (size_t v = 0; v < views_.size(); ++v)
-        fill_initial(specs_[v], host.data() + views_[v].offset, views_[v].count, rng);
+    std::vector<float> host(param_count_), host_state(state_count_);
+    for (const auto& layer_order : init_order_)
+        for (const auto& [state, v] : layer_order) {
+            if (state)
+                fill_initial(state_specs_[v], host_state.data() + state_views_[v].offset, state_views_[v].count, rng);
+            else
+                fill_initial(specs_[v], host.data() + views_[v].offset, views_[v].count, rng);
+        }
     backend_.copy_to_device(params_, host.data(), param_count_ * sizeof(float));
-    if (state_count_ == 0) return;
-    host.assign(state_count_, 0.0f);
-    for (size_t v = 0; v < state_views_.size(); ++v)
-        fill_initial(state_specs_[v], host.data() + state_views_[v].offset, state_views_[v].count, rng);
-    backend_.copy_to_device(state_, host.data(), state_count_ * sizeof(float));
+    if (state_count_ > 0) backend_.copy_to_device(state_, host_state.data(), state_count_ * sizeof(float));
 }
 
 void Model::gather_inputs(size_t layer, const float* inputs, std::vector<const float*>& xs) const {
@@ -412,7 +453,10 @@ void Model::run_step(const RunContext& ctx, const float* inputs, const int32_t* 
         // the order a step with rows would make them; `ready` hears of every
         // layer too, so the replica starts the same gradient buckets.
         backend_.fill(grads_, param_count_, 0.0f);
-        for (auto& layer : layers_) layer->forward_without_rows(ctx);
+        RunContext inference_ctx = ctx;
+        inference_ctx.training = false;
+        for (size_t i = 0; i < layers_.size(); ++i)
+            layers_[i]->forward_without_rows(inference_mode_[i] ? inference_ctx : ctx);
         for (size_t i = layers_.size(); i-- > 0;) {
             if (backward_[i].runs) layers_[i]->backward_without_rows(ctx);
             if (ready) ready(layer_offsets_[i]);
@@ -420,9 +464,11 @@ void Model::run_step(const RunContext& ctx, const float* inputs, const int32_t* 
         return;
     }
     std::vector<const float*> xs;
+    RunContext inference_ctx = ctx;  // a frozen batch norm's (inference_mode_)
+    inference_ctx.training = false;
     for (size_t i = 0; i < layers_.size(); ++i) {
         gather_inputs(i, inputs, xs);
-        layers_[i]->forward(ctx, xs, activations_[i], rows);
+        layers_[i]->forward(inference_mode_[i] ? inference_ctx : ctx, xs, activations_[i], rows);
         if (after) (*after)(i, Phase::forward);
     }
     float* loss_grad = grad_buffers_[static_cast<size_t>(loss_slot_)];
@@ -475,7 +521,7 @@ void Model::compute_loss(const int32_t* labels, int rows, float grad_scale, floa
     run_op(backend_, ops::Accumulate{stats, sequence_stats_, 2});
 }
 
-std::string Model::summary() const {
+std::string Model::summary(const std::set<std::string>& loaded) const {
     // A graph gets Keras' functional column: the tensors each layer reads;
     // its scoped names (stage2/block1/conv2d) get a wider first column.
     const bool graph = !graph_.is_chain();
@@ -487,6 +533,8 @@ std::string Model::summary() const {
         const std::string detail = layers_[i]->detail();
         if (!detail.empty()) label += " " + detail;
         if (fused_softmax_ && i + 1 == layers_.size()) label += layers_[i]->type() == "softmax" ? "*" : " softmax*";
+        if (frozen_[i]) label += " frozen";
+        if (loaded.count(layers_[i]->name())) label += " +";
         if (graph) width = std::max(width, std::min<size_t>(label.size(), 56));
         labels.push_back(label);
     }

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,11 @@ public:
     // Non-trainable tensors ("batch_norm/moving_mean"), offsets into state_data().
     const std::vector<ParamView>& state() const { return state_views_; }
     size_t state_count() const { return state_count_; }
+    // The state's first floats: what training changes (batch norm's moving
+    // statistics), averaged over replicas; frozen layers' tensors follow.
+    size_t averaged_state_count() const { return averaged_state_count_; }
+    // Whether layer i is frozen (trainable: false).
+    bool frozen(size_t i) const { return frozen_[i] != 0; }
     float* state_data() { return state_; }
     size_t workspace_bytes() const { return workspace_bytes_; }
     const Loss& loss() const { return loss_; }
@@ -113,7 +119,9 @@ public:
 
     // A Keras-like table: layer (type), output shape, parameters (and, for a
     // graph, the layers each reads: Keras' "Connected to"); then totals.
-    std::string summary() const;
+    // Layers named in `loaded` are marked '+' (model.init_from), frozen ones
+    // (trainable: false) "frozen".
+    std::string summary(const std::set<std::string>& loaded = {}) const;
     // The graph in Graphviz's DOT language: a box per layer (name, type,
     // output shape, parameters) and an edge per input.
     std::string dot() const;
@@ -192,6 +200,14 @@ private:
     float* sequence_stats_ = nullptr;  // a sequence model's loss sums before they are divided by positions_
     size_t param_count_ = 0;
     size_t state_count_ = 0;
+    size_t averaged_state_count_ = 0;
+    // trainable: false per layer; a frozen batch norm's forward in inference
+    // mode; frozen weights' gradients (read by nothing) when backward reaches them.
+    std::vector<char> frozen_, inference_mode_;
+    float* frozen_grads_ = nullptr;
+    size_t frozen_grad_count_ = 0;
+    // Each layer's tensors in its param_specs() order: (in the state buffer, view index).
+    std::vector<std::vector<std::pair<bool, size_t>>> init_order_;
     size_t activation_floats_ = 0;
     size_t scratch_floats_ = 0;
     bool fused_softmax_ = false;

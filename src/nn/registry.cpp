@@ -1,5 +1,7 @@
 #include "nn/registry.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "core/suggest.hpp"
 
@@ -19,7 +21,14 @@ std::unique_ptr<Layer> LayerRegistry::create(const config::LayerSpec& spec, int 
         args.fail("type", "unknown layer type '" + spec.type + "'" + did_you_mean(spec.type, types()) +
                               "; known types: " + join_names(types()));
     args.set_known(it->second.keys);
+    // `trainable` (Keras' attribute): a key of the layers with weights (the
+    // others call it unknown). Read only when given, so the resolved config
+    // (and its digest) of a layer without it stays as it was.
+    const auto& keys = it->second.keys;
+    const bool takes_trainable = std::find(keys.begin(), keys.end(), "trainable") != keys.end();
+    const bool trainable = !takes_trainable || !args.has("trainable") || args.flag("trainable", true);
     std::unique_ptr<Layer> layer = it->second.factory(args);
+    layer->set_frozen(!trainable);
     if (resolved) *resolved = args.resolved();
     return layer;
 }

@@ -96,6 +96,25 @@ double Schedule::learning_rate(int64_t global_step, int64_t epoch, int64_t step_
             const double progress = std::min(1.0, (position - warmup_steps_) / span);
             return cfg_.min_lr + (base_ - cfg_.min_lr) * 0.5 * (1.0 + std::cos(M_PI * progress));
         }
+        case config::ScheduleType::linear: {
+            const double span = std::max(1.0, total_steps_ - warmup_steps_);
+            const double progress = std::min(1.0, (position - warmup_steps_) / span);
+            return base_ + (cfg_.min_lr - base_) * progress;
+        }
+        case config::ScheduleType::one_cycle: {
+            // PyTorch's OneCycleLR (two phases, cosine annealing): from
+            // max_lr / div_factor up to max_lr until step pct_start * T - 1,
+            // then down to min_lr at step T - 1, T the run's optimizer steps.
+            const double top = cfg_.max_lr > 0 ? cfg_.max_lr : base_;
+            const double initial = top / cfg_.div_factor;
+            const double floor = cfg_.min_lr_given ? cfg_.min_lr : initial / cfg_.final_div_factor;
+            const double end1 = cfg_.pct_start * total_steps_ - 1.0, end2 = total_steps_ - 1.0;
+            const auto anneal = [](double from, double to, double pct) {
+                return to + (from - to) / 2.0 * (std::cos(M_PI * pct) + 1.0);
+            };
+            if (position <= end1) return anneal(initial, top, end1 > 0 ? position / end1 : 1.0);
+            return anneal(top, floor, end2 > end1 ? std::min(1.0, (position - end1) / (end2 - end1)) : 1.0);
+        }
     }
     return base_;
 }

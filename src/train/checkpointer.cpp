@@ -51,7 +51,7 @@ HostTensors gather(Replica& r) {
         return out.storage.back().data();
     };
     const auto slots = r.optimizer().state();
-    out.storage.reserve(2 + slots.size());  // views into it stay valid
+    out.storage.reserve(3 + slots.size());  // views into it stay valid
     const float* params = host_view(model.param_data(), model.param_count());
     const float* state = host_view(model.state_data(), model.state_count());
     std::vector<const float*> slot_data;
@@ -63,6 +63,11 @@ HostTensors gather(Replica& r) {
         for (const auto& view : model.params())
             out.refs.push_back(
                 {"optimizer/" + slots[s].name + "/" + view.name, view.shape, slot_data[s] + view.offset});
+    // training.ema: the weights' moving average, "ema/<layer>/<param>".
+    if (r.ema()) {
+        const float* ema = host_view(r.ema(), model.param_count());
+        for (const auto& view : model.params()) out.refs.push_back({"ema/" + view.name, view.shape, ema + view.offset});
+    }
     return out;
 }
 
@@ -317,9 +322,12 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     std::set<std::string> model_tensors;
     for (const auto& view : model.params()) model_tensors.insert(view.name);
     for (const auto& view : model.state()) model_tensors.insert(view.name);
+    // training.ema with evaluate: evaluate and predict take the average ("ema/...") for the weights.
+    const bool ema_for_weights = !with_optimizer && cfg.training.ema.enabled && cfg.training.ema.evaluate;
     const checkpoint::Contents contents = checkpoint::load(path, [&](const std::string& name) {
-        return with_optimizer || model_tensors.count(name) > 0;
+        return with_optimizer || model_tensors.count(name) > 0 || (ema_for_weights && name.rfind("ema/", 0) == 0);
     });
+    const bool has_ema = !model.params().empty() && contents.find("ema/" + model.params()[0].name) != nullptr;
 
     // What the config the checkpoint stores says was different: the model and
     // optimizer keys that decide its tensors ("" when it stores none or they agree).
@@ -366,7 +374,10 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
         size_t offset;
     };
     std::vector<Placed> placed;
-    for (const auto& view : model.params()) placed.push_back({&checked(view.name, view.shape), 0, view.offset});
+    constexpr int kEma = -1;
+    const std::string weights_prefix = ema_for_weights && has_ema ? "ema/" : "";
+    for (const auto& view : model.params())
+        placed.push_back({&checked(weights_prefix + view.name, view.shape), 0, view.offset});
     for (const auto& view : model.state()) placed.push_back({&checked(view.name, view.shape), 1, view.offset});
     const auto first_slots = with_optimizer ? first.optimizer().state() : std::vector<optim::StateSlot>{};
     const size_t slot_count = first_slots.size();
@@ -374,14 +385,23 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
         for (const auto& view : model.params())
             placed.push_back({&checked("optimizer/" + first_slots[s].name + "/" + view.name, view.shape),
                               static_cast<int>(2 + s), view.offset});
+    // A resumed training.ema run: the average from the file; a file without one
+    // (EMA turned on in a resume) starts it from the weights.
+    const bool ema_from_file = with_optimizer && first.ema() && has_ema;
+    if (ema_from_file)
+        for (const auto& view : model.params())
+            placed.push_back({&checked("ema/" + view.name, view.shape), kEma, view.offset});
     for (auto& r : replicas) {
         const auto slots = slot_count ? r->optimizer().state() : std::vector<optim::StateSlot>{};
         for (const Placed& p : placed) {
-            float* base = p.buffer == 0   ? r->model().param_data()
-                          : p.buffer == 1 ? r->model().state_data()
-                                          : slots[static_cast<size_t>(p.buffer - 2)].data;
+            float* base = p.buffer == kEma ? r->ema()
+                          : p.buffer == 0  ? r->model().param_data()
+                          : p.buffer == 1  ? r->model().state_data()
+                                           : slots[static_cast<size_t>(p.buffer - 2)].data;
             r->backend().copy_to_device(base + p.offset, p.tensor->data.data(), p.tensor->data.size() * sizeof(float));
         }
+        if (with_optimizer && r->ema() && !ema_from_file)
+            r->backend().copy(r->ema(), r->model().param_data(), r->model().param_count() * sizeof(float));
     }
 
     TrainingState st;

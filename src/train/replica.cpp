@@ -51,11 +51,22 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
     backend_->set_deterministic(cfg.training.deterministic);
     const int64_t rows = std::max<int64_t>(1, max_shard_rows);
     max_rows_ = rows;
-    model_ = std::make_unique<nn::Model>(cfg.model, cfg.loss, *backend_, rows, cfg.training.seed,
+    // training.accumulate_steps K: the shard runs through the model in K
+    // micro-batches (Step), so the model holds activations for a Kth of it.
+    const int64_t k = use == ReplicaUse::training ? std::max<int64_t>(1, cfg.training.accumulate_steps) : 1;
+    model_ = std::make_unique<nn::Model>(cfg.model, cfg.loss, *backend_, (rows + k - 1) / k, cfg.training.seed,
                                          use == ReplicaUse::training ? nn::ModelUse::training : nn::ModelUse::inference);
     model_->loss().set_metric(cfg.metric() == "mse" ? math::RegressionMetric::mse : math::RegressionMetric::mae);
     if (use == ReplicaUse::training) {
         optimizer_ = optim::make_optimizer(cfg.optimizer, *backend_, model_->param_count());
+        // training.ema: the average (its first step copies the weights), and
+        // room for the weights while validation runs on the average.
+        if (cfg.training.ema.enabled) {
+            const size_t bytes = std::max<size_t>(1, model_->param_count()) * sizeof(float);
+            ema_ = own<float>(bytes);
+            backend_->copy(ema_, model_->param_data(), model_->param_count() * sizeof(float));
+            if (cfg.training.ema.evaluate) ema_swap_ = own<float>(bytes);
+        }
         if (!cfg.optimizer.no_decay.empty()) optimizer_->set_decay_exempt(decay_exempt(*model_, cfg.optimizer.no_decay));
     }
     sample_elements_ = shape_elements(model_->input_shape());
@@ -330,9 +341,23 @@ void Replica::stage_training_shard(const data::Batch& batch) {
 }
 
 void Replica::average_state() {
-    if (comm_->size() == 1 || model_->state_count() == 0) return;
-    comm_->allreduce_sum(model_->state_data(), model_->state_count());
-    backend_->scale(model_->state_data(), model_->state_count(), 1.0f / static_cast<float>(comm_->size()));
+    // The state that training changes (batch norm's moving statistics), which
+    // the model lays out first; frozen layers' tensors after it never change.
+    const size_t n = model_->averaged_state_count();
+    if (comm_->size() == 1 || n == 0) return;
+    comm_->allreduce_sum(model_->state_data(), n);
+    backend_->scale(model_->state_data(), n, 1.0f / static_cast<float>(comm_->size()));
+}
+
+void Replica::use_ema_weights(bool on) {
+    if (!ema_ || !ema_swap_) return;
+    const size_t bytes = model_->param_count() * sizeof(float);
+    if (on) {
+        backend_->copy(ema_swap_, model_->param_data(), bytes);
+        backend_->copy(model_->param_data(), ema_, bytes);
+    } else {
+        backend_->copy(model_->param_data(), ema_swap_, bytes);
+    }
 }
 
 void Replica::reset_stats() { backend_->fill(stats_, 2, 0.0f); }

@@ -74,6 +74,9 @@ public:
     void load_shard(const data::Batch& batch, int64_t begin, int64_t end, bool augmenting);
     // The most rows a shard may have: the input buffers' size.
     int64_t max_rows() const { return max_rows_; }
+    // Floats of one input row and int32 values of one label row (inputs(), labels()).
+    int64_t sample_elements() const { return sample_elements_; }
+    int label_width() const { return label_width_; }
     float* inputs() { return inputs_[current_]; }
     int32_t* labels() { return labels_[current_]; }
 
@@ -111,6 +114,12 @@ public:
     // Starts copying this replica's shard of the NEXT step's batch into the
     // other shard buffer while the current step computes.
     void stage_training_shard(const data::Batch& batch);
+
+    // training.ema: the weights' moving average (param_count floats), null without it.
+    float* ema() { return ema_; }
+    // Validation on the average (training.ema.evaluate): on puts the average
+    // in the weights' place (keeping them), off puts them back.
+    void use_ema_weights(bool on);
 
     // Which steps had NaN/Inf gradients, tallied on the device.
     StepGuard& guard() { return *guard_; }
@@ -193,6 +202,8 @@ private:
     // than rows copied by load_shard (evaluation, or not resident).
     bool gather_resident_ = false;
     float* stats_ = nullptr;
+    float* ema_ = nullptr;
+    float* ema_swap_ = nullptr;
     std::unique_ptr<StepGuard> guard_;
     std::unique_ptr<StepGraphs> graphs_;
 };

@@ -1,6 +1,9 @@
 #include "train/step.hpp"
 
+#include "backend/ops/elementwise.hpp"
 #include "backend/ops/optimizers.hpp"
+
+#include <algorithm>
 
 namespace gputrain::train {
 
@@ -12,8 +15,14 @@ Step::Step(const config::RunConfig& cfg, Replica& replica, LossScaler& scaler, b
       sticky_(sticky),
       cross_(replica.comm()),
       buckets_(replica.model(), cfg.strategy.bucket_mb, replica.comm(), replica.model().grad_data()),
-      clip_norm_(static_cast<float>(cfg.training.clip_norm)) {
+      clip_norm_(static_cast<float>(cfg.training.clip_norm)),
+      accumulate_(std::max<int64_t>(1, cfg.training.accumulate_steps)),
+      ema_decay_value_(static_cast<float>(cfg.training.ema.decay)),
+      ema_start_(cfg.training.ema.start_epoch) {
     if (clip_norm_ > 0) clip_scratch_ = Buffer(replica.backend(), sizeof(float));
+    if (accumulate_ > 1)
+        grad_acc_ = Buffer(replica.backend(), std::max<size_t>(1, replica.model().param_count()) * sizeof(float));
+    if (replica.ema()) ema_decay_ = Buffer(replica.backend(), sizeof(float));
 }
 
 void Step::run(const StepInput& in) {
@@ -27,6 +36,12 @@ void Step::prepare(const StepInput& in) {
     in_ = in;
     // This update's scalars go to the device before the step that reads them.
     r.optimizer().prepare(in.learning_rate, in.global_step + 1);
+    if (r.ema()) {
+        // Before training.ema.start_epoch, and at the run's first step, the
+        // average copies the weights (decay 0); then it decays.
+        const float decay = in.epoch >= ema_start_ && in.global_step > 0 ? ema_decay_value_ : 0.0f;
+        r.backend().upload(ema_decay_.floats(), &decay, sizeof decay);
+    }
     // fp16: the loss scale, a power of two (exact to apply and to undo), from backend memory.
     ctx_.emplace(nn::RunContext{r.backend(), true, seed_, in.epoch, in.step, in.row_offset,
                                 r.comm().size() > 1 ? &cross_ : nullptr, fused_,
@@ -44,15 +59,42 @@ void Step::queue() {
 void Step::forward_backward() {
     Replica& r = replica_;
     r.prepare_shard(/*augmenting=*/true);  // the shard's inputs, from the rows as stored
-    // Buckets of gradients are all-reduced while backward goes on (strategy.bucket_mb).
-    r.model().forward_backward(*ctx_, r.inputs(), r.labels(), in_.rows, 1.0f / static_cast<float>(in_.global_batch),
-                               r.stats(), buckets_.on_ready());
+    const float grad_scale = 1.0f / static_cast<float>(in_.global_batch);
+    if (accumulate_ == 1) {
+        // Buckets of gradients are all-reduced while backward goes on (strategy.bucket_mb).
+        r.model().forward_backward(*ctx_, r.inputs(), r.labels(), in_.rows, grad_scale, r.stats(), buckets_.on_ready());
+        return;
+    }
+    // training.accumulate_steps K: the shard in K micro-batches of the model's
+    // rows (the last ones shorter, or empty: every replica runs K, so their
+    // collectives, such as sync batch norm's, match). Each micro-batch's row
+    // offset is its place in the global batch (dropout's masks are those of
+    // one batch). Gradients: the first K - 1 summed into grad_acc_, the last
+    // one's added to that sum, and reduce_gradients() all-reduces the total
+    // once; no bucket starts during backward.
+    nn::Model& m = r.model();
+    const size_t n = m.param_count();
+    const int64_t chunk = m.max_rows();
+    float* acc = grad_acc_.floats();
+    for (int64_t c = 0; c < accumulate_; ++c) {
+        const int64_t first = std::min<int64_t>(c * chunk, in_.rows);
+        const int rows = static_cast<int>(std::min<int64_t>(chunk, in_.rows - first));
+        nn::RunContext ctx = *ctx_;
+        ctx.row_offset = in_.row_offset + first;
+        m.forward_backward(ctx, r.inputs() + first * r.sample_elements(), r.labels() + first * r.label_width(), rows,
+                           grad_scale, r.stats());
+        if (c == 0) r.backend().copy(acc, m.grad_data(), n * sizeof(float));
+        else if (c + 1 < accumulate_) run_op(r.backend(), ops::Accumulate{acc, m.grad_data(), n});
+        else run_op(r.backend(), ops::Accumulate{m.grad_data(), acc, n});
+    }
 }
 
 void Step::forward_backward_observed(const nn::Model::LayerObserver& after) {
     Replica& r = replica_;
     // The caller has prepared the shard (bench times it as the input's share).
-    r.model().forward_backward_observed(*ctx_, r.inputs(), r.labels(), in_.rows,
+    // Under training.accumulate_steps, the first micro-batch: what the model holds at once.
+    const int rows = static_cast<int>(std::min<int64_t>(in_.rows, r.model().max_rows()));
+    r.model().forward_backward_observed(*ctx_, r.inputs(), r.labels(), rows,
                                         1.0f / static_cast<float>(in_.global_batch), r.stats(), after);
 }
 
@@ -79,6 +121,9 @@ void Step::apply_update() {
         run_op(r.backend(), ops::ClipByGlobalNorm{r.model().grad_data(), n, clip_norm_, clip_scratch_.floats()});
     // Identical on every replica after the all-reduce, so all skip alike.
     r.optimizer().apply(r.model().param_data(), r.model().grad_data(), skip);
+    // training.ema: the average follows the updated weights (a skipped step
+    // moves neither); its decay for this step was written by prepare().
+    if (float* ema = r.ema()) run_op(r.backend(), ops::EmaUpdate{ema, r.model().param_data(), n, ema_decay_.floats(), skip});
 }
 
 void Step::average_state() { replica_.average_state(); }

@@ -3,7 +3,9 @@
 // fp16's loss scale included.
 //
 // The work a step queues on the backend (queue()): the shard gathered when the
-// training set is resident; forward and backward (the loss gradient times
+// training set is resident; forward and backward (under
+// training.accumulate_steps K: K micro-batches of the shard, their gradients
+// summed locally, and one all-reduce of the sum; the loss gradient times
 // 1/global batch and, under fp16, the loss scale), with the gradient
 // all-reduce started bucket by bucket as backward goes (strategy.bucket_mb);
 // the finite check (StepGuard); under fp16 the gradients unscaled and the
@@ -89,6 +91,14 @@ private:
     std::optional<nn::RunContext> ctx_;  // prepare()'s, read by the parts
     StepInput in_;
     const float clip_norm_;  // training.clip_norm (0: off)
+    // training.accumulate_steps: micro-batches per step, and the sum of the
+    // earlier micro-batches' gradients (param_count floats when > 1).
+    const int64_t accumulate_;
+    Buffer grad_acc_;
+    // training.ema: its decay, first epoch, and this step's decay on the device.
+    const float ema_decay_value_;
+    const int64_t ema_start_;
+    Buffer ema_decay_;
     Buffer clip_scratch_;    // the gradients' norm before clipping (one float)
 };
 

@@ -10,6 +10,7 @@ namespace gputrain::train {
 std::string step_graphs_unusable(const config::RunConfig& cfg, Replica& replica) {
     if (!replica.backend().can_capture()) return "the " + replica.backend().name() + " backend runs each call directly";
     if (!cfg.training.cuda_graphs) return "training.cuda_graphs: false";
+    if (cfg.training.accumulate_steps > 1) return "training.accumulate_steps > 1 (not recorded yet)";
     // One replica only: the device communicator waits on the host, and NCCL
     // warns that graphs holding its collectives can deadlock with several
     // GPUs in one process (its guide recommends one GPU per process).

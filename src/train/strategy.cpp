@@ -161,6 +161,9 @@ std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunC
     const int n = replicas();
     const auto offsets = data::shard_offsets(global_batch, global_replicas());
     const int64_t max_rows = offsets[1] - offsets[0];  // the first shard is the largest
+    // What the model holds at once: a micro-batch's share under training.accumulate_steps.
+    const int64_t k = use == ReplicaUse::training ? std::max<int64_t>(1, cfg.training.accumulate_steps) : 1;
+    const int64_t model_rows = (max_rows + k - 1) / k;
     std::vector<std::unique_ptr<Replica>> out;
     if (!on_gpu_) {
         // Replica threads (of every worker on this machine) share the cores;
@@ -169,7 +172,7 @@ std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunC
         set_cpu_blas_threads(std::max(1, cpu_cores_ / sharing));
         // Zeroed buffers the machine lacks would bring the OOM killer, which says nothing.
         // Every replica on this machine (of every local worker) takes its share.
-        const MemoryEstimate need = estimate_memory(cfg, max_rows, false, use == ReplicaUse::training);
+        const MemoryEstimate need = estimate_memory(cfg, model_rows, false, use == ReplicaUse::training);
         std::error_code ec;
         size_t file_bytes = checkpoint.empty() ? 0 : static_cast<size_t>(std::filesystem::file_size(checkpoint, ec));
         if (ec) file_bytes = 0;
@@ -187,7 +190,7 @@ std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunC
         return out;
     }
     // Every buffer is allocated before the communicators exist (and so before any collective).
-    const MemoryEstimate need = estimate_memory(cfg, max_rows, true, use == ReplicaUse::training);
+    const MemoryEstimate need = estimate_memory(cfg, model_rows, true, use == ReplicaUse::training);
     for (int r = 0; r < n; ++r) {
         auto backend = make_gpu_backend(placement_[static_cast<size_t>(r)]);
         // What cannot fit stops here, with the sizes and what to lower (after the replicas before it took theirs).

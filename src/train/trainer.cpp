@@ -107,7 +107,7 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
         auto batch = next ? std::move(next) : loader.get(step);
         next.reset();
         const int64_t begin = batch->shard_begin[r.rank()], end = batch->shard_begin[r.rank() + 1];
-        r.load_training_shard(*batch, cfg_.training.batch_size);
+        r.load_training_shard(*batch, cfg_.training.step_batch());
         const int64_t global_step = epoch_first_step + step;
         // The step's work is queued on the backend, the same from step to step
         // for one shape, so that a GPU records it once and replays it (StepGraphs).
@@ -315,7 +315,7 @@ FitResult Trainer::fit() {
     // the shards of their global ranks.
     const int local_replicas = static_cast<int>(replicas_.size());
     const int global_replicas = replicas_[0]->comm().size();
-    data::Loader loader(data_.train, cfg_.training.batch_size, global_replicas, cfg_.training.shuffle,
+    data::Loader loader(data_.train, cfg_.training.step_batch(), global_replicas, cfg_.training.shuffle,
                         cfg_.training.seed, /*prefetch_depth=*/4, local_replicas, cfg_.data.workers);
     loader.set_max_steps(cfg_.training.steps_per_epoch);
     // Only the worker holding global rank 0 writes files and logs.
@@ -488,13 +488,16 @@ void Trainer::resume(Checkpointer& checkpointer, const MonitoredMetric& best_met
     // In the middle of an epoch, the steps done were whole global batches:
     // another batch size would start at another sample, skipping or
     // repeating some of the epoch's.
-    const double batch = static_cast<double>(cfg_.training.batch_size);
+    const double batch = static_cast<double>(cfg_.training.step_batch());
     if (state_.step_in_epoch > 0 && state_.partial_samples != static_cast<double>(state_.step_in_epoch) * batch)
         throw ConfigError(options_.resume_from + ": stopped at step " + std::to_string(state_.step_in_epoch) +
                           " of an epoch, after " + std::to_string(static_cast<int64_t>(state_.partial_samples)) +
                           " samples: batches of " +
                           std::to_string(static_cast<int64_t>(state_.partial_samples) / state_.step_in_epoch) +
-                          ", not training.batch_size " + std::to_string(cfg_.training.batch_size) +
+                          ", not " +
+                          (cfg_.training.accumulate_steps > 1
+                               ? "training.batch_size x accumulate_steps " + std::to_string(cfg_.training.step_batch())
+                               : "training.batch_size " + std::to_string(cfg_.training.batch_size)) +
                           "; resume with that batch size to finish this epoch (a resume from the end of an epoch "
                           "may change it)");
     if (state_.step_in_epoch >= steps_per_epoch_)
@@ -597,12 +600,17 @@ EpochRecord Trainer::record_epoch(int64_t epoch, int64_t start_step, double samp
     // only). A worker's part (data.shard_files) is not the epoch: every
     // step of it is a full global batch.
     const double run_samples = data_.train.part.count > 1
-                                   ? static_cast<double>((steps_per_epoch_ - start_step) * cfg_.training.batch_size)
+                                   ? static_cast<double>((steps_per_epoch_ - start_step) * cfg_.training.step_batch())
                                    : totals.samples - samples_before;
     rec.samples_per_second = run_samples / train_seconds;
     MetricList shown{{"loss", rec.loss}, {metric_name_, rec.metric}};
     if (data_.validation.size() > 0) {
+        // training.ema with evaluate: validation scores the averaged weights
+        // (so does best.safetensors' choice), then training goes on with its own.
+        const bool ema = cfg_.training.ema.enabled && cfg_.training.ema.evaluate;
+        if (ema) run_on_replicas(replicas_, [](Replica& r) { r.use_ema_weights(true); });
         const EvalResult v = evaluate(replicas_, data_.validation, cfg_.training.batch_size);
+        if (ema) run_on_replicas(replicas_, [](Replica& r) { r.use_ema_weights(false); });
         rec.has_validation = true;
         rec.val_loss = v.loss;
         rec.val_metric = v.metric;

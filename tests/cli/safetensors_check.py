@@ -7,6 +7,10 @@ little-endian length, then JSON), for the cli tests.
                                                   max|a-b| <= RTOL * max|b| per tensor
   safetensors_check.py metadata FILE KEY          prints the metadata value KEY (the whole
                                                   file is read and checked for consistency)
+  safetensors_check.py same A B NAME[=NAME_IN_B]...
+                                                  each named tensor byte-identical in A and B
+  safetensors_check.py differ A B NAME...         each named tensor differs between A and B
+  safetensors_check.py names FILE                 prints the tensor names, one a line
   safetensors_check.py set-metadata IN OUT KEY TEXTFILE
                                                   writes IN as OUT with metadata KEY set to
                                                   the text of TEXTFILE (tensors unchanged)
@@ -111,6 +115,21 @@ def set_metadata(src, dst, key, text_file):
         f.write(struct.pack("<Q", len(text)) + text + blob[8 + n:])
 
 
+def check_same(a, b, names, want_same):
+    _, ta = read(a)
+    _, tb = read(b)
+    for item in names:
+        name_a, _, name_b = item.partition("=")
+        name_b = name_b or name_a
+        if name_a not in ta:
+            sys.exit(f"{a}: no tensor '{name_a}'")
+        if name_b not in tb:
+            sys.exit(f"{b}: no tensor '{name_b}'")
+        same = ta[name_a] == tb[name_b]
+        if same != want_same:
+            sys.exit(f"'{name_a}' of {a} and '{name_b}' of {b}: " + ("differ" if want_same else "are identical"))
+
+
 def main(argv):
     if len(argv) == 4 and argv[0] == "header":
         check_header(*argv[1:])
@@ -118,6 +137,11 @@ def main(argv):
         check_identical(*argv[1:])
     elif len(argv) == 3 and argv[0] == "metadata":
         print_metadata(*argv[1:])
+    elif len(argv) >= 4 and argv[0] in ("same", "differ"):
+        check_same(argv[1], argv[2], argv[3:], argv[0] == "same")
+    elif len(argv) == 2 and argv[0] == "names":
+        for name in read(argv[1])[1]:
+            print(name)
     elif len(argv) == 5 and argv[0] == "set-metadata":
         set_metadata(*argv[1:])
     elif len(argv) == 4 and argv[0] == "close":

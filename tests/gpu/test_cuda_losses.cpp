@@ -18,7 +18,7 @@ struct LossResult {
 // Runs the loss `calls` times on the same stats (which start non-zero, to see
 // that they are added to), with or without a gradient.
 LossResult run_loss(Backend& be, Loss loss, const std::vector<float>& x, const std::vector<int32_t>& labels, int cols,
-                    float grad_scale, bool with_grad, int calls = 1) {
+                    float grad_scale, bool with_grad, int calls = 1, float smoothing = 0.0f) {
     const int rows = static_cast<int>(labels.size());
     Buffers buf(be);
     const float* dx = buf.upload(x);
@@ -28,10 +28,10 @@ LossResult run_loss(Backend& be, Loss loss, const std::vector<float>& x, const s
     for (int i = 0; i < calls; ++i) {
         switch (loss) {
             case Loss::softmax_cross_entropy:
-                be.softmax_cross_entropy(dx, dlabels, rows, cols, grad_scale, grad, stats);
+                be.softmax_cross_entropy(dx, dlabels, rows, cols, grad_scale, grad, stats, smoothing);
                 break;
             case Loss::cross_entropy_probs:
-                be.cross_entropy_probs(dx, dlabels, rows, cols, grad_scale, grad, stats);
+                be.cross_entropy_probs(dx, dlabels, rows, cols, grad_scale, grad, stats, smoothing);
                 break;
             case Loss::mean_squared_error:
                 be.mean_squared_error(dx, dlabels, rows, cols, grad_scale, grad, stats);
@@ -45,11 +45,11 @@ LossResult run_loss(Backend& be, Loss loss, const std::vector<float>& x, const s
 }
 
 void check_loss(Loss loss, const std::vector<float>& x, const std::vector<int32_t>& labels, int cols,
-                float grad_scale) {
+                float grad_scale, float smoothing = 0.0f) {
     CpuBackend cpu;
     CudaBackend gpu(0);
-    const LossResult expected = run_loss(cpu, loss, x, labels, cols, grad_scale, true);
-    const LossResult got = run_loss(gpu, loss, x, labels, cols, grad_scale, true);
+    const LossResult expected = run_loss(cpu, loss, x, labels, cols, grad_scale, true, 1, smoothing);
+    const LossResult got = run_loss(gpu, loss, x, labels, cols, grad_scale, true, 1, smoothing);
     INFO("loss sum: gpu " << got.stats[0] << " cpu " << expected.stats[0]);
     REQUIRE(got.stats[0] == Approx(expected.stats[0]).epsilon(1e-5));
     REQUIRE(got.stats[1] == expected.stats[1]);
@@ -57,7 +57,7 @@ void check_loss(Loss loss, const std::vector<float>& x, const std::vector<int32_
     require_close(got.grad, expected.grad, 1e-5, 1e-6 * grad_scale);
 
     // Without a gradient the stats are the same; two calls add twice.
-    const LossResult stats_only = run_loss(gpu, loss, x, labels, cols, grad_scale, false, 2);
+    const LossResult stats_only = run_loss(gpu, loss, x, labels, cols, grad_scale, false, 2, smoothing);
     REQUIRE(stats_only.stats[0] - 1.5f == Approx(2.0 * (got.stats[0] - 1.5f)).epsilon(1e-5));
     REQUIRE(stats_only.stats[1] - 2.0f == 2.0f * (got.stats[1] - 2.0f));
 }
@@ -87,6 +87,17 @@ TEST_CASE("softmax_cross_entropy: loss sum, correct count and gradient match the
         INFO(s.rows << " x " << s.cols << " grad_scale " << grad_scale);
         const auto logits = random_vector(static_cast<size_t>(s.rows) * s.cols, 21, -4.0f, 4.0f);
         check_loss(Loss::softmax_cross_entropy, logits, random_labels(s.rows, s.cols, 22), s.cols, grad_scale);
+    }
+}
+
+TEST_CASE("label smoothing: both crossentropies match the CPU") {
+    const float smoothing = GENERATE(0.1f, 0.5f);
+    for (const Shape s : kShapes) {
+        INFO(s.rows << " x " << s.cols << " smoothing " << smoothing);
+        const auto logits = random_vector(static_cast<size_t>(s.rows) * s.cols, 23, -4.0f, 4.0f);
+        check_loss(Loss::softmax_cross_entropy, logits, random_labels(s.rows, s.cols, 24), s.cols, 0.125f, smoothing);
+        check_loss(Loss::cross_entropy_probs, random_probs(s.rows, s.cols, 33), random_labels(s.rows, s.cols, 34),
+                   s.cols, 0.125f, smoothing);
     }
 }
 

@@ -160,7 +160,7 @@ const KernelTable& CpuBackend::kernels() const { return cpu_kernels::table(); }
 
 // The per-row formulas are math.hpp's, as in the CUDA kernels (row_kernels.cu).
 void CpuBackend::softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols,
-                                       float grad_scale, float* grad, float* stats) {
+                                       float grad_scale, float* grad, float* stats, float smoothing) {
     double loss = 0.0, correct = 0.0;
     for (int r = 0; r < rows; ++r) {
         const float* in = logits + static_cast<size_t>(r) * cols;
@@ -168,12 +168,23 @@ void CpuBackend::softmax_cross_entropy(const float* logits, const int32_t* label
         double sum = 0.0;
         for (int c = 0; c < cols; ++c) sum += std::exp(static_cast<double>(in[c] - mx));
         const int label = labels[r];
-        loss += math::label_in_range(label, cols) ? math::softmax_xent_loss(sum, in[label], mx) : NAN;
+        const bool valid = math::label_in_range(label, cols);
+        if (smoothing > 0.0f) {
+            double shifted = 0.0;  // sum of z_c - m
+            for (int c = 0; c < cols; ++c) shifted += static_cast<double>(in[c] - mx);
+            loss += valid ? math::smoothed_xent_loss(sum, in[label], mx, shifted, smoothing, cols) : NAN;
+        } else {
+            loss += valid ? math::softmax_xent_loss(sum, in[label], mx) : NAN;
+        }
         correct += argmax_row(in, cols) == label ? 1.0 : 0.0;
         if (grad) {
             float* g = grad + static_cast<size_t>(r) * cols;
             const float inv = static_cast<float>(1.0 / sum);
-            for (int c = 0; c < cols; ++c) g[c] = math::softmax_xent_grad(in[c], mx, inv, c == label, grad_scale);
+            if (smoothing > 0.0f)
+                for (int c = 0; c < cols; ++c)
+                    g[c] = math::smoothed_xent_grad(in[c], mx, inv, c == label, smoothing, cols, grad_scale);
+            else
+                for (int c = 0; c < cols; ++c) g[c] = math::softmax_xent_grad(in[c], mx, inv, c == label, grad_scale);
         }
     }
     stats[0] += static_cast<float>(loss);
@@ -181,17 +192,28 @@ void CpuBackend::softmax_cross_entropy(const float* logits, const int32_t* label
 }
 
 void CpuBackend::cross_entropy_probs(const float* probs, const int32_t* labels, int rows, int cols,
-                                     float grad_scale, float* grad, float* stats) {
+                                     float grad_scale, float* grad, float* stats, float smoothing) {
     double loss = 0.0, correct = 0.0;
     for (int r = 0; r < rows; ++r) {
         const float* p = probs + static_cast<size_t>(r) * cols;
         const int label = labels[r];
-        const float pl = math::label_in_range(label, cols) ? p[label] : NAN;
-        loss += math::probs_xent_loss(pl);
+        const bool valid = math::label_in_range(label, cols);
+        const float pl = valid ? p[label] : NAN;
+        if (smoothing > 0.0f) {
+            double row = 0.0;
+            for (int c = 0; c < cols; ++c) row += math::smoothed_probs_xent_term(p[c], c == label, smoothing, cols);
+            loss += valid ? row : NAN;
+        } else {
+            loss += math::probs_xent_loss(pl);
+        }
         correct += argmax_row(p, cols) == label ? 1.0 : 0.0;
         if (grad) {
             float* g = grad + static_cast<size_t>(r) * cols;
-            for (int c = 0; c < cols; ++c) g[c] = math::probs_xent_grad(pl, c == label, grad_scale);
+            if (smoothing > 0.0f)
+                for (int c = 0; c < cols; ++c)
+                    g[c] = math::smoothed_probs_xent_grad(p[c], c == label, smoothing, cols, grad_scale);
+            else
+                for (int c = 0; c < cols; ++c) g[c] = math::probs_xent_grad(pl, c == label, grad_scale);
         }
     }
     stats[0] += static_cast<float>(loss);

@@ -58,9 +58,9 @@ public:
     void loss_scale_update(math::LossScaleState* state, const int32_t* guard, bool sticky) override;
     void upload(void* dst, const void* host_src, size_t bytes) override;
     void softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols, float grad_scale,
-                               float* grad, float* stats) override;
+                               float* grad, float* stats, float smoothing) override;
     void cross_entropy_probs(const float* probs, const int32_t* labels, int rows, int cols, float grad_scale,
-                             float* grad, float* stats) override;
+                             float* grad, float* stats, float smoothing) override;
     void mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float grad_scale,
                             float* grad, float* stats) override;
     void regression_loss(const float* y, const float* targets, int rows, int cols, math::RegressionLoss kind,

@@ -26,11 +26,18 @@ void clip_by_global_norm(Backend&, const ops::ClipByGlobalNorm& op) {
     for (size_t i = 0; i < op.n; ++i) op.grads[i] *= f;
 }
 
+void ema_update(Backend&, const ops::EmaUpdate& op) {
+    if (op.skip && *op.skip != 0) return;
+    const float decay = *op.decay;
+    for (size_t i = 0; i < op.n; ++i) op.average[i] = ops::ema_value(op.average[i], op.params[i], decay);
+}
+
 }  // namespace
 
 void add_optimizers(KernelTable& table) {
     table.add<ops::RmspropStep, &rmsprop>();
     table.add<ops::ClipByGlobalNorm, &clip_by_global_norm>();
+    table.add<ops::EmaUpdate, &ema_update>();
 }
 
 }  // namespace gputrain::cpu_kernels

@@ -505,17 +505,17 @@ void CudaBackend::queue(KernelTable::Fn kernel, const void* op, size_t op_bytes)
 }
 
 void CudaBackend::softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols,
-                                        float grad_scale, float* grad, float* stats) {
+                                        float grad_scale, float* grad, float* stats, float smoothing) {
     activate();
     CUDA_CHECK(device_, cuda_kernels::softmax_cross_entropy(stream_, logits, labels, rows, cols, grad_scale, grad,
-                                                            stats));
+                                                            stats, smoothing));
 }
 
 void CudaBackend::cross_entropy_probs(const float* probs, const int32_t* labels, int rows, int cols,
-                                      float grad_scale, float* grad, float* stats) {
+                                      float grad_scale, float* grad, float* stats, float smoothing) {
     activate();
-    CUDA_CHECK(device_,
-               cuda_kernels::cross_entropy_probs(stream_, probs, labels, rows, cols, grad_scale, grad, stats));
+    CUDA_CHECK(device_, cuda_kernels::cross_entropy_probs(stream_, probs, labels, rows, cols, grad_scale, grad, stats,
+                                                          smoothing));
 }
 
 void CudaBackend::mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float grad_scale,

@@ -78,9 +78,9 @@ constexpr size_t kUploadBytes = 64;
 cudaError_t upload(cudaStream_t stream, void* dst, const void* host_src, size_t bytes);
 
 cudaError_t softmax_cross_entropy(cudaStream_t stream, const float* logits, const int32_t* labels, int rows,
-                                  int cols, float grad_scale, float* grad, float* stats);
+                                  int cols, float grad_scale, float* grad, float* stats, float smoothing);
 cudaError_t cross_entropy_probs(cudaStream_t stream, const float* probs, const int32_t* labels, int rows, int cols,
-                                float grad_scale, float* grad, float* stats);
+                                float grad_scale, float* grad, float* stats, float smoothing);
 cudaError_t mean_squared_error(cudaStream_t stream, const float* y, const int32_t* labels, int rows, int cols,
                                float grad_scale, float* grad, float* stats);
 cudaError_t regression_loss(cudaStream_t stream, const float* y, const float* targets, int rows, int cols,

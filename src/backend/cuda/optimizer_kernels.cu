@@ -55,11 +55,24 @@ void clip_by_global_norm(Backend& b, const ops::ClipByGlobalNorm& op) {
     CUDA_CHECK(cuda.device(), launch_1d(stream, op.n, clip_kernel, op.grads, op.n, op.max_norm, op.norm_out));
 }
 
+__global__ void ema_kernel(float* average, const float* params, size_t n, const float* decay, const int32_t* skip) {
+    if (skip && *skip != 0) return;
+    const float d = *decay;
+    for (size_t i = thread_index(); i < n; i += thread_count()) average[i] = ops::ema_value(average[i], params[i], d);
+}
+
+void ema_update(Backend& b, const ops::EmaUpdate& op) {
+    auto& cuda = static_cast<CudaBackend&>(b);
+    CUDA_CHECK(cuda.device(), launch_1d(static_cast<cudaStream_t>(cuda.stream_handle()), op.n, ema_kernel, op.average,
+                                        op.params, op.n, op.decay, op.skip));
+}
+
 }  // namespace
 
 void add_optimizers(KernelTable& table) {
     table.add<ops::RmspropStep, &rmsprop>();
     table.add<ops::ClipByGlobalNorm, &clip_by_global_norm>();
+    table.add<ops::EmaUpdate, &ema_update>();
 }
 
 }  // namespace gputrain::cuda_kernels

@@ -109,7 +109,7 @@ __global__ void softmax_backward_kernel(const float* y, const float* dy, float* 
 using math::label_in_range;
 
 __global__ void softmax_cross_entropy_kernel(const float* logits, const int32_t* labels, int rows, int cols,
-                                             float grad_scale, float* grad, float* stats) {
+                                             float grad_scale, float* grad, float* stats, float smoothing) {
     const int lane = lane_index();
     double loss = 0.0;
     int correct = 0;
@@ -117,26 +117,35 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, const int32_t*
         const float* in = logits + static_cast<size_t>(r) * cols;
         const ArgMax best = warp_argmax(in, cols, lane);
         const float mx = best.value;
-        double sum = 0.0;
-        for (int c = lane; c < cols; c += kWarpSize) sum += exp(static_cast<double>(in[c] - mx));
+        double sum = 0.0, shifted = 0.0;
+        for (int c = lane; c < cols; c += kWarpSize) {
+            sum += exp(static_cast<double>(in[c] - mx));
+            shifted += static_cast<double>(in[c] - mx);
+        }
         sum = warp_sum(sum);
+        if (smoothing > 0.0f) shifted = warp_sum(shifted);
         const int label = labels[r];
         if (lane == 0) {
-            loss += label_in_range(label, cols) ? math::softmax_xent_loss(sum, in[label], mx) : NAN;
+            const bool valid = label_in_range(label, cols);
+            if (smoothing > 0.0f)
+                loss += valid ? math::smoothed_xent_loss(sum, in[label], mx, shifted, smoothing, cols) : NAN;
+            else
+                loss += valid ? math::softmax_xent_loss(sum, in[label], mx) : NAN;
             correct += best.index == label ? 1 : 0;
         }
         if (grad) {
             float* g = grad + static_cast<size_t>(r) * cols;
             const float inv = static_cast<float>(1.0 / sum);
             for (int c = lane; c < cols; c += kWarpSize)
-                g[c] = math::softmax_xent_grad(in[c], mx, inv, c == label, grad_scale);
+                g[c] = smoothing > 0.0f ? math::smoothed_xent_grad(in[c], mx, inv, c == label, smoothing, cols, grad_scale)
+                                        : math::softmax_xent_grad(in[c], mx, inv, c == label, grad_scale);
         }
     }
     add_block_stats(loss, correct, stats);
 }
 
 __global__ void cross_entropy_probs_kernel(const float* probs, const int32_t* labels, int rows, int cols,
-                                           float grad_scale, float* grad, float* stats) {
+                                           float grad_scale, float* grad, float* stats, float smoothing) {
     const int lane = lane_index();
     double loss = 0.0;
     int correct = 0;
@@ -144,14 +153,25 @@ __global__ void cross_entropy_probs_kernel(const float* probs, const int32_t* la
         const float* p = probs + static_cast<size_t>(r) * cols;
         const ArgMax best = warp_argmax(p, cols, lane);
         const int label = labels[r];
-        const float pl = label_in_range(label, cols) ? p[label] : NAN;
+        const bool valid = label_in_range(label, cols);
+        const float pl = valid ? p[label] : NAN;
+        double row = 0.0;
+        if (smoothing > 0.0f) {
+            for (int c = lane; c < cols; c += kWarpSize) row += math::smoothed_probs_xent_term(p[c], c == label, smoothing, cols);
+            row = warp_sum(row);
+        }
         if (lane == 0) {
-            loss += math::probs_xent_loss(pl);
+            if (smoothing > 0.0f)
+                loss += valid ? row : NAN;
+            else
+                loss += math::probs_xent_loss(pl);
             correct += best.index == label ? 1 : 0;
         }
         if (grad) {
             float* g = grad + static_cast<size_t>(r) * cols;
-            for (int c = lane; c < cols; c += kWarpSize) g[c] = math::probs_xent_grad(pl, c == label, grad_scale);
+            for (int c = lane; c < cols; c += kWarpSize)
+                g[c] = smoothing > 0.0f ? math::smoothed_probs_xent_grad(p[c], c == label, smoothing, cols, grad_scale)
+                                        : math::probs_xent_grad(pl, c == label, grad_scale);
         }
     }
     add_block_stats(loss, correct, stats);
@@ -222,18 +242,18 @@ cudaError_t softmax_backward(cudaStream_t stream, const float* y, const float* d
 }
 
 cudaError_t softmax_cross_entropy(cudaStream_t stream, const float* logits, const int32_t* labels, int rows,
-                                  int cols, float grad_scale, float* grad, float* stats) {
+                                  int cols, float grad_scale, float* grad, float* stats, float smoothing) {
     if (rows <= 0 || cols <= 0) return cudaSuccess;
     softmax_cross_entropy_kernel<<<row_blocks(rows), kBlockThreads, 0, stream>>>(logits, labels, rows, cols,
-                                                                                 grad_scale, grad, stats);
+                                                                                 grad_scale, grad, stats, smoothing);
     return cudaGetLastError();
 }
 
 cudaError_t cross_entropy_probs(cudaStream_t stream, const float* probs, const int32_t* labels, int rows, int cols,
-                                float grad_scale, float* grad, float* stats) {
+                                float grad_scale, float* grad, float* stats, float smoothing) {
     if (rows <= 0 || cols <= 0) return cudaSuccess;
     cross_entropy_probs_kernel<<<row_blocks(rows), kBlockThreads, 0, stream>>>(probs, labels, rows, cols,
-                                                                               grad_scale, grad, stats);
+                                                                               grad_scale, grad, stats, smoothing);
     return cudaGetLastError();
 }
 

@@ -38,6 +38,21 @@ struct ClipByGlobalNorm {
     float* norm_out;
 };
 
+// training.ema: average = decay * average + (1 - decay) * params (Keras'
+// formula; PyTorch's EMA lerp is the same up to rounding), skipped with the
+// step; decay (backend memory, one float) is 0 to copy the weights.
+struct EmaUpdate {
+    static constexpr const char* kName = "ema_update";
+    float* average;
+    const float* params;
+    size_t n;
+    const float* decay;
+    const int32_t* skip;
+};
+GPUTRAIN_HD float ema_value(float average, float param, float decay) {
+    return decay * average + (1.0f - decay) * param;
+}
+
 // The clip factor of a norm (math shared by the kernels).
 GPUTRAIN_HD float clip_factor(double norm, float max_norm) {
     const double f = static_cast<double>(max_norm) / (norm + 1e-6);

@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
             part("h W2 + b2, softmax cross-entropy", [&] {
                 gemm(false, false, rows, classes, hidden, h.data(), hidden, w2.data(), classes, z2.data(), classes);
                 be.add_bias(z2.data(), b2.data(), rows, classes);
-                be.softmax_cross_entropy(z2.data(), labels.data(), rows, classes, 1.0f / 32, g2.data(), stats.data());
+                be.softmax_cross_entropy(z2.data(), labels.data(), rows, classes, 1.0f / 32, g2.data(), stats.data(), 0.0f);
             });
             part("dW2, db2, dh = g W2^T", [&] {
                 gemm(true, false, hidden, classes, rows, h.data(), hidden, g2.data(), classes, dw2, classes);

@@ -97,7 +97,7 @@ TEST_CASE("softmax_cross_entropy: loss, correct count and gradient") {
     const float grad_scale = GENERATE(1.0f, 0.25f);
     std::vector<float> grad(logits.size(), 99.0f), stats{0.0f, 0.0f};
     be.softmax_cross_entropy(logits.data(), kLabels.data(), kLabels.size(), kCols, grad_scale, grad.data(),
-                             stats.data());
+                             stats.data(), 0.0f);
     REQUIRE(stats[0] == Approx(total_loss(log_sum_exp_ce, logits, kLabels, kCols)).epsilon(1e-5));
     REQUIRE(stats[1] == reference_correct(logits, kLabels, kCols));
     check_gradient(log_sum_exp_ce, logits, kLabels, kCols, grad_scale, grad);
@@ -111,7 +111,7 @@ TEST_CASE("softmax_cross_entropy stays finite for logits of +-1e4") {
                                     -1e4f, -1e4f, -1e4f};  // all equal: loss log 3
     const std::vector<int32_t> labels{0, 1, 2};
     std::vector<float> grad(logits.size()), stats{0.0f, 0.0f};
-    be.softmax_cross_entropy(logits.data(), labels.data(), 3, cols, 1.0f, grad.data(), stats.data());
+    be.softmax_cross_entropy(logits.data(), labels.data(), 3, cols, 1.0f, grad.data(), stats.data(), 0.0f);
     REQUIRE(std::isfinite(stats[0]));
     REQUIRE(stats[0] == Approx(0.0 + 2e4 + std::log(3.0)).epsilon(1e-6));
     for (float g : grad) REQUIRE(std::isfinite(g));
@@ -127,8 +127,8 @@ TEST_CASE("softmax_cross_entropy accepts a null gradient and accumulates stats a
     const auto a = random_vector(kLabels.size() * kCols, 22, -3.0f, 3.0f);
     const auto b = random_vector(kLabels.size() * kCols, 23, -3.0f, 3.0f);
     std::vector<float> stats{1.5f, 2.0f};
-    be.softmax_cross_entropy(a.data(), kLabels.data(), kLabels.size(), kCols, 1.0f, nullptr, stats.data());
-    be.softmax_cross_entropy(b.data(), kLabels.data(), kLabels.size(), kCols, 1.0f, nullptr, stats.data());
+    be.softmax_cross_entropy(a.data(), kLabels.data(), kLabels.size(), kCols, 1.0f, nullptr, stats.data(), 0.0f);
+    be.softmax_cross_entropy(b.data(), kLabels.data(), kLabels.size(), kCols, 1.0f, nullptr, stats.data(), 0.0f);
     const double loss =
         1.5 + total_loss(log_sum_exp_ce, a, kLabels, kCols) + total_loss(log_sum_exp_ce, b, kLabels, kCols);
     REQUIRE(stats[0] == Approx(loss).epsilon(1e-5));
@@ -143,7 +143,7 @@ TEST_CASE("softmax_cross_entropy counts exactly the rows whose argmax is the lab
     const std::vector<int> argmax{0, 1, 3, 3, 2};  // right, right, wrong, right, wrong
     for (int r = 0; r < 5; ++r) logits[r * cols + argmax[r]] = 2.0f;
     std::vector<float> stats{0.0f, 0.0f};
-    be.softmax_cross_entropy(logits.data(), labels.data(), 5, cols, 1.0f, nullptr, stats.data());
+    be.softmax_cross_entropy(logits.data(), labels.data(), 5, cols, 1.0f, nullptr, stats.data(), 0.0f);
     REQUIRE(stats[1] == 3.0f);
 }
 
@@ -153,7 +153,7 @@ TEST_CASE("cross_entropy_probs: loss and gradient inside the clip range") {
     const float grad_scale = GENERATE(1.0f, 0.5f);
     std::vector<float> grad(probs.size(), 99.0f), stats{0.0f, 0.0f};
     be.cross_entropy_probs(probs.data(), kLabels.data(), kLabels.size(), kCols, grad_scale, grad.data(),
-                           stats.data());
+                           stats.data(), 0.0f);
     REQUIRE(stats[0] == Approx(total_loss(clipped_ce, probs, kLabels, kCols)).epsilon(1e-5));
     REQUIRE(stats[1] == reference_correct(probs, kLabels, kCols));
     check_gradient(clipped_ce, probs, kLabels, kCols, grad_scale, grad);
@@ -167,12 +167,101 @@ TEST_CASE("cross_entropy_probs clips probabilities to [1e-7, 1 - 1e-7] like Kera
                                    1e-9f, 1.0f};  // below epsilon
     const std::vector<int32_t> labels{0, 1, 0};
     std::vector<float> grad(probs.size(), 99.0f), stats{0.0f, 0.0f};
-    be.cross_entropy_probs(probs.data(), labels.data(), 3, cols, 1.0f, grad.data(), stats.data());
+    be.cross_entropy_probs(probs.data(), labels.data(), 3, cols, 1.0f, grad.data(), stats.data(), 0.0f);
     const double loss = -std::log(1e-7) - std::log(1.0 - 1e-7) - std::log(1e-7);
     REQUIRE(std::isfinite(stats[0]));
     REQUIRE(stats[0] == Approx(loss).epsilon(1e-5));
     // The clip is flat outside the range: no gradient flows through it.
     for (float g : grad) REQUIRE(g == 0.0f);
+}
+
+namespace {
+
+// Label smoothing's target row: (1 - eps) at the label plus eps / cols everywhere.
+std::vector<double> smoothed_targets(int label, int cols, double eps) {
+    std::vector<double> t(cols, eps / cols);
+    t[label] += 1.0 - eps;
+    return t;
+}
+
+RowLoss smoothed_logits_ce(double eps) {
+    return [eps](const std::vector<double>& row, int label) {
+        const double mx = *std::max_element(row.begin(), row.end());
+        double s = 0;
+        for (double v : row) s += std::exp(v - mx);
+        const double lse = mx + std::log(s);
+        const auto t = smoothed_targets(label, static_cast<int>(row.size()), eps);
+        double loss = 0;
+        for (size_t c = 0; c < row.size(); ++c) loss -= t[c] * (row[c] - lse);
+        return loss;
+    };
+}
+
+RowLoss smoothed_probs_ce(double eps) {
+    return [eps](const std::vector<double>& row, int label) {
+        const auto t = smoothed_targets(label, static_cast<int>(row.size()), eps);
+        double loss = 0;
+        for (size_t c = 0; c < row.size(); ++c) loss -= t[c] * std::log(std::clamp(row[c], 1e-7, 1.0 - 1e-7));
+        return loss;
+    };
+}
+
+}  // namespace
+
+TEST_CASE("label smoothing from logits: the loss against the smoothed target row, and its gradient") {
+    CpuBackend be;
+    const auto logits = random_vector(kLabels.size() * kCols, 28, -4.0f, 4.0f);
+    const float eps = GENERATE(0.1f, 0.3f, 0.9f);
+    const float grad_scale = 0.25f;
+    std::vector<float> grad(logits.size(), 99.0f), stats{0.0f, 0.0f};
+    be.softmax_cross_entropy(logits.data(), kLabels.data(), kLabels.size(), kCols, grad_scale, grad.data(),
+                             stats.data(), eps);
+    REQUIRE(stats[0] == Approx(total_loss(smoothed_logits_ce(eps), logits, kLabels, kCols)).epsilon(1e-5));
+    REQUIRE(stats[1] == reference_correct(logits, kLabels, kCols));
+    check_gradient(smoothed_logits_ce(eps), logits, kLabels, kCols, grad_scale, grad);
+    // The gradient is softmax minus the smoothed target: each row sums to 0.
+    for (size_t r = 0; r < kLabels.size(); ++r) {
+        double sum = 0;
+        for (int c = 0; c < kCols; ++c) sum += grad[r * kCols + c];
+        REQUIRE(sum == Approx(0.0).margin(1e-6));
+    }
+}
+
+TEST_CASE("label smoothing 0.1 of 10 classes: Keras' worked numbers") {
+    // Keras' docs: 0.1 gives 0.1 / num_classes to the other labels and 0.9 + 0.1 / num_classes to the label.
+    // Uniform logits: every p_c = 0.1, so the loss is log 10 whatever the target, and the gradient is
+    // 0.1 - 0.91 = -0.81 at the label and 0.1 - 0.01 = 0.09 elsewhere.
+    CpuBackend be;
+    const std::vector<float> logits(10, 0.5f);
+    const std::vector<int32_t> labels{7};
+    std::vector<float> grad(10), stats{0.0f, 0.0f};
+    be.softmax_cross_entropy(logits.data(), labels.data(), 1, 10, 1.0f, grad.data(), stats.data(), 0.1f);
+    REQUIRE(stats[0] == Approx(std::log(10.0)).epsilon(1e-6));
+    for (int c = 0; c < 10; ++c) REQUIRE(grad[c] == Approx(c == 7 ? -0.81 : 0.09).margin(1e-6));
+}
+
+TEST_CASE("label smoothing from probabilities: the clipped loss against the smoothed targets, and its gradient") {
+    CpuBackend be;
+    const auto probs = random_probs(kLabels.size(), kCols, 29);
+    const float eps = GENERATE(0.1f, 0.5f);
+    std::vector<float> grad(probs.size(), 99.0f), stats{0.0f, 0.0f};
+    be.cross_entropy_probs(probs.data(), kLabels.data(), kLabels.size(), kCols, 0.5f, grad.data(), stats.data(), eps);
+    REQUIRE(stats[0] == Approx(total_loss(smoothed_probs_ce(eps), probs, kLabels, kCols)).epsilon(1e-5));
+    check_gradient(smoothed_probs_ce(eps), probs, kLabels, kCols, 0.5f, grad);
+}
+
+TEST_CASE("label smoothing 0 is the one-hot loss, and a small smoothing moves it as the formula says") {
+    CpuBackend be;
+    const auto logits = random_vector(kLabels.size() * kCols, 30, -4.0f, 4.0f);
+    std::vector<float> g0(logits.size()), s0{0, 0};
+    be.softmax_cross_entropy(logits.data(), kLabels.data(), kLabels.size(), kCols, 0.5f, g0.data(), s0.data(), 0.0f);
+    // The reference: log-sum-exp minus the label's logit, and softmax minus one-hot.
+    REQUIRE(s0[0] == Approx(total_loss(log_sum_exp_ce, logits, kLabels, kCols)).epsilon(1e-6));
+    // A tiny smoothing moves the loss by about eps * (mean over classes of -log p - (-log p_label)).
+    std::vector<float> g1(logits.size()), s1{0, 0};
+    be.softmax_cross_entropy(logits.data(), kLabels.data(), kLabels.size(), kCols, 0.5f, g1.data(), s1.data(), 1e-3f);
+    REQUIRE(s1[0] != s0[0]);
+    REQUIRE(s1[0] == Approx(total_loss(smoothed_logits_ce(1e-3), logits, kLabels, kCols)).epsilon(1e-6));
 }
 
 TEST_CASE("mean_squared_error: loss against the one-hot label, averaged over classes, and its gradient") {
@@ -191,8 +280,8 @@ TEST_CASE("cross_entropy_probs and mean_squared_error accumulate stats across ca
     const auto p = random_probs(kLabels.size(), kCols, 26);
     const auto q = random_probs(kLabels.size(), kCols, 27);
     std::vector<float> stats{0.0f, 0.0f};
-    be.cross_entropy_probs(p.data(), kLabels.data(), kLabels.size(), kCols, 1.0f, nullptr, stats.data());
-    be.cross_entropy_probs(q.data(), kLabels.data(), kLabels.size(), kCols, 1.0f, nullptr, stats.data());
+    be.cross_entropy_probs(p.data(), kLabels.data(), kLabels.size(), kCols, 1.0f, nullptr, stats.data(), 0.0f);
+    be.cross_entropy_probs(q.data(), kLabels.data(), kLabels.size(), kCols, 1.0f, nullptr, stats.data(), 0.0f);
     REQUIRE(stats[0] ==
             Approx(total_loss(clipped_ce, p, kLabels, kCols) + total_loss(clipped_ce, q, kLabels, kCols)).epsilon(1e-5));
     REQUIRE(stats[1] == reference_correct(p, kLabels, kCols) + reference_correct(q, kLabels, kCols));
@@ -216,11 +305,16 @@ TEST_CASE("a label outside [0, classes) makes the loss NaN on every loss, and is
     for (const int32_t bad : {-1, cols, 1 << 30}) {
         INFO("label " << bad);
         const std::vector<int32_t> labels{1, bad};
-        using Fn = void (CpuBackend::*)(const float*, const int32_t*, int, int, float, float*, float*);
-        for (const Fn fn : {&CpuBackend::softmax_cross_entropy, &CpuBackend::cross_entropy_probs,
-                            &CpuBackend::mean_squared_error}) {
+        using Fn = std::function<void(const float*, const int32_t*, float*, float*)>;
+        const std::vector<Fn> losses{
+            [&](const float* x, const int32_t* l, float* g, float* st) { be.softmax_cross_entropy(x, l, 2, cols, 0.5f, g, st, 0.0f); },
+            [&](const float* x, const int32_t* l, float* g, float* st) { be.softmax_cross_entropy(x, l, 2, cols, 0.5f, g, st, 0.1f); },
+            [&](const float* x, const int32_t* l, float* g, float* st) { be.cross_entropy_probs(x, l, 2, cols, 0.5f, g, st, 0.0f); },
+            [&](const float* x, const int32_t* l, float* g, float* st) { be.cross_entropy_probs(x, l, 2, cols, 0.5f, g, st, 0.1f); },
+            [&](const float* x, const int32_t* l, float* g, float* st) { be.mean_squared_error(x, l, 2, cols, 0.5f, g, st); }};
+        for (const Fn& fn : losses) {
             std::vector<float> grad(p.size(), -7.0f), stats{0.0f, 0.0f};
-            (be.*fn)(p.data(), labels.data(), 2, cols, 0.5f, grad.data(), stats.data());
+            fn(p.data(), labels.data(), grad.data(), stats.data());
             REQUIRE(std::isnan(stats[0]));
             REQUIRE(stats[1] == 1.0f);  // row 0's argmax is its label; row 1 counts as wrong
             for (float g : grad) REQUIRE(std::isfinite(g));  // every entry written, none from the bad label

@@ -89,7 +89,7 @@ TEST_CASE("Blocks nest, and an instance may name its input") {
 TEST_CASE("Block errors name the place, the block and what it takes") {
     CHECK(error_of(with_model("    - {block: res, units: 4, unit: 3}\n")) ==
           "cfg.yaml:11:36: model.layers[0].unit: unknown parameter for block 'res' (did you mean 'units'?); it "
-          "takes: units, act, repeat, name, inputs");
+          "takes: units, act, repeat, name, inputs, trainable");
     CHECK(error_of(with_model("    - {block: res}\n")) ==
           "cfg.yaml:11:15: model.layers[0].block: block 'res' needs parameter 'units'; e.g. {block: res, units: ...}");
     CHECK(error_of(with_model("    - {block: rse, units: 2}\n")) ==
@@ -152,7 +152,7 @@ TEST_CASE("repeat takes an outer block's parameter; instance keys are no paramet
           "cfg.yaml:10:45: blocks.stage.layers[0].repeat: expected a positive integer, got 'none' (from $n)");
     const std::string reserved = "blocks:\n  x:\n    params: {name: a}\n    layers: [{type: relu, name: $name}]\n";
     CHECK(error_of(with_model("    - {block: x}\n", reserved)) ==
-          "cfg.yaml:3:20: blocks.x.params.name: 'name' is a key of every block instance (block, repeat, name, inputs), "
+          "cfg.yaml:3:20: blocks.x.params.name: 'name' is a key of every block instance (block, repeat, name, inputs, trainable), "
           "so an instance could not set a parameter of that name; call it something else");
 }
 

@@ -84,7 +84,7 @@ TEST_CASE("unknown keys at every level, with did-you-mean or the known keys") {
     REQUIRE(error_of(kMinimal + "loss: {name: mean_squared_error, from_logit: false}\n") ==
             "cfg.yaml:3:34: loss.from_logit: unknown key (did you mean 'from_logits'?)");
     REQUIRE(error_of("model: {input_shape: [2], layers: [{type: dense}], extra: 1}\ndata: {dataset: x}\n") ==
-            "cfg.yaml:1:52: model.extra: unknown key; known keys: input_shape, layers");
+            "cfg.yaml:1:52: model.extra: unknown key; known keys: input_shape, layers, init_from, init_map, init_skip");
     REQUIRE(error_of(kModel + "data: {dataset: synthetic, synthetic: {sample: 5}}\n") ==
             "cfg.yaml:2:40: data.synthetic.sample: unknown key (did you mean 'samples'?)");
     REQUIRE(error_of(kMinimal + "checkpoint: {keep: 2}\n") ==
@@ -185,7 +185,7 @@ TEST_CASE("unknown names list the known ones, with did-you-mean") {
             "categorical_crossentropy, mean_squared_error, mean_absolute_error, huber");
     REQUIRE(error_of(kMinimal + "optimizer: {schedule: {type: cosin}}\n") ==
             "cfg.yaml:3:30: optimizer.schedule.type: unknown schedule 'cosin' (did you mean 'cosine'?); "
-            "known schedules: constant, step_decay, exponential_decay, cosine");
+            "known schedules: constant, step_decay, exponential_decay, cosine, linear, one_cycle");
     REQUIRE(error_of(kMinimal + "strategy: {type: mirror}\n") ==
             "cfg.yaml:3:18: strategy.type: unknown strategy 'mirror' (did you mean 'mirrored'?); "
             "known strategies: one_device, mirrored, multi_worker_mirrored");

@@ -51,11 +51,12 @@ TEST_CASE("an unknown key path is an unknown key, placed at the override") {
             "--set optimzer.type=sgd: optimzer: unknown key (did you mean 'optimizer'?)");
     REQUIRE(error_of(kMinimal, {"optimizer.schedule.kind=cosine"}) ==
             "--set optimizer.schedule.kind=cosine: optimizer.schedule.kind: unknown key; known keys: type, "
-            "decay_rate, decay_epochs, decay_steps, staircase, min_lr, warmup_epochs, warmup_steps");
+            "decay_rate, decay_epochs, decay_steps, staircase, min_lr, warmup_epochs, warmup_steps, max_lr, pct_start, "
+            "div_factor, final_div_factor");
     REQUIRE(error_of(kMinimal, {"training={epochs: 2, steps: 8}"}) ==
             "--set training={epochs: 2, steps: 8}: training.steps: unknown key; known keys: epochs, batch_size, "
             "shuffle, seed, on_nan, precision, cuda_graphs, fused_kernels, cast_gemm_inputs, gemm_epilogues, "
-            "deterministic, steps_per_epoch, clip_norm");
+            "deterministic, steps_per_epoch, clip_norm, accumulate_steps, ema");
 }
 
 TEST_CASE("an override key in the wrong section names the right one") {

@@ -37,7 +37,7 @@ TEST_CASE("schedule keys of another schedule are errors") {
             "cfg.yaml:3:51: optimizer.schedule.decay_steps: only used by exponential_decay, not cosine schedule; "
             "remove it or change optimizer.schedule.type");
     REQUIRE(error_of(kMinimal + "optimizer: {schedule: {type: step_decay, min_lr: 0.0001}}\n") ==
-            "cfg.yaml:3:50: optimizer.schedule.min_lr: only used by cosine, not step_decay schedule; "
+            "cfg.yaml:3:50: optimizer.schedule.min_lr: only used by cosine, linear and one_cycle, not step_decay schedule; "
             "remove it or change optimizer.schedule.type");
     REQUIRE(error_of(kMinimal + "optimizer: {learning_rate: 0.01, schedule: {type: cosine, min_lr: 0.01}}\n") ==
             "cfg.yaml:3:67: optimizer.schedule.min_lr: must be below optimizer.learning_rate (0.01), got 0.01");

@@ -138,3 +138,96 @@ TEST_CASE("A step without rows joins the same collectives as a step with rows, w
     REQUIRE(without_rows.counts == with_rows.counts);
     for (size_t i = 0; i < model.param_count(); ++i) REQUIRE(model.grad_data()[i] == 0.0f);
 }
+
+// ---- trainable: false ----
+
+namespace {
+
+const nn::ParamView* find_view(const std::vector<nn::ParamView>& views, const std::string& name) {
+    for (const auto& v : views)
+        if (v.name == name) return &v;
+    return nullptr;
+}
+
+std::vector<float> values(const float* base, const nn::ParamView& v) {
+    return std::vector<float>(base + v.offset, base + v.offset + v.count);
+}
+
+}  // namespace
+
+TEST_CASE("A frozen layer's weights move to the state, after the moving statistics, with their initial values") {
+    CpuBackend be;
+    config::ModelConfig plain = small_cnn(), frozen = small_cnn();
+    frozen.layers[0].params["trainable"] = "false";  // conv2d
+    frozen.layers[1].params["trainable"] = "false";  // batch_norm (in front: runs in inference mode)
+    nn::Model a(plain, sparse_ce(), be, 4, 3), b(frozen, sparse_ce(), be, 4, 3);
+    std::vector<std::string> names;
+    for (const auto& v : b.params()) names.push_back(v.name);
+    REQUIRE(names == std::vector<std::string>{"conv2d_1/kernel", "conv2d_1/bias", "dense/kernel", "dense/bias"});
+    REQUIRE(b.param_count() == 72 + 3 + 9 + 3);
+    names.clear();
+    for (const auto& v : b.state()) names.push_back(v.name);
+    REQUIRE(names == std::vector<std::string>{"conv2d/kernel", "conv2d/bias", "batch_norm/gamma", "batch_norm/beta",
+                                              "batch_norm/moving_mean", "batch_norm/moving_variance"});
+    // Nothing left that training changes: the frozen batch norm keeps its statistics.
+    REQUIRE(b.averaged_state_count() == 0);
+    REQUIRE(a.averaged_state_count() == 8);
+    REQUIRE(b.frozen(0));
+    REQUIRE(!b.frozen(3));
+    // Freezing draws no other initial values: every tensor as in the plain model.
+    for (const auto& v : a.params()) {
+        const nn::ParamView* in_b = find_view(b.params(), v.name);
+        const float* base_b = b.param_data();
+        if (!in_b) {
+            in_b = find_view(b.state(), v.name);
+            base_b = b.state_data();
+        }
+        REQUIRE(in_b);
+        INFO(v.name);
+        REQUIRE(values(a.param_data(), v) == values(base_b, *in_b));
+    }
+    const std::string summary = b.summary({"conv2d"});
+    const size_t line = summary.find("conv2d (conv2d)");
+    REQUIRE(line != std::string::npos);
+    const std::string first_row = summary.substr(line, summary.find('\n', line) - line);
+    INFO(first_row);
+    REQUIRE(first_row.find(" frozen +") != std::string::npos);
+    REQUIRE(summary.find("Trainable params: 87") != std::string::npos);
+}
+
+TEST_CASE("A frozen layer's weights stay put through a training step; the trainable ones move") {
+    CpuBackend be;
+    config::ModelConfig mc;
+    mc.input_shape = {6};
+    mc.layers = {layer("dense", {{"units", "5"}, {"activation", "tanh"}}),
+                 layer("dense", {{"units", "4"}, {"activation", "tanh"}, {"trainable", "false"}}),
+                 layer("dense", {{"units", "3"}, {"activation", "softmax"}})};
+    nn::Model m(mc, sparse_ce(), be, 4, 11);
+    REQUIRE(m.param_count() == 6 * 5 + 5 + 3 * 4 + 3);
+    std::vector<float> x(4 * 6);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.7f * static_cast<float>(i));
+    const std::vector<int32_t> labels{0, 2, 1, 2};
+    std::vector<float> stats(2, 0.0f);
+    const std::vector<float> state_before(m.state_data(), m.state_data() + m.state_count());
+    nn::RunContext ctx{be, true};
+    m.forward_backward(ctx, x.data(), labels.data(), 4, 0.25f, stats.data());
+    // The first layer's gradient flows back through the frozen one: not zero.
+    double first = 0.0;
+    for (size_t i = 0; i < 30; ++i) first += std::fabs(m.grad_data()[i]);
+    REQUIRE(first > 0.0);
+    REQUIRE(std::vector<float>(m.state_data(), m.state_data() + m.state_count()) == state_before);
+}
+
+TEST_CASE("trainable: false errors: no weights to freeze; a frozen batch norm after a trainable layer") {
+    CpuBackend be;
+    config::ModelConfig mc = small_cnn();
+    mc.layers[2].params["trainable"] = "false";  // max_pool2d
+    REQUIRE_THROWS_WITH(nn::Model(mc, sparse_ce(), be, 4, 3),
+                        Catch::Contains("trainable: unknown parameter for max_pool2d"));
+    mc = small_cnn();
+    mc.layers[1].params["trainable"] = "false";  // batch_norm after the trainable conv2d
+    REQUIRE_THROWS_WITH(nn::Model(mc, sparse_ce(), be, 4, 3),
+                        Catch::Contains("a frozen batch_norm runs in inference mode"));
+    mc.layers[1].params["trainable"] = "maybe";
+    REQUIRE_THROWS_WITH(nn::Model(mc, sparse_ce(), be, 4, 3), Catch::Contains("trainable"));
+}

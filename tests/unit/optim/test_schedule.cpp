@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "optim/schedule.hpp"
 
@@ -253,4 +255,56 @@ TEST_CASE("schedules of absurd lengths do not overflow") {
     const Schedule long_run(cosine, 100000, 1000000000000000000);
     CHECK(long_run.learning_rate(0) == Approx(0.1));
     CHECK(long_run.learning_rate(1000) <= 0.1);
+}
+
+TEST_CASE("one_cycle matches PyTorch's OneCycleLR (two phases, cosine), step by step") {
+    // Reference rates printed by PyTorch 1.13's torch.optim.lr_scheduler.OneCycleLR
+    // (cycle_momentum=False): max_lr 0.01, total_steps 100, pct_start 0.3,
+    // div_factor 25, final_div_factor 1e4 (its defaults but max_lr and steps).
+    OptimizerConfig cfg = with_schedule(ScheduleType::one_cycle, 0.01);
+    const Schedule s(cfg, 10, 10);
+    const std::vector<std::pair<int64_t, double>> torch_rates{
+        {0, 0.0003999999999999993}, {1, 0.00042813780565907275}, {15, 0.005459866761210004},
+        {28, 0.009971862194340927}, {29, 0.01},                  {30, 0.009994965352845242},
+        {50, 0.00793893450575732},  {98, 5.07464715475788e-06},  {99, 4e-08}};
+    for (const auto& [step, rate] : torch_rates) {
+        INFO("step " << step);
+        REQUIRE(s.learning_rate(step) == Approx(rate).epsilon(1e-9));
+    }
+    // max_lr given apart from learning_rate, a fractional end of the first phase
+    // (pct_start 0.25 of 37 steps): OneCycleLR(max_lr=0.02, total_steps=37,
+    // pct_start=0.25, div_factor=10, final_div_factor=100).
+    cfg = with_schedule(ScheduleType::one_cycle, 0.5);
+    cfg.schedule.max_lr = 0.02;
+    cfg.schedule.pct_start = 0.25;
+    cfg.schedule.div_factor = 10;
+    cfg.schedule.final_div_factor = 100;
+    const Schedule t(cfg, 37, 1);
+    const std::vector<std::pair<int64_t, double>> torch_rates2{{0, 0.0019999999999999983}, {5, 0.013943611669856793},
+                                                               {8, 0.019959247303157762},  {9, 0.01996401091053984},
+                                                               {20, 0.012390203328317417}, {36, 2e-05}};
+    for (const auto& [step, rate] : torch_rates2) {
+        INFO("step " << step);
+        REQUIRE(t.learning_rate(step) == Approx(rate).epsilon(1e-9));
+    }
+    // min_lr, when given, is the floor instead of max_lr / div_factor / final_div_factor.
+    cfg.schedule.min_lr = 0.001;
+    cfg.schedule.min_lr_given = true;
+    const Schedule u(cfg, 37, 1);
+    REQUIRE(u.learning_rate(36) == Approx(0.001).epsilon(1e-12));
+    REQUIRE(u.learning_rate(0) == Approx(0.002).epsilon(1e-12));
+}
+
+TEST_CASE("linear decays from the base rate to min_lr over training, after warmup") {
+    OptimizerConfig cfg = with_schedule(ScheduleType::linear, 0.1);
+    cfg.schedule.min_lr = 0.02;
+    const Schedule s(cfg, 10, 5);  // 50 steps
+    REQUIRE(s.learning_rate(0) == Approx(0.1));
+    REQUIRE(s.learning_rate(25) == Approx(0.1 + (0.02 - 0.1) * 0.5));
+    REQUIRE(s.learning_rate(50) == Approx(0.02));
+    cfg.schedule.warmup_epochs = 1;  // 10 warmup steps, then 40 of decay
+    const Schedule w(cfg, 10, 5);
+    REQUIRE(w.learning_rate(4) == Approx(0.1 * 5 / 10));
+    REQUIRE(w.learning_rate(10) == Approx(0.1));
+    REQUIRE(w.learning_rate(30) == Approx(0.1 + (0.02 - 0.1) * 0.5));
 }

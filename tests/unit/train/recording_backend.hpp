@@ -262,12 +262,12 @@ public:
         GPUTRAIN_RECORDED(loss_scale_update(state, guard, sticky));
     }
     void softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols, float scale,
-                               float* grad, float* stats) override {
-        GPUTRAIN_RECORDED(softmax_cross_entropy(logits, labels, rows, cols, scale, grad, stats));
+                               float* grad, float* stats, float smoothing) override {
+        GPUTRAIN_RECORDED(softmax_cross_entropy(logits, labels, rows, cols, scale, grad, stats, smoothing));
     }
     void cross_entropy_probs(const float* probs, const int32_t* labels, int rows, int cols, float scale, float* grad,
-                             float* stats) override {
-        GPUTRAIN_RECORDED(cross_entropy_probs(probs, labels, rows, cols, scale, grad, stats));
+                             float* stats, float smoothing) override {
+        GPUTRAIN_RECORDED(cross_entropy_probs(probs, labels, rows, cols, scale, grad, stats, smoothing));
     }
     void mean_squared_error(const float* y, const int32_t* labels, int rows, int cols, float scale, float* grad,
                             float* stats) override {
