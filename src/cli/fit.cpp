@@ -6,9 +6,9 @@
 #include <set>
 #include <filesystem>
 
-#include <yaml-cpp/yaml.h>
 
 #include "cli/commands.hpp"
+#include "config/config_diff.hpp"
 #include "config/config_source.hpp"
 #include "cli/flag_checks.hpp"
 #include "cli/run_dir_lock.hpp"
@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "data/dataset.hpp"
 #include "device/devices.hpp"
+#include "nn/resolve_layers.hpp"
 #include "train/checkpointer.hpp"
 #include "train/init_from.hpp"
 #include "train/interrupt.hpp"
@@ -59,15 +60,15 @@ std::string resume_command(const FitArgs& args) {
     return cmd + " --resume";
 }
 
-// --resume PATH with another run's checkpoint (outside this run's checkpoint
-// folder, trained with another run_dir): resuming would continue that run's
-// epochs and schedule under this config. Starting a new run from its weights
-// is model.init_from's job: said so, before anything loads.
+// --resume PATH with another run's checkpoint: one trained in another run
+// dir, for another model or on other data. Resuming would continue that run's
+// epochs and schedule under this config (and say "Nothing to do" when they are
+// done); starting a new run from its weights is model.init_from's job: said so,
+// before anything loads. Continuing the same run in a new folder (another
+// --run-dir, a changed learning rate or epoch count) stays a resume.
 void refuse_other_runs_checkpoint(const config::RunConfig& cfg, const std::string& path) {
     std::error_code ec;
-    const fs::path folder = fs::weakly_canonical(cfg.checkpoint.dir, ec);
-    const fs::path file = fs::weakly_canonical(path, ec);
-    if (!ec && file.parent_path() == folder) return;
+    if (fs::weakly_canonical(path, ec).parent_path() == fs::weakly_canonical(cfg.checkpoint.dir, ec)) return;
     std::string stored;
     try {
         stored = train::checkpoint_config(path);
@@ -75,19 +76,17 @@ void refuse_other_runs_checkpoint(const config::RunConfig& cfg, const std::strin
         return;  // restore() says what is wrong with the file
     }
     if (stored.empty()) return;
-    std::string other_run_dir;
-    try {
-        const YAML::Node node = YAML::Load(stored);
-        if (node["run_dir"] && node["run_dir"].IsScalar()) other_run_dir = node["run_dir"].Scalar();
-    } catch (const std::exception&) {
-        return;
-    }
-    if (other_run_dir.empty() || fs::weakly_canonical(other_run_dir, ec) == fs::weakly_canonical(cfg.run_dir, ec))
-        return;
-    throw ConfigError("--resume " + path + ": that checkpoint is another run's (trained in " + other_run_dir +
-                      ", this run's run_dir is " + cfg.run_dir + "), and --resume continues a run where it "
-                      "stopped; to start this run from its weights, drop --resume and set model.init_from: " + path +
-                      " (or --set model.init_from=" + path + ")");
+    const config::ConfigChanges diff = config::changed_keys(stored, cfg.resolved_yaml, nn::resolved_again);
+    if (!diff.readable) return;
+    config::ConfigChanges other;
+    for (const std::string& c : diff.changes)
+        if (c.rfind("model.", 0) == 0 || c.rfind("data.dataset", 0) == 0 || c.rfind("data.path", 0) == 0 ||
+            c.rfind("data.format", 0) == 0)
+            other.changes.push_back(c);
+    if (other.changes.empty()) return;
+    throw ConfigError("--resume " + path + ": that checkpoint is another run's (" + other.text(3) +
+                      "), and --resume continues a run where it stopped; to start this run from its weights, drop "
+                      "--resume and set model.init_from: " + path + " (or --set model.init_from=" + path + ")");
 }
 
 // One worker's training (the only one without an MPI launcher). Only the

@@ -104,6 +104,7 @@ int main_entry(int argc, char** argv) {
     const Action summary = add_summary_command(app);
     const Action data = add_data_command(app);
     const Action bench = add_bench_command(app);
+    const Action lr_find = add_lr_find_command(app);
     const Action devices = add_devices_command(app);
 
     try {
@@ -140,6 +141,7 @@ int main_entry(int argc, char** argv) {
         if (app.got_subcommand("summary")) return summary();
         if (app.got_subcommand("data")) return data();
         if (app.got_subcommand("bench")) return bench();
+        if (app.got_subcommand("lr-find")) return lr_find();
         return devices();
     } catch (const Error& e) {
         std::fflush(stdout);

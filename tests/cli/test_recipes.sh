@@ -17,6 +17,8 @@
 #   score it; 1 and 3 replicas agree and a resume is exact;
 # - optimizer.schedule one_cycle and linear: the rates (unit tests hold
 #   PyTorch's OneCycleLR numbers), here their keys' errors;
+# - gputrain lr-find: exponentially rising rates, fastai's smoothed loss (both
+#   recomputed from the CSV), a suggestion, a stop on divergence, no checkpoint;
 # - loss.label_smoothing: evaluate's loss is affine in the smoothing (the
 #   formula (1 - e) CE + e * mean -log p, checked at e = 0, 0.2 and 0.6);
 # - each bad input is a one-line error naming the key and the file.
@@ -80,7 +82,7 @@ run_expect 0 fit "$TMP/ft.yaml" --run-dir "$TMP/ft1" --device cpu --quiet --resu
 safetensors identical "$TMP/ft1/last.safetensors" "$TMP/ft/last.safetensors"
 
 step "--resume with another run's checkpoint points to init_from"
-expect_one_line_error 2 "--resume $ckpt: that checkpoint is another run's (trained in $TMP/base, this run's run_dir is $TMP/ft2), and --resume continues a run where it stopped; to start this run from its weights, drop --resume and set model.init_from: $ckpt (or --set model.init_from=$ckpt)" \
+expect_one_line_error 2 "--resume $ckpt: that checkpoint is another run's (model.layers[1].trainable: (none) -> false; model.layers[2].name: dense_1 -> head; model.init_from: (none) -> $ckpt; and 1 more), and --resume continues a run where it stopped; to start this run from its weights, drop --resume and set model.init_from: $ckpt (or --set model.init_from=$ckpt)" \
     fit "$TMP/ft.yaml" --run-dir "$TMP/ft2" --device cpu --resume "$ckpt"
 
 step "init_map: a file written by Python's safetensors from NumPy arrays, under other names"
@@ -246,5 +248,36 @@ expect_one_line_error 2 "optimizer.schedule.warmup_epochs: one_cycle warms up it
     fit "$base" --run-dir "$TMP/bad" --set "optimizer.schedule={type: one_cycle, warmup_epochs: 1}"
 expect_one_line_error 2 "optimizer.schedule.max_lr: is one_cycle's key, and the schedule is cosine; use it with type: one_cycle, or remove it" \
     fit "$base" --run-dir "$TMP/bad" --set "optimizer.schedule={type: cosine, max_lr: 0.1}"
+
+step "lr-find: rates rising exponentially, fastai's smoothed loss, a suggestion, no checkpoint"
+run_expect 0 lr-find "$base" --run-dir "$TMP/lrf" --device cpu --steps 30 --start 1e-5 --end 1
+cat "$TMP/out"
+expect_in "$TMP/out" "suggested optimizer.learning_rate: "
+python3 - "$TMP/lrf/lr_find.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+if len(rows) != 30:
+    sys.exit(f"FAIL: {len(rows)} steps, expected 30 (no divergence up to 1)")
+avg = 0.0
+for i, r in enumerate(rows):
+    want = 1e-5 * 1e5 ** (i / 29)
+    if abs(float(r["learning_rate"]) / want - 1) > 1e-5:
+        sys.exit(f"FAIL: step {i + 1}: rate {r['learning_rate']}, expected {want:.6g}")
+    avg = 0.98 * avg + 0.02 * float(r["loss"])
+    smooth = avg / (1 - 0.98 ** (i + 1))
+    if abs(smooth - float(r["smoothed_loss"])) > 1e-5 * abs(smooth):
+        sys.exit(f"FAIL: step {i + 1}: smoothed {r['smoothed_loss']}, expected {smooth:.6g}")
+PY
+[ ! -e "$TMP/lrf/last.safetensors" ] || fail "lr-find wrote a checkpoint"
+run_expect 0 lr-find "$base" --out "$TMP/diverge.csv" --device cpu --steps 60 --start 1e-3 --end 1e6
+expect_in "$TMP/out" "(stopped: "
+if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
+    scripts/plot -o "$TMP/lrf.png" "$TMP/lrf/lr_find.csv" >/dev/null
+    head -c 8 "$TMP/lrf.png" | od -An -tx1 | grep -q "89 50 4e 47 0d 0a 1a 0a" || fail "scripts/plot drew no PNG of lr_find.csv"
+fi
+expect_one_line_error 2 "--start 0 and --end 10: give 0 < start < end, e.g. --start 1e-7 --end 10" \
+    lr-find "$base" --start 0
+expect_one_line_error 2 "--out $TMP/nowhere/lr.csv: the folder '$TMP/nowhere' does not exist; create it or give another path" \
+    lr-find "$base" --out "$TMP/nowhere/lr.csv"
 
 echo "PASS"

@@ -43,8 +43,13 @@ expect_in "$TMP/err" "warning: $TMP/straight/last.safetensors was written with a
 if grep -q "Resuming from" "$TMP/out"; then fail "--quiet printed: $(cat "$TMP/out")"; fi
 
 step "a --resume that fails into a new run dir leaves no folder behind"
-run_expect 1 fit "$cfg" --run-dir "$TMP/never-made" --resume "$TMP/straight/last.safetensors" --set "model.layers[1].units=9"
+run_expect 1 fit "$cfg" --run-dir "$TMP/never-made" --resume "$TMP/straight/last.safetensors" --set optimizer.type=rmsprop
+expect_in "$TMP/err" "holds no such optimizer state"
 [ ! -e "$TMP/never-made" ] || fail "a failed resume left $TMP/never-made: $(ls -A "$TMP/never-made")"
+# Another model: not a resume of that run; the error points to model.init_from, before anything is made.
+run_expect 2 fit "$cfg" --run-dir "$TMP/never-made" --resume "$TMP/straight/last.safetensors" --set "model.layers[1].units=9"
+expect_in "$TMP/err" "that checkpoint is another run's (model.layers[1].units: 16 -> 9)"
+[ ! -e "$TMP/never-made" ] || fail "a refused resume left $TMP/never-made: $(ls -A "$TMP/never-made")"
 
 step "--resume with nothing to resume from -> 2"
 run_expect 2 fit "$cfg" --run-dir "$TMP/empty-run" --resume
