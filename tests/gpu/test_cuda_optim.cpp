@@ -118,3 +118,31 @@ TEST_CASE("the rmsprop op (plain, momentum, centered; a skipped step) matches th
         require_close(run(gpu), run(cpu), 1e-5, 1e-7);
     }
 }
+
+TEST_CASE("training.ema's EmaUpdate: 10 steps toward moving weights match the CPU; decay 0 copies; skip holds") {
+    const size_t n = 10007;
+    const auto run = [&](Backend& be) {
+        Buffers buf(be);
+        float* average = buf.upload(random_vector(n, 41));
+        const float* decay = buf.upload(std::vector<float>{0.99f});
+        const int32_t* go = buf.upload(std::vector<int32_t>{0});
+        for (int step = 0; step < kSteps; ++step) {
+            const float* w = buf.upload(random_vector(n, 50 + static_cast<uint32_t>(step)));
+            run_op(be, ops::EmaUpdate{average, w, n, decay, go});
+        }
+        auto out = buf.download(average, n);
+        const int32_t* stop = buf.upload(std::vector<int32_t>{1});
+        const float* w = buf.upload(random_vector(n, 99));
+        run_op(be, ops::EmaUpdate{average, w, n, decay, stop});  // skipped: unchanged
+        const auto held = buf.download(average, n);
+        const float* zero = buf.upload(std::vector<float>{0.0f});
+        run_op(be, ops::EmaUpdate{average, w, n, zero, nullptr});  // decay 0: the weights
+        const auto copied = buf.download(average, n);
+        REQUIRE(held == out);
+        REQUIRE(copied == random_vector(n, 99));
+        return out;
+    };
+    CpuBackend cpu;
+    CudaBackend gpu(0);
+    require_close(run(gpu), run(cpu), 1e-6, 1e-7);
+}
