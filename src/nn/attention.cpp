@@ -185,7 +185,7 @@ void CausalSelfAttention::backward(const RunContext& ctx, const float* x, const 
 
 // causal_self_attention: heads, use_bias, length.
 void add_attention_layer(LayerRegistry& registry) {
-    registry.add("causal_self_attention", {"heads", "use_bias", "length", "trainable"},
+    registry.add("causal_self_attention", {"heads", "use_bias", "length", "trainable", "lr_multiplier"},
                  [](LayerArgs& args) -> std::unique_ptr<Layer> {
                      const int64_t heads = args.positive_int("heads");
                      const bool use_bias = args.flag("use_bias", true);

@@ -119,7 +119,7 @@ void BatchNorm::backward_without_rows(const RunContext& ctx) {
 
 // batch_norm: Keras' momentum, epsilon, center, scale; sync across replicas.
 void add_batch_norm_layer(LayerRegistry& registry) {
-    registry.add("batch_norm", {"momentum", "epsilon", "center", "scale", "sync", "trainable"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
+    registry.add("batch_norm", {"momentum", "epsilon", "center", "scale", "sync", "trainable", "lr_multiplier"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
         BatchNormSettings s;
         s.momentum = args.number("momentum", s.momentum, 0.0, 1.0);
         if (static_cast<float>(s.momentum) >= 1.0f)  // the moving statistics are updated in fp32

@@ -125,7 +125,7 @@ void Conv2d::backward(const RunContext& ctx, const float* x, const float* y, con
 
 // conv2d: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation.
 void add_conv2d_layer(LayerRegistry& registry) {
-    registry.add("conv2d", {"filters", "kernel_size", "strides", "padding", "dilation_rate", "use_bias", "activation", "trainable"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
+    registry.add("conv2d", {"filters", "kernel_size", "strides", "padding", "dilation_rate", "use_bias", "activation", "trainable", "lr_multiplier"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
         Conv2dSettings s;
         s.filters = args.positive_int("filters");
         s.kernel = args.int_pair("kernel_size", std::nullopt);

@@ -151,7 +151,7 @@ void Dense::backward(const RunContext& ctx, const float* x, const float* y, cons
 
 // dense: units, activation, use_bias.
 void add_dense_layer(LayerRegistry& registry) {
-    registry.add("dense", {"units", "activation", "use_bias", "trainable"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
+    registry.add("dense", {"units", "activation", "use_bias", "trainable", "lr_multiplier"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
         const int64_t units = args.positive_int("units");
         const Activation act = args.activation("activation", Activation::linear);
         const bool use_bias = args.flag("use_bias", true);

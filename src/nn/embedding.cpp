@@ -85,13 +85,13 @@ void PositionalEmbedding::backward(const RunContext& ctx, const float*, const fl
 // embedding: input_dim (the vocabulary), output_dim.
 // positional_embedding: length (default: the input's positions).
 void add_embedding_layers(LayerRegistry& registry) {
-    registry.add("embedding", {"input_dim", "output_dim", "trainable"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
+    registry.add("embedding", {"input_dim", "output_dim", "trainable", "lr_multiplier"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
         const int64_t vocab = args.positive_int("input_dim");
         const int64_t dim = args.positive_int("output_dim");
         args.finish();
         return std::make_unique<Embedding>(vocab, dim);
     });
-    registry.add("positional_embedding", {"length", "trainable"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
+    registry.add("positional_embedding", {"length", "trainable", "lr_multiplier"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
         const int64_t length = args.has("length") ? args.positive_int("length") : 0;
         args.finish();
         return std::make_unique<PositionalEmbedding>(length);

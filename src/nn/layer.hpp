@@ -74,6 +74,9 @@ public:
     // weights with the state (no gradient all-reduced, no optimizer update).
     bool frozen() const { return frozen_; }
     void set_frozen(bool frozen) { frozen_ = frozen; }
+    // `lr_multiplier`: the factor on the learning rate for this layer's weights.
+    double lr_multiplier() const { return lr_multiplier_; }
+    void set_lr_multiplier(double m) { lr_multiplier_ = m; }
     // Whether a frozen layer of this kind runs forward in inference mode
     // during training (batch norm, as Keras does).
     virtual bool frozen_runs_inference() const { return false; }
@@ -195,6 +198,7 @@ protected:
     std::string name_;
     int index_ = 0;
     bool frozen_ = false;
+    double lr_multiplier_ = 1.0;
     std::vector<std::string> input_names_;
 };
 

@@ -82,7 +82,7 @@ double read_epsilon(LayerArgs& args, double fallback, const std::string& example
 // layer_norm: Keras' LayerNormalization keys (epsilon, center, scale) with
 // PyTorch's epsilon; rms_norm: Keras' RMSNormalization (epsilon).
 void add_layer_norm_layers(LayerRegistry& registry) {
-    registry.add("layer_norm", {"epsilon", "center", "scale", "trainable"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
+    registry.add("layer_norm", {"epsilon", "center", "scale", "trainable", "lr_multiplier"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
         LayerNormSettings s;
         s.epsilon = read_epsilon(args, 1e-5, "1e-5");
         s.center = args.flag("center", true);
@@ -90,7 +90,7 @@ void add_layer_norm_layers(LayerRegistry& registry) {
         args.finish();
         return std::make_unique<LayerNorm>(s);
     });
-    registry.add("rms_norm", {"epsilon", "trainable"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
+    registry.add("rms_norm", {"epsilon", "trainable", "lr_multiplier"}, [](LayerArgs& args) -> std::unique_ptr<Layer> {
         LayerNormSettings s;
         s.rms = true;
         s.center = false;

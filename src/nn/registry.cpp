@@ -27,8 +27,17 @@ std::unique_ptr<Layer> LayerRegistry::create(const config::LayerSpec& spec, int 
     const auto& keys = it->second.keys;
     const bool takes_trainable = std::find(keys.begin(), keys.end(), "trainable") != keys.end();
     const bool trainable = !takes_trainable || !args.has("trainable") || args.flag("trainable", true);
+    // lr_multiplier (per-layer learning rates, as a PyTorch parameter group's
+    // lr): read the same way, only when given.
+    double lr_multiplier = 1.0;
+    if (takes_trainable && args.has("lr_multiplier")) {
+        lr_multiplier = args.number("lr_multiplier", 1.0, 0.0, 1e9);
+        if (!(lr_multiplier > 0.0))
+            args.fail("lr_multiplier", "must be above 0 (the factor on the learning rate, e.g. lr_multiplier: 64)");
+    }
     std::unique_ptr<Layer> layer = it->second.factory(args);
     layer->set_frozen(!trainable);
+    layer->set_lr_multiplier(lr_multiplier);
     if (resolved) *resolved = args.resolved();
     return layer;
 }

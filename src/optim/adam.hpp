@@ -14,7 +14,6 @@ public:
     void prepare(double learning_rate, int64_t step) override;
     void apply(float* params, const float* grads, const int32_t* skip) override;
     std::vector<StateSlot> state() override { return {{"adam_m", m_}, {"adam_v", v_}}; }
-    void set_decay_exempt(const std::vector<std::pair<size_t, size_t>>& ranges) override;
 
 private:
     Backend& backend_;
@@ -24,14 +23,8 @@ private:
     Buffer m_block_, v_block_, scalars_block_;
     float* m_;
     float* v_;
-    math::AdamParams* scalars_;  // backend memory: the prepared step's AdamParams, then the same without decay
-    // With optimizer.no_decay: the update in runs of parameters, each with
-    // decay or without ({offset, count, decays}); empty: one run of all.
-    struct Run {
-        size_t offset, count;
-        bool decays;
-    };
-    std::vector<Run> runs_;
+    math::AdamParams* scalars_;  // backend memory: the prepared step's AdamParams, one set per kind
+    void kinds_changed() override;
 };
 
 }  // namespace gputrain::optim

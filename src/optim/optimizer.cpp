@@ -1,11 +1,51 @@
 #include "optim/optimizer.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
 #include "optim/adam.hpp"
 #include "optim/rmsprop.hpp"
 #include "optim/sgd.hpp"
 
 namespace gputrain::optim {
+
+Optimizer::Optimizer(size_t param_count) : param_count_(param_count), runs_{{0, param_count, 0}} {}
+
+void Optimizer::set_decay_exempt(const std::vector<std::pair<size_t, size_t>>& ranges) {
+    exempt_ = ranges;
+    plan_runs();
+}
+
+void Optimizer::set_lr_multipliers(const std::vector<RangeScale>& ranges) {
+    scales_ = ranges;
+    plan_runs();
+}
+
+void Optimizer::plan_runs() {
+    const size_t n = param_count_;
+    std::vector<char> exempt(n, 0);
+    for (const auto& [offset, count] : exempt_) std::fill_n(exempt.begin() + static_cast<std::ptrdiff_t>(offset), count, 1);
+    std::vector<double> multiplier(n, 1.0);
+    for (const RangeScale& r : scales_)
+        std::fill_n(multiplier.begin() + static_cast<std::ptrdiff_t>(r.offset), r.count, r.lr_multiplier);
+    kinds_ = {{1.0, true}};
+    runs_.clear();
+    const auto kind_of = [&](size_t i) {
+        const Kind k{multiplier[i], exempt[i] == 0};
+        for (size_t j = 0; j < kinds_.size(); ++j)
+            if (kinds_[j].multiplier == k.multiplier && kinds_[j].decays == k.decays) return j;
+        kinds_.push_back(k);
+        return kinds_.size() - 1;
+    };
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && exempt[j] == exempt[i] && multiplier[j] == multiplier[i]) ++j;
+        runs_.push_back({i, j - i, kind_of(i)});
+        i = j;
+    }
+    if (runs_.empty()) runs_.push_back({0, 0, 0});
+    kinds_changed();
+}
 
 std::unique_ptr<Optimizer> make_optimizer(const config::OptimizerConfig& cfg, Backend& backend, size_t param_count) {
     switch (cfg.type) {

@@ -39,7 +39,39 @@ public:
     virtual std::vector<StateSlot> state() = 0;
     // optimizer.no_decay: the parameter ranges [offset, offset + count) that
     // take no weight decay (AdamW); the others decay as configured.
-    virtual void set_decay_exempt(const std::vector<std::pair<size_t, size_t>>& ranges) { (void)ranges; }
+    void set_decay_exempt(const std::vector<std::pair<size_t, size_t>>& ranges);
+    // A layer's lr_multiplier: its parameters' range trains at the learning
+    // rate times the multiplier (AdamW's decay too, as a PyTorch parameter
+    // group's lr scales both); the others at the rate.
+    struct RangeScale {
+        size_t offset, count;
+        double lr_multiplier;
+    };
+    void set_lr_multipliers(const std::vector<RangeScale>& ranges);
+
+protected:
+    // The parameters in runs that share a kind: (multiplier, whether AdamW's
+    // decay applies). Without no_decay and multipliers, one run of all, kind 0
+    // = {1, true}. An optimizer prepares one set of scalars per kind and runs
+    // its kernel once per run.
+    struct Kind {
+        double multiplier;
+        bool decays;
+    };
+    struct Run {
+        size_t offset, count, kind;
+    };
+    explicit Optimizer(size_t param_count);
+    size_t param_count_;
+    std::vector<Kind> kinds_{{1.0, true}};
+    std::vector<Run> runs_;
+    // Called after the runs change (before training): room for kinds_.size() scalar sets.
+    virtual void kinds_changed() {}
+
+private:
+    void plan_runs();
+    std::vector<std::pair<size_t, size_t>> exempt_;
+    std::vector<RangeScale> scales_;
 };
 
 // The optimizer of cfg.type.

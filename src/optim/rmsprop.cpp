@@ -1,13 +1,15 @@
 #include "optim/rmsprop.hpp"
 
 #include <cstring>
+#include <vector>
 
 #include "backend/ops/optimizers.hpp"
 
 namespace gputrain::optim {
 
 Rmsprop::Rmsprop(const config::OptimizerConfig& cfg, Backend& backend, size_t param_count)
-    : backend_(backend),
+    : Optimizer(param_count),
+      backend_(backend),
       n_(param_count),
       rho_(cfg.rho),
       momentum_(cfg.momentum),
@@ -31,19 +33,31 @@ Rmsprop::Rmsprop(const config::OptimizerConfig& cfg, Backend& backend, size_t pa
 }
 
 void Rmsprop::prepare(double learning_rate, int64_t) {
-    math::RmspropParams r;
-    std::memset(&r, 0, sizeof r);  // every uploaded byte defined
-    r.learning_rate = static_cast<float>(learning_rate);
-    r.rho = static_cast<float>(rho_);
-    r.momentum = static_cast<float>(momentum_);
-    r.epsilon = static_cast<float>(epsilon_);
-    r.decay = 0.0f;
-    r.centered = centered_ ? 1 : 0;
-    backend_.upload(scalars_, &r, sizeof r);
+    std::vector<math::RmspropParams> sets(kinds_.size());
+    for (size_t k = 0; k < kinds_.size(); ++k) {
+        math::RmspropParams& r = sets[k];
+        std::memset(&r, 0, sizeof r);  // every uploaded byte defined
+        r.learning_rate = static_cast<float>(learning_rate * kinds_[k].multiplier);
+        r.rho = static_cast<float>(rho_);
+        r.momentum = static_cast<float>(momentum_);
+        r.epsilon = static_cast<float>(epsilon_);
+        r.decay = 0.0f;
+        r.centered = centered_ ? 1 : 0;
+    }
+    backend_.upload(scalars_, sets.data(), sets.size() * sizeof(math::RmspropParams));
 }
 
 void Rmsprop::apply(float* params, const float* grads, const int32_t* skip) {
-    run_op(backend_, ops::RmspropStep{params, grads, v_, momentum_slot_, mean_grad_, n_, scalars_, skip});
+    for (const Run& r : runs_) {
+        const size_t o = r.offset;
+        run_op(backend_, ops::RmspropStep{params + o, grads + o, v_ + o, momentum_slot_ ? momentum_slot_ + o : nullptr,
+                                          mean_grad_ ? mean_grad_ + o : nullptr, r.count, scalars_ + r.kind, skip});
+    }
+}
+
+void Rmsprop::kinds_changed() {
+    scalars_block_ = Buffer(backend_, kinds_.size() * sizeof(math::RmspropParams));
+    scalars_ = scalars_block_.as<math::RmspropParams>();
 }
 
 std::vector<StateSlot> Rmsprop::state() {

@@ -25,6 +25,7 @@ private:
     float* momentum_slot_ = nullptr;    // only with momentum > 0
     float* mean_grad_ = nullptr;        // only when centered
     math::RmspropParams* scalars_;      // backend memory: the prepared step's scalars
+    void kinds_changed() override;
 };
 
 }  // namespace gputrain::optim

@@ -1,11 +1,13 @@
 #include "optim/sgd.hpp"
 
 #include <cstring>
+#include <vector>
 
 namespace gputrain::optim {
 
 Sgd::Sgd(const config::OptimizerConfig& cfg, Backend& backend, size_t param_count)
-    : backend_(backend),
+    : Optimizer(param_count),
+      backend_(backend),
       n_(param_count),
       momentum_(cfg.momentum),
       nesterov_(cfg.nesterov),
@@ -21,16 +23,26 @@ Sgd::Sgd(const config::OptimizerConfig& cfg, Backend& backend, size_t param_coun
 Sgd::~Sgd() = default;
 
 void Sgd::prepare(double learning_rate, int64_t) {
-    math::SgdParams s;
-    std::memset(&s, 0, sizeof s);  // the padding too: every uploaded byte is defined
-    s.learning_rate = static_cast<float>(learning_rate);
-    s.momentum = static_cast<float>(momentum_);
-    s.nesterov = nesterov_;
-    backend_.upload(scalars_, &s, sizeof s);
+    std::vector<math::SgdParams> sets(kinds_.size());
+    for (size_t k = 0; k < kinds_.size(); ++k) {
+        math::SgdParams& s = sets[k];
+        std::memset(&s, 0, sizeof s);  // the padding too: every uploaded byte is defined
+        s.learning_rate = static_cast<float>(learning_rate * kinds_[k].multiplier);
+        s.momentum = static_cast<float>(momentum_);
+        s.nesterov = nesterov_;
+    }
+    backend_.upload(scalars_, sets.data(), sets.size() * sizeof(math::SgdParams));
 }
 
 void Sgd::apply(float* params, const float* grads, const int32_t* skip) {
-    backend_.sgd_step_guarded(params, grads, velocity_, n_, scalars_, skip);
+    for (const Run& r : runs_)
+        backend_.sgd_step_guarded(params + r.offset, grads + r.offset, velocity_ ? velocity_ + r.offset : nullptr,
+                                  r.count, scalars_ + r.kind, skip);
+}
+
+void Sgd::kinds_changed() {
+    scalars_block_ = Buffer(backend_, kinds_.size() * sizeof(math::SgdParams));
+    scalars_ = scalars_block_.as<math::SgdParams>();
 }
 
 std::vector<StateSlot> Sgd::state() {

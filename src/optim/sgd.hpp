@@ -22,7 +22,8 @@ private:
     bool nesterov_;
     Buffer velocity_block_, scalars_block_;
     float* velocity_ = nullptr;  // only with momentum
-    math::SgdParams* scalars_;   // backend memory: the prepared step's SgdParams
+    math::SgdParams* scalars_;   // backend memory: the prepared step's SgdParams, one set per kind
+    void kinds_changed() override;
 };
 
 }  // namespace gputrain::optim

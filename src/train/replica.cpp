@@ -68,6 +68,13 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
             if (cfg.training.ema.evaluate) ema_swap_ = own<float>(bytes);
         }
         if (!cfg.optimizer.no_decay.empty()) optimizer_->set_decay_exempt(decay_exempt(*model_, cfg.optimizer.no_decay));
+        // Layers' lr_multiplier: their trainable ranges of the flat buffer.
+        std::vector<optim::Optimizer::RangeScale> scales;
+        const auto& offsets = model_->layer_param_offsets();
+        for (size_t i = 0; i < model_->layer_count(); ++i)
+            if (model_->layer(i).lr_multiplier() != 1.0 && offsets[i + 1] > offsets[i])
+                scales.push_back({offsets[i], offsets[i + 1] - offsets[i], model_->layer(i).lr_multiplier()});
+        if (!scales.empty()) optimizer_->set_lr_multipliers(scales);
     }
     sample_elements_ = shape_elements(model_->input_shape());
     const size_t input_bytes = static_cast<size_t>(rows * sample_elements_) * sizeof(float);

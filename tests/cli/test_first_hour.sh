@@ -41,7 +41,7 @@ step "6: an unknown key comes before the missing one, with the name gputrain use
 config 's/{type: flatten}/{type: dropout, p: 0.2}/'
 error 2 "5:23: model.layers[1] (dropout): p: unknown parameter for dropout (did you mean 'rate'?); it takes: rate"
 config 's/filters: 4/out_channels: 4/'
-error 2 "4:22: model.layers[0] (conv2d): out_channels: unknown parameter for conv2d (did you mean 'filters'?); it takes: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation, trainable"
+error 2 "4:22: model.layers[0] (conv2d): out_channels: unknown parameter for conv2d (did you mean 'filters'?); it takes: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation, trainable, lr_multiplier"
 
 step "7: Keras' and PyTorch's names"
 config 's/{type: flatten}/{type: BatchNormalization}/'

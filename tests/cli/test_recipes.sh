@@ -249,6 +249,22 @@ expect_one_line_error 2 "optimizer.schedule.warmup_epochs: one_cycle warms up it
 expect_one_line_error 2 "optimizer.schedule.max_lr: is one_cycle's key, and the schedule is cosine; use it with type: one_cycle, or remove it" \
     fit "$base" --run-dir "$TMP/bad" --set "optimizer.schedule={type: cosine, max_lr: 0.1}"
 
+step "lr_multiplier: a millionth of the rate on the output layer trains what freezing it does; 1 = 3 replicas"
+sgd=(--set training.epochs=1 --set "optimizer={type: sgd, learning_rate: 0.1}")
+run_expect 0 fit "$base" --run-dir "$TMP/mult1" --device cpu --replicas 1 --quiet "${sgd[@]}" --set "model.layers[2].lr_multiplier=0.000001"
+run_expect 0 fit "$base" --run-dir "$TMP/mult3" --device cpu --replicas 3 --quiet "${sgd[@]}" --set "model.layers[2].lr_multiplier=0.000001"
+run_expect 0 fit "$base" --run-dir "$TMP/froze" --device cpu --replicas 1 --quiet "${sgd[@]}" --set "model.layers[2].trainable=false"
+run_expect 0 fit "$base" --run-dir "$TMP/plain" --device cpu --replicas 1 --quiet "${sgd[@]}"
+safetensors close "$TMP/mult3/last.safetensors" "$TMP/mult1/last.safetensors" 1e-4
+safetensors close "$TMP/mult1/last.safetensors" "$TMP/froze/last.safetensors" 1e-3
+if safetensors close "$TMP/plain/last.safetensors" "$TMP/froze/last.safetensors" 1e-3 >/dev/null 2>&1; then
+    fail "the plain run should differ from the one with a frozen output layer"
+fi
+expect_one_line_error 2 "lr_multiplier: must be above 0 (the factor on the learning rate, e.g. lr_multiplier: 64)" \
+    fit "$base" --run-dir "$TMP/bad" --set "model.layers[1].lr_multiplier=0"
+expect_one_line_error 2 "lr_multiplier: unknown parameter for flatten" fit "$base" --run-dir "$TMP/bad" \
+    --set "model.layers[0].lr_multiplier=2"
+
 step "lr-find: rates rising exponentially, fastai's smoothed loss, a suggestion, no checkpoint"
 run_expect 0 lr-find "$base" --run-dir "$TMP/lrf" --device cpu --steps 30 --start 1e-5 --end 1
 cat "$TMP/out"

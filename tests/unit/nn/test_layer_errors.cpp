@@ -83,21 +83,21 @@ TEST_CASE("Image layer parameters are checked key by key") {
             "or kernel_size: [3, 3])");
     REQUIRE(message_of({8, 8, 1}, {layer("conv2d", {{"filters", "4"}, {"kernel_sise", "3"}})}) ==
             "test.yaml:3:21: model.layers[0] (conv2d): kernel_sise: unknown parameter for conv2d (did you mean "
-            "'kernel_size'?); it takes: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation, trainable");
+            "'kernel_size'?); it takes: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation, trainable, lr_multiplier");
     // An unknown key comes before a missing one, with Keras' and PyTorch's names answered.
     REQUIRE(message_of({8, 8, 1}, {layer("conv2d", {{"out_channels", "4"}, {"kernel_size", "3"}})}) ==
             "test.yaml:3:22: model.layers[0] (conv2d): out_channels: unknown parameter for conv2d (did you mean "
-            "'filters'?); it takes: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation, trainable");
+            "'filters'?); it takes: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation, trainable, lr_multiplier");
     REQUIRE(message_of({8, 8, 1}, {layer("dropout", {{"p", "0.2"}})}) ==
             "test.yaml:3:11: model.layers[0] (dropout): p: unknown parameter for dropout (did you mean 'rate'?); it "
             "takes: rate");
     REQUIRE(message_of({8, 8, 1}, {layer("conv2d", {{"in_channels", "1"}, {"filters", "4"}, {"kernel_size", "3"}})}) ==
             "test.yaml:3:21: model.layers[0] (conv2d): in_channels: unknown parameter for conv2d (gputrain infers a "
             "layer's input channels from the layer before: remove it); it takes: filters, kernel_size, strides, "
-            "padding, dilation_rate, use_bias, activation, trainable");
+            "padding, dilation_rate, use_bias, activation, trainable, lr_multiplier");
     REQUIRE(message_of({8, 8, 1}, {layer("dense", {{"unitz", "4"}, {"foo", "1"}})}) ==
             "test.yaml:3:13: model.layers[0] (dense): foo: unknown parameter for dense; it takes: units, activation, "
-            "use_bias, trainable");
+            "use_bias, trainable, lr_multiplier");
     REQUIRE(message_of({8, 8, 1}, {conv({{"padding", "sam"}})}) ==
             "test.yaml:3:17: model.layers[0] (conv2d): padding: expected same or valid, got 'sam' (did you mean "
             "'same'?)");
@@ -106,7 +106,7 @@ TEST_CASE("Image layer parameters are checked key by key") {
             "known: linear, relu, sigmoid, tanh, softmax, gelu");
     REQUIRE(message_of({8, 8, 1}, {conv({{"dilaton_rate", "2"}})}) ==
             "test.yaml:3:22: model.layers[0] (conv2d): dilaton_rate: unknown parameter for conv2d (did you mean "
-            "'dilation_rate'?); it takes: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation, trainable");
+            "'dilation_rate'?); it takes: filters, kernel_size, strides, padding, dilation_rate, use_bias, activation, trainable, lr_multiplier");
     REQUIRE(message_of({8, 8, 1}, {layer("max_pool2d", {{"pool_sise", "2"}})}) ==
             "test.yaml:3:19: model.layers[0] (max_pool2d): pool_sise: unknown parameter for max_pool2d (did you mean "
             "'pool_size'?); it takes: pool_size, strides, padding");
@@ -121,7 +121,7 @@ TEST_CASE("Image layer parameters are checked key by key") {
                               layer("dense", {{"units", "2"}, {"use_bias", "off"}})}) == "no error");
     REQUIRE(message_of({4}, {layer("batch_norm", {{"synch", "true"}})}) ==
             "test.yaml:3:15: model.layers[0] (batch_norm): synch: unknown parameter for batch_norm (did you mean "
-            "'sync'?); it takes: momentum, epsilon, center, scale, sync, trainable");
+            "'sync'?); it takes: momentum, epsilon, center, scale, sync, trainable, lr_multiplier");
     REQUIRE(message_of({784}, {layer("reshape", {{"target_shape", "-1,-1"}})}) ==
             "test.yaml:3:22: model.layers[0] (reshape): target_shape: only one size may be -1");
     REQUIRE(message_of({784}, {layer("reshape", {{"target_shape", "28,0"}})}) ==

@@ -351,9 +351,9 @@ TEST_CASE("layer_norm and rms_norm error texts", "[layer_norm]") {
             "test.yaml:3:17: model.layers[0] (layer_norm): epsilon: expected a number, got 'small'");
     REQUIRE(create_error(layer("layer_norm", {{"centre", "true"}})) ==
             "test.yaml:3:16: model.layers[0] (layer_norm): centre: unknown parameter for layer_norm (did you mean "
-            "'center'?); it takes: epsilon, center, scale, trainable");
+            "'center'?); it takes: epsilon, center, scale, trainable, lr_multiplier");
     REQUIRE(create_error(layer("rms_norm", {{"center", "true"}})) ==
-            "test.yaml:3:16: model.layers[0] (rms_norm): center: unknown parameter for rms_norm; it takes: epsilon, trainable");
+            "test.yaml:3:16: model.layers[0] (rms_norm): center: unknown parameter for rms_norm; it takes: epsilon, trainable, lr_multiplier");
     REQUIRE(create_error(layer("layer_norm", {{"scale", "maybe"}})) ==
             "test.yaml:3:15: model.layers[0] (layer_norm): scale: expected true or false, got 'maybe'");
 

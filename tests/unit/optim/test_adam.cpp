@@ -203,3 +203,58 @@ TEST_CASE("AdamW's optimizer.no_decay ranges take Adam's update without the deca
     for (size_t i : {size_t{1}, size_t{2}, size_t{4}}) REQUIRE(params[i] == Approx(plain.p[i]).epsilon(1e-5).margin(1e-5));
     REQUIRE(std::abs(decayed.p[0] - plain.p[0]) > 1e-3);  // the decay is large enough to tell them apart
 }
+
+TEST_CASE("lr_multipliers: a layer's range trains at the rate times its multiplier (decay too); no_decay still holds") {
+    // Ten parameters: [2, 6) at 3x the rate, [8, 10) exempt from decay (AdamW, wd 0.1), the rest plain;
+    // each element against Keras' AdamW in double with its own rate and decay.
+    CpuBackend be;
+    OptimizerConfig cfg;
+    cfg.type = OptimizerType::adamw;
+    cfg.learning_rate = 0.01;
+    cfg.weight_decay = 0.1;
+    const size_t n = 10;
+    std::vector<double> p0(n), g0(n);
+    for (size_t i = 0; i < n; ++i) {
+        p0[i] = std::sin(1.0 + static_cast<double>(i));
+        g0[i] = std::cos(2.0 * static_cast<double>(i));
+    }
+    auto opt = gputrain::optim::make_optimizer(cfg, be, n);
+    opt->set_decay_exempt({{8, 2}});
+    opt->set_lr_multipliers({{2, 4, 3.0}});
+    std::vector<float> params(p0.begin(), p0.end());
+    std::vector<ReferenceAdam> refs;
+    for (size_t i = 0; i < n; ++i)
+        refs.push_back({cfg.beta1, cfg.beta2, cfg.epsilon, i >= 8 ? 0.0 : cfg.weight_decay, {p0[i]}, {0.0}, {0.0}});
+    for (int t = 1; t <= 3; ++t) {
+        std::vector<float> g(n);
+        for (size_t i = 0; i < n; ++i) g[i] = static_cast<float>(g0[i] * t);
+        opt->step(params.data(), g.data(), cfg.learning_rate, t);
+        for (size_t i = 0; i < n; ++i) {
+            const double rate = (i >= 2 && i < 6) ? 3.0 * cfg.learning_rate : cfg.learning_rate;
+            refs[i].step({g0[i] * t}, rate, t);
+            INFO("step " << t << " param " << i);
+            REQUIRE(params[i] == Approx(refs[i].p[0]).epsilon(1e-5).margin(1e-7));
+        }
+    }
+}
+
+TEST_CASE("lr_multipliers on SGD and RMSprop: the multiplied range moves by the multiple of a plain step") {
+    for (const OptimizerType type : {OptimizerType::sgd, OptimizerType::rmsprop}) {
+        CpuBackend be;
+        OptimizerConfig cfg;
+        cfg.type = type;
+        cfg.learning_rate = 0.01;
+        const std::vector<float> p0{1.0f, 1.0f, 1.0f, 1.0f};
+        const std::vector<float> g{0.5f, 0.5f, 0.5f, 0.5f};
+        auto opt = gputrain::optim::make_optimizer(cfg, be, 4);
+        opt->set_lr_multipliers({{1, 2, 4.0}});
+        std::vector<float> p = p0;
+        opt->step(p.data(), g.data(), cfg.learning_rate, 1);
+        INFO(gputrain::config::name_of(type));
+        const float plain = p0[0] - p[0];
+        REQUIRE(plain > 0.0f);
+        REQUIRE(p0[1] - p[1] == Approx(4.0f * plain).epsilon(1e-5));
+        REQUIRE(p0[2] - p[2] == Approx(4.0f * plain).epsilon(1e-5));
+        REQUIRE(p[3] == p[0]);
+    }
+}
