@@ -44,9 +44,11 @@ std::string json_number(double v) {
 }
 
 // `metric`: its name (RunConfig::metric: accuracy, mae or mse).
-void print_json(const train::EvalResult& r, const std::string& metric, const std::string& checkpoint, bool confusion) {
+void print_json(const train::EvalResult& r, const std::string& metric, const std::string& checkpoint, bool confusion,
+                bool ema) {
     std::printf("{\"loss\": %s, \"%s\": %s, \"samples\": %lld, \"checkpoint\": %s", json_number(r.loss).c_str(),
                 metric.c_str(), json_number(r.metric).c_str(), (long long)r.samples, json_string(checkpoint).c_str());
+    if (ema) std::printf(", \"weights\": \"ema\"");
     if (confusion) {
         std::printf(", \"confusion\": [");
         for (int64_t i = 0; i < r.classes; ++i) {
@@ -128,12 +130,15 @@ int run_evaluate(EvaluateArgs& args) {
                      std::isnan(result.loss) ? "NaN" : "infinite", cfg.data.scale,
                      data.test.real_targets ? "" : "; accuracy counts their predictions as class 0");
     if (args.json) {
-        print_json(result, metric, path, args.confusion);
+        print_json(result, metric, path, args.confusion, trained.ema_weights);
     } else {
         std::printf("%s: loss %s - %s %.4f (%lld test samples%s)\n", path.c_str(),
                     std::isnan(result.loss) ? "nan" : fmt::format("{:.4f}", result.loss).c_str(), metric.c_str(),
                     result.metric,
-                    (long long)result.samples, args.tta.empty() ? "" : ", each averaged with its mirror");
+                    (long long)result.samples,
+                    (std::string(args.tta.empty() ? "" : ", each averaged with its mirror") +
+                     (trained.ema_weights ? "; the weights' moving average, training.ema" : ""))
+                        .c_str());
         if (args.confusion) print_confusion(result);
         if (cfg.data.format == config::DataFormat::text)  // positions, not samples, are what the loss averages
             std::printf("  %lld tokens: perplexity %.4f, %.4f bits per %s\n",

@@ -149,11 +149,15 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
                   " (training.accumulate_steps), one all-reduce";
     spdlog::info("{}", layout);
     const nn::Model& model = replicas[0]->model();
-    if (model.param_count() == 0)
-        throw ConfigError(config::config_message(cfg.model.layers_place.empty() ? cfg.source_file : cfg.model.layers_place, "model.layers",
-                                                 "the model has no trainable parameters, so training would change "
-                                                 "nothing",
-                                                 "add a dense or conv2d layer"));
+    if (model.param_count() == 0) {
+        bool frozen = false;
+        for (size_t i = 0; i < model.layer_count(); ++i) frozen = frozen || model.frozen(i);
+        throw ConfigError(config::config_message(
+            cfg.model.layers_place.empty() ? cfg.source_file : cfg.model.layers_place, "model.layers",
+            frozen ? "every layer with weights is frozen (trainable: false), so training would change nothing"
+                   : "the model has no trainable parameters, so training would change nothing",
+            frozen ? "leave at least one layer trainable" : "add a dense or conv2d layer"));
+    }
     for (const std::string& w : model.warnings()) spdlog::warn("warning: {}", w);
     if (strategy.on_gpu()) spdlog::info("CUDA graphs: {}", train::step_graphs_note(cfg, *replicas[0]));
     // A resume of a run with every epoch done trains nothing: no model table

@@ -64,6 +64,16 @@ int run_lr_find(LrFindArgs& a) {
     if (!a.out.empty() && !folder.empty() && !fs::is_directory(folder, ec))
         throw ConfigError("--out " + out + ": the folder '" + folder.string() +
                           "' does not exist; create it or give another path");
+    if (!(a.stop_factor > 1.0))
+        throw ConfigError("--stop-factor: must be above 1 (a multiple of the lowest smoothed loss), e.g. 4");
+    // Only a file lr-find wrote may be replaced: never a checkpoint, a config or a metrics file.
+    if (fs::exists(out, ec)) {
+        std::ifstream existing(out);
+        std::string first;
+        std::getline(existing, first);
+        if (first != "step,learning_rate,loss,smoothed_loss" || fs::is_directory(out, ec))
+            throw ConfigError("--out " + out + ": the file exists and is not an lr-find CSV; give another path");
+    }
     const device::Discovery found = device::discover();
     const train::Strategy strategy(cfg, found, {a.common.device, a.common.replicas, nullptr});
     log_cpu_notes(cfg, strategy.on_gpu());
@@ -155,9 +165,12 @@ int run_lr_find(LrFindArgs& a) {
     // fastest against log(rate) (fastai's "steep").
     size_t lowest = 0, steepest = 0;
     double drop = INFINITY;
+    // The first tenth of the steps is left out of "steepest" (fastai skips
+    // the start too): the smoothing's first values are noise.
+    const size_t settle = std::max<size_t>(1, curve.smoothed.size() / 10);
     for (size_t i = 0; i < curve.smoothed.size(); ++i) {
         if (curve.smoothed[i] < curve.smoothed[lowest]) lowest = i;
-        if (i > 0 && i + 1 < curve.smoothed.size()) {
+        if (i >= settle && i + 1 < curve.smoothed.size()) {
             const double slope = (curve.smoothed[i + 1] - curve.smoothed[i - 1]) /
                                  (std::log(curve.rates[i + 1]) - std::log(curve.rates[i - 1]));
             if (slope < drop) {
@@ -185,8 +198,15 @@ int run_lr_find(LrFindArgs& a) {
     }
     std::printf("lr-find: %zu steps at rates from %.3g to %.3g%s\n", curve.losses.size(), a.start,
                 curve.rates.empty() ? a.start : curve.rates.back(), stopped ? (" (stopped: " + why + ")").c_str() : "");
-    if (curve.smoothed.size() < 3) {
-        std::printf("too few steps to suggest a rate; raise --steps or lower --start\n");
+    const bool at_edge = lowest == 0 || lowest + 1 == curve.smoothed.size();
+    if (curve.smoothed.size() < 10) {
+        std::printf("too few steps (%zu) to suggest a rate; lower --start, lower --end or raise --steps\n",
+                    curve.smoothed.size());
+    } else if (at_edge) {
+        std::printf("the lowest smoothed loss (%.4g) is at the %s of the range (rate %.3g), so no rate is "
+                    "suggested; %s\n",
+                    curve.smoothed[lowest], lowest == 0 ? "start" : "end", curve.rates[lowest],
+                    lowest == 0 ? "lower --start" : "raise --end (or --steps)");
     } else {
         std::printf("lowest smoothed loss %.4g at learning rate %.3g; steepest fall at %.3g\n",
                     curve.smoothed[lowest], curve.rates[lowest], curve.rates[steepest]);

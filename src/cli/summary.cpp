@@ -44,7 +44,11 @@ int run_summary(SummaryArgs& args) {
     std::printf("%s", model.summary().c_str());
     // What fit warns about the model, said here too (stderr).
     for (const std::string& w : model.warnings()) spdlog::warn("warning: {}", w);
-    std::printf("\nStrategy: %s\n", strategy.describe(cfg.training.batch_size).c_str());
+    std::string layout = strategy.describe(cfg.training.step_batch());
+    if (cfg.training.accumulate_steps > 1)
+        layout += "; each optimizer step sums " + std::to_string(cfg.training.accumulate_steps) + " micro-batches of " +
+                  std::to_string(cfg.training.batch_size) + " (training.accumulate_steps)";
+    std::printf("\nStrategy: %s\n", layout.c_str());
     std::printf("Memory per replica (%lld samples, float32):\n", (long long)m.rows_per_replica);
     char label[64];
     print_line("weights", m.weight_bytes);
@@ -52,7 +56,8 @@ int run_summary(SummaryArgs& args) {
     std::snprintf(label, sizeof label, "optimizer state (%s, %zu x weights)", config::name_of(cfg.optimizer.type),
                   m.optimizer_slots);
     print_line(label, m.optimizer_bytes);
-    if (m.state_bytes > 0) print_line("non-trainable state (batch norm)", m.state_bytes);
+    if (m.state_bytes > 0) print_line("non-trainable (batch norm statistics, frozen layers)", m.state_bytes);
+    if (m.ema_bytes > 0) print_line("moving average of the weights (training.ema)", m.ema_bytes);
     print_line("activations (outputs + gradients)", m.activation_bytes);
     print_line("layer scratch", m.scratch_bytes);
     print_line("layer workspace (shared)", m.workspace_bytes);

@@ -616,7 +616,7 @@ ValueRef list_item(const ValueRef& list, size_t index) {
 // model.init_from, init_map and init_skip (train/init_from.hpp loads the file).
 static void read_init(const Section& model, ModelConfig& out) {
     const char* from_example = "e.g. init_from: runs/mnist/best.safetensors";
-    if (model.has("init_from")) {
+    if (model.has("init_from") && !model.value("init_from").node.IsNull()) {  // `~`: none (a --set can drop it)
         const ValueRef v = model.value("init_from");
         out.init_from = read_text(v);
         out.init_from_place = v.place;
@@ -640,7 +640,7 @@ static void read_init(const Section& model, ModelConfig& out) {
         const ValueRef v = model.value("init_skip");
         out.init_skip_place = v.place;
         const char* skip_example = "e.g. init_skip: [dense_1] (layers, tensors or block scopes)";
-        if (v.node.IsScalar()) {
+        if (v.node.IsScalar() && !v.node.IsNull() && v.node.Scalar() != "~") {
             out.init_skip.push_back(read_text(v));
         } else if (v.node.IsSequence()) {
             for (size_t i = 0; i < v.node.size(); ++i) {
@@ -654,7 +654,7 @@ static void read_init(const Section& model, ModelConfig& out) {
         }
     }
     for (const char* key : {"init_map", "init_skip"})
-        if (model.has(key) && out.init_from.empty())
+        if ((std::string(key) == "init_map" ? !out.init_map.empty() : !out.init_skip.empty()) && out.init_from.empty())
             model.value(key).fail("needs model.init_from: it says how to load that file's tensors",
                                   std::string("add model.init_from, ") + from_example);
 }

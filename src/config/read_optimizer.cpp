@@ -10,8 +10,14 @@ namespace gputrain::config {
 namespace {
 
 ScheduleConfig read_schedule(const Section& optimizer) {
-    const Section s = optimizer.child("schedule");
     ScheduleConfig out;
+    // `schedule: cosine`: the type with its defaults (as `optimizer: adam`).
+    if (const ValueRef v = optimizer.value("schedule"); optimizer.has("schedule") && v.node.IsScalar()) {
+        out.type = read_enum<ScheduleType>(v);
+        out.min_lr_given = false;
+        return out;
+    }
+    const Section s = optimizer.child("schedule");
     out.type = s.choice("type", out.type);
     out.decay_rate = s.number("decay_rate", out.decay_rate, NumberRange::positive);
     out.decay_epochs = s.positive_int("decay_epochs", out.decay_epochs);
@@ -28,8 +34,9 @@ ScheduleConfig read_schedule(const Section& optimizer) {
             s.value(key).fail(std::string("is one_cycle's key, and the schedule is ") + name_of(out.type),
                               "use it with type: one_cycle, or remove it");
     out.max_lr = s.number("max_lr", out.max_lr, NumberRange::positive);
-    out.pct_start = s.number("pct_start", out.pct_start, NumberRange::fraction);
-    if (cycle && out.pct_start <= 0) s.value("pct_start").fail("must be above 0 (the share of the steps spent warming up)", "e.g. pct_start: 0.3");
+    out.pct_start = s.number("pct_start", out.pct_start, NumberRange::any);
+    if (out.pct_start <= 0 || out.pct_start >= 1)
+        s.value("pct_start").fail("must be in (0, 1) (the share of the steps spent rising to max_lr)", "e.g. pct_start: 0.3");
     out.div_factor = s.number("div_factor", out.div_factor, NumberRange::positive);
     out.final_div_factor = s.number("final_div_factor", out.final_div_factor, NumberRange::positive);
     if (cycle && (out.warmup_epochs > 0 || out.warmup_steps > 0))

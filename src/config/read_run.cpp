@@ -86,11 +86,15 @@ TrainingConfig read_training(const Section& top) {
         // training.ema: true (the defaults), false, or {decay, start_epoch, evaluate}.
         const ValueRef v = s.value("ema");
         if (v.node.IsScalar()) {
+            const std::string text = v.node.Scalar();
+            if (text != "true" && text != "false")
+                v.fail("expected true, false or a mapping, got '" + text + "'",
+                       "e.g. ema: {decay: " + (text.find('.') != std::string::npos ? text : std::string("0.999")) + "}");
             t.ema.enabled = read_bool(v);
         } else if (!v.node.IsNull()) {
             const Section e = s.child("ema");
             t.ema.enabled = true;
-            t.ema.decay = e.number("decay", t.ema.decay, NumberRange::fraction);
+            t.ema.decay = e.number("decay", t.ema.decay, NumberRange::any);
             if (t.ema.decay <= 0.0 || static_cast<float>(t.ema.decay) >= 1.0f)
                 e.value("decay").fail("must be in (0, 1) (and below 1 in float32): the weight the average keeps each step",
                                       "e.g. decay: 0.999");

@@ -1,6 +1,7 @@
 #include "nn/registry.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.hpp"
 #include "core/suggest.hpp"
@@ -31,9 +32,10 @@ std::unique_ptr<Layer> LayerRegistry::create(const config::LayerSpec& spec, int 
     // lr): read the same way, only when given.
     double lr_multiplier = 1.0;
     if (takes_trainable && args.has("lr_multiplier")) {
-        lr_multiplier = args.number("lr_multiplier", 1.0, 0.0, 1e9);
-        if (!(lr_multiplier > 0.0))
-            args.fail("lr_multiplier", "must be above 0 (the factor on the learning rate, e.g. lr_multiplier: 64)");
+        lr_multiplier = args.number("lr_multiplier", 1.0, -HUGE_VAL, HUGE_VAL);
+        if (!(lr_multiplier > 0.0) || !std::isfinite(lr_multiplier))
+            args.fail("lr_multiplier", "must be a number above 0 (the factor on the learning rate, e.g. lr_multiplier: 64)");
+        if (!trainable) args.fail("lr_multiplier", "the layer is frozen (trainable: false): remove one of the two");
     }
     std::unique_ptr<Layer> layer = it->second.factory(args);
     layer->set_frozen(!trainable);

@@ -405,6 +405,7 @@ TrainingState restore(const std::string& path, std::vector<std::unique_ptr<Repli
     }
 
     TrainingState st;
+    st.ema_weights = !weights_prefix.empty();
     st.epochs_done = meta_int(contents, path, "epoch");
     st.global_step = meta_int(contents, path, "global_step");
     if (contents.metadata.count("step_in_epoch")) {

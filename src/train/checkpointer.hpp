@@ -53,6 +53,9 @@ struct TrainingState {
     // order (UTF-8): metadata "tokenizer" and "vocabulary", which `generate`
     // decodes with. Empty for other data.
     std::string tokenizer, vocabulary;
+    // Inference under training.ema with evaluate: the weights loaded were the
+    // checkpoint's moving average ("ema/..."), not its last weights.
+    bool ema_weights = false;
 };
 
 class Checkpointer {

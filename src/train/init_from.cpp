@@ -76,7 +76,10 @@ InitReport init_from_file(const config::RunConfig& cfg, std::vector<std::unique_
             return !is_optimizer_slot(name) || mapped_from.count(name) > 0;
         });
     } catch (const DataError& e) {
-        throw DataError(std::string("model.init_from: ") + e.what());
+        const std::string what = e.what();
+        const bool dtype = what.find("only F32 is supported") != std::string::npos;
+        throw DataError("model.init_from: " + what +
+                        (dtype ? " (convert it first, e.g. with safetensors.numpy: {k: v.astype('float32')})" : ""));
     }
     std::vector<std::string> file_names;
     for (const auto& t : contents.tensors) file_names.push_back(t.name);
@@ -115,6 +118,11 @@ InitReport init_from_file(const config::RunConfig& cfg, std::vector<std::unique_
                 any = true;
             }
         if (!any) {
+            for (size_t i = 0; i < model.layer_count(); ++i)
+                if (model.layer(i).name() == entry)
+                    throw config_error(mc.init_skip_place, "model.init_skip",
+                                       "layer '" + entry + "' (" + model.layer(i).type() + ") has no weights to skip",
+                                       "remove it");
             std::vector<std::string> layers;
             for (size_t i = 0; i < model.layer_count(); ++i) layers.push_back(model.layer(i).name());
             std::vector<std::string> candidates = layers;
@@ -125,6 +133,13 @@ InitReport init_from_file(const config::RunConfig& cfg, std::vector<std::unique_
                                                                                         : layer_of(model_names.back())));
         }
     }
+
+    for (const auto& [to, from] : mapped_by)
+        if (skip.count(to))
+            throw config_error(mc.init_map_place, "model.init_map",
+                               "maps the file's '" + from + "' to '" + to + "', which model.init_skip keeps at its "
+                               "initializer",
+                               "remove one of the two");
 
     // Every tensor checked before any replica is written.
     InitReport report;

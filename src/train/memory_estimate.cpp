@@ -37,6 +37,7 @@ MemoryEstimate estimate_memory(const config::RunConfig& cfg, int64_t rows_per_re
     m.gradient_bytes = with_optimizer ? m.weight_bytes : 0;
     m.optimizer_bytes = m.optimizer_slots * m.params * sizeof(float);
     m.state_bytes = model.state_count() * sizeof(float);
+    if (with_optimizer && cfg.training.ema.enabled) m.ema_bytes = (cfg.training.ema.evaluate ? 2 : 1) * m.weight_bytes;
     m.activation_bytes = model.activation_floats() * sizeof(float);
     m.scratch_bytes = model.scratch_floats() * sizeof(float);
     m.workspace_bytes = model.workspace_bytes();

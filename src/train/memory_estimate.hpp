@@ -18,7 +18,8 @@ struct MemoryEstimate {
     size_t params = 0;
     size_t optimizer_slots = 0;  // buffers of the parameters' size: Adam 2, SGD with momentum 1
     size_t weight_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;
-    size_t state_bytes = 0;  // non-trainable tensors (batch norm's moving statistics)
+    size_t state_bytes = 0;  // non-trainable tensors (batch norm's moving statistics, frozen layers' weights)
+    size_t ema_bytes = 0;    // training.ema: the average, and with evaluate the weights' place while validating
     size_t activation_bytes = 0, scratch_bytes = 0, input_bytes = 0;
     // The layers' shared workspace: one call's temporaries (a relu layer's
     // dz, a dense layer's 16-bit dz copy, the CPU's im2col columns; a GPU's
@@ -33,7 +34,7 @@ struct MemoryEstimate {
     size_t largest_layer_params = 0;
 
     size_t total_bytes() const {
-        return weight_bytes + gradient_bytes + optimizer_bytes + state_bytes + activation_bytes + scratch_bytes +
+        return weight_bytes + gradient_bytes + optimizer_bytes + state_bytes + ema_bytes + activation_bytes + scratch_bytes +
                workspace_bytes + input_bytes + gemm_copy_bytes;
     }
 };

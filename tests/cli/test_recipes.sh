@@ -130,6 +130,21 @@ write_finetune "  init_from: $ckpt
   init_skip: [haed]"
 expect_one_line_error 2 "model.init_skip: 'haed' is no layer or tensor of the model (did you mean 'head'?)" \
     fit "$TMP/ft.yaml" --run-dir "$TMP/bad" --device cpu
+write_finetune "  init_from: $ckpt
+  init_map: {dense_1/kernel: head/kernel}
+  init_skip: [head]"
+expect_one_line_error 2 "model.init_map: maps the file's 'dense_1/kernel' to 'head/kernel', which model.init_skip keeps at its initializer; remove one of the two" \
+    fit "$TMP/ft.yaml" --run-dir "$TMP/bad" --device cpu
+write_finetune "  init_from: $ckpt
+  init_skip: [flatten, head]"
+expect_one_line_error 2 "model.init_skip: layer 'flatten' (flatten) has no weights to skip; remove it" \
+    fit "$TMP/ft.yaml" --run-dir "$TMP/bad" --device cpu
+# init_from: ~ (here from --set) means none: the same config trains from its initializers.
+write_finetune "  init_from: $ckpt
+  init_skip: [head]"
+run_expect 0 fit "$TMP/ft.yaml" --run-dir "$TMP/scratch" --device cpu --quiet --set training.epochs=1 --set "model.init_from=~" \
+    --set "model.init_skip=~"
+safetensors differ "$TMP/scratch/last.safetensors" "$ckpt" dense/kernel
 write_finetune "  init_skip: [head]"
 expect_one_line_error 2 "model.init_skip: needs model.init_from: it says how to load that file's tensors; add model.init_from, e.g. init_from: runs/mnist/best.safetensors" \
     fit "$TMP/ft.yaml" --run-dir "$TMP/bad" --device cpu
@@ -226,6 +241,10 @@ for f in 1 2; do
     done
 done
 [ "$(cat "$TMP/ema-1-true")" = "$(cat "$TMP/ema-1-false")" ] || fail "epoch 1: the average should equal the weights"
+expect_in "$TMP/out" '"checkpoint": '
+run_expect 0 evaluate "$base" --checkpoint "$e2" --device cpu --json "${ema[@]}"
+expect_in "$TMP/out" '"weights": "ema"}'
+
 [ "$(cat "$TMP/ema-2-true")" != "$(cat "$TMP/ema-2-false")" ] || fail "epoch 2: evaluate did not score the average"
 run_expect 0 fit "$base" --run-dir "$TMP/ema3" --device cpu --replicas 3 --quiet "${ema[@]}"
 safetensors close "$TMP/ema3/last.safetensors" "$TMP/ema1/last.safetensors" 1e-4
@@ -260,7 +279,7 @@ safetensors close "$TMP/mult1/last.safetensors" "$TMP/froze/last.safetensors" 1e
 if safetensors close "$TMP/plain/last.safetensors" "$TMP/froze/last.safetensors" 1e-3 >/dev/null 2>&1; then
     fail "the plain run should differ from the one with a frozen output layer"
 fi
-expect_one_line_error 2 "lr_multiplier: must be above 0 (the factor on the learning rate, e.g. lr_multiplier: 64)" \
+expect_one_line_error 2 "lr_multiplier: must be a number above 0 (the factor on the learning rate, e.g. lr_multiplier: 64)" \
     fit "$base" --run-dir "$TMP/bad" --set "model.layers[1].lr_multiplier=0"
 expect_one_line_error 2 "lr_multiplier: unknown parameter for flatten" fit "$base" --run-dir "$TMP/bad" \
     --set "model.layers[0].lr_multiplier=2"
@@ -293,6 +312,10 @@ if /usr/bin/python3 -c "import matplotlib" 2>/dev/null; then
 fi
 expect_one_line_error 2 "--start 0 and --end 10: give 0 < start < end, e.g. --start 1e-7 --end 10" \
     lr-find "$base" --start 0
+cp "$ckpt" "$TMP/precious.safetensors"
+expect_one_line_error 2 "--out $TMP/precious.safetensors: the file exists and is not an lr-find CSV; give another path" \
+    lr-find "$base" --out "$TMP/precious.safetensors"
+safetensors identical "$TMP/precious.safetensors" "$ckpt"
 expect_one_line_error 2 "--out $TMP/nowhere/lr.csv: the folder '$TMP/nowhere' does not exist; create it or give another path" \
     lr-find "$base" --out "$TMP/nowhere/lr.csv"
 
