@@ -18,5 +18,6 @@ Action add_summary_command(CLI::App& app);
 Action add_data_command(CLI::App& app);
 Action add_bench_command(CLI::App& app);
 Action add_lr_find_command(CLI::App& app);
+Action add_export_command(CLI::App& app);
 
 }  // namespace gputrain::cli

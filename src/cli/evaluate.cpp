@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/flag_checks.hpp"
 #include "checkpoint/json.hpp"
+#include "dist/launch_env.hpp"
 #include "cli/run_setup.hpp"
 #include "core/error.hpp"
 #include "core/utf8.hpp"
@@ -77,6 +78,10 @@ void print_confusion(const train::EvalResult& r) {
 int run_evaluate(EvaluateArgs& args) {
     config::RunConfig cfg = load_config(args.common, args.checkpoint);
     apply_log_level(cfg, args.json);
+    // Under a launcher (mpirun -np 2, srun) every process scores the whole
+    // test set alone; rank 0 prints the result, the others only their errors.
+    const bool prints = dist::launcher_rank() == 0;
+    if (!prints) spdlog::set_level(spdlog::level::err);
 
     std::string path = args.checkpoint;
     if (path.empty()) {
@@ -129,6 +134,7 @@ int run_evaluate(EvaluateArgs& args) {
                      "inputs far out of range; check data.scale ({:g})){}",
                      std::isnan(result.loss) ? "NaN" : "infinite", cfg.data.scale,
                      data.test.real_targets ? "" : "; accuracy counts their predictions as class 0");
+    if (!prints) return 0;
     if (args.json) {
         print_json(result, metric, path, args.confusion, trained.ema_weights);
     } else {

@@ -101,6 +101,7 @@ int main_entry(int argc, char** argv) {
     const Action evaluate = add_evaluate_command(app);
     const Action predict = add_predict_command(app);
     const Action generate = add_generate_command(app);
+    const Action export_onnx = add_export_command(app);
     const Action summary = add_summary_command(app);
     const Action data = add_data_command(app);
     const Action bench = add_bench_command(app);
@@ -138,6 +139,7 @@ int main_entry(int argc, char** argv) {
         if (app.got_subcommand("evaluate")) return evaluate();
         if (app.got_subcommand("predict")) return predict();
         if (app.got_subcommand("generate")) return generate();
+        if (app.got_subcommand("export")) return export_onnx();
         if (app.got_subcommand("summary")) return summary();
         if (app.got_subcommand("data")) return data();
         if (app.got_subcommand("bench")) return bench();

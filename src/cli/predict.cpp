@@ -16,6 +16,7 @@
 #include "cli/run_setup.hpp"
 #include "core/error.hpp"
 #include "data/npy.hpp"
+#include "dist/launch_env.hpp"
 #include "data/predict_inputs.hpp"
 #include "device/devices.hpp"
 #include "train/checkpointer.hpp"
@@ -118,6 +119,10 @@ int run_predict(PredictArgs& args) {
     config::RunConfig cfg = load_config(args.common, args.checkpoint);
     // Probabilities may go to stdout, which the log shares: info lines would corrupt them.
     apply_log_level(cfg, /*quiet=*/true);
+    // Under a launcher (mpirun -np 2, srun) every process predicts alone; rank
+    // 0 writes the output, the others only their errors.
+    const bool writes = dist::launcher_rank() == 0;
+    if (!writes) spdlog::set_level(spdlog::level::err);
     if (cfg.data.format == config::DataFormat::text)
         throw ConfigError(cfg.source_file + ": a model of format text scores every position of a sequence; sample "
                           "from it with gputrain generate, or measure it with gputrain evaluate");
@@ -151,6 +156,7 @@ int run_predict(PredictArgs& args) {
     };
     if (values && std::none_of(cfg.data.target_columns.begin(), cfg.data.target_columns.end(), is_index))
         header.names = cfg.data.target_columns;
+    if (!writes) return 0;
     write_output(args.output, probabilities, inputs.rows, classes, header);
     // Finite inputs can still overflow the model (values far beyond training's range).
     int64_t bad_rows = 0, first_bad = -1;

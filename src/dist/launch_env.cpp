@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 namespace gputrain::dist {
@@ -10,6 +11,21 @@ namespace gputrain::dist {
 namespace {
 
 const char* system_env(const char* name) { return std::getenv(name); }
+
+// The first of `names` set to a whole number >= `least`, else -1.
+int first_number(const EnvLookup& env, std::initializer_list<const char*> names, int least) {
+    for (const char* name : names) {
+        const char* value = env(name);
+        if (!value || !*value) continue;
+        // Only a whole number counts ("2abc", "-3", "99999999999" do not): a
+        // garbled variable is passed over.
+        const char* end = value + std::strlen(value);
+        int n = 0;
+        const auto [stop, error] = std::from_chars(value, end, n);
+        if (error == std::errc() && stop == end && n >= least) return n;
+    }
+    return -1;
+}
 
 bool set(const EnvLookup& env, const char* name) {
     const char* value = env(name);
@@ -25,19 +41,18 @@ bool launched_by_mpi(const EnvLookup& env) {
 bool launched_by_mpi() { return launched_by_mpi(system_env); }
 
 int launcher_world_size(const EnvLookup& env) {
-    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}) {
-        const char* value = env(name);
-        if (!value || !*value) continue;
-        // Only a whole positive number counts ("2abc", "-3", "99999999999" do not):
-        // the count only feeds a warning, so a garbled variable is passed over.
-        const char* end = value + std::strlen(value);
-        int n = 0;
-        const auto [stop, error] = std::from_chars(value, end, n);
-        if (error == std::errc() && stop == end && n >= 1) return n;
-    }
-    return 1;
+    // The count only feeds a warning and the rank-0-prints rule.
+    const int n = first_number(env, {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"}, 1);
+    return n < 0 ? 1 : n;
 }
 
 int launcher_world_size() { return launcher_world_size(system_env); }
+
+int launcher_rank(const EnvLookup& env) {
+    const int rank = first_number(env, {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}, 0);
+    return rank < 0 ? 0 : rank;
+}
+
+int launcher_rank() { return launcher_rank(system_env); }
 
 }  // namespace gputrain::dist

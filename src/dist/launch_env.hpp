@@ -20,4 +20,9 @@ bool launched_by_mpi();
 int launcher_world_size(const EnvLookup& env);
 int launcher_world_size();
 
+// This process's rank as the launcher numbers them (0 when the environment
+// does not say): evaluate and predict print results on rank 0 only.
+int launcher_rank(const EnvLookup& env);
+int launcher_rank();
+
 }  // namespace gputrain::dist

@@ -4,7 +4,7 @@ definitions: the mean next-token cross-entropy over every position of the
 held-out windows, the windows `gputrain evaluate` scores.
 
   numpy_gpt_forward.py CHECKPOINT [--text PATH] [--expect LOSS] [--tolerance TOL]
-                       [--prompt TEXT --greedy FILE]
+                       [--prompt TEXT --greedy FILE] [--onnx MODEL.onnx]
 
 The checkpoint is read with the standard library and NumPy alone (an 8-byte
 header length, a JSON header, F32 tensors), and the model from the resolved
@@ -19,6 +19,10 @@ Layers: embedding, positional_embedding, layer_norm, rms_norm,
 causal_self_attention, dense (linear, relu, gelu, tanh, sigmoid, softmax),
 dropout (identity), add. Prints the loss; with --expect, exits 1 when it
 differs from LOSS by more than TOL (default 1e-4).
+
+With --onnx MODEL.onnx (`gputrain export` of the checkpoint), ONNX Runtime
+runs the file on the same windows: its probabilities must be NumPy's within
+1e-5 at every position (exit 77 when onnxruntime cannot be imported).
 
 With --greedy FILE, the output of `gputrain generate --prompt TEXT --top-k 1`
 (chars tokenizer): each token after the prompt must be the full model's most
@@ -224,6 +228,7 @@ def main():
     parser.add_argument("--tolerance", type=float, default=1e-4)
     parser.add_argument("--prompt", help="the prompt of --greedy's text")
     parser.add_argument("--greedy", help="gputrain generate --top-k 1's output, to check token by token")
+    parser.add_argument("--onnx", help="gputrain export's ONNX file of the checkpoint, to run on the windows")
     args = parser.parse_args()
 
     metadata, tensors = read_checkpoint(args.checkpoint)
@@ -253,6 +258,15 @@ def main():
     x = ids[starts[:, None] + np.arange(t)]
     y = ids[starts[:, None] + np.arange(t) + 1]
 
+    session = None
+    if args.onnx:
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            print("onnxruntime cannot be imported: the ONNX file is not run")
+            sys.exit(77)
+        session = ort.InferenceSession(args.onnx, providers=["CPUExecutionProvider"])
+        worst = 0.0
     total = 0.0
     for i in range(0, len(x), 256):  # a few windows at a time: (N, H, T, T) scores
         out, logits = run(model["layers"], tensors, x[i:i + 256])
@@ -261,11 +275,18 @@ def main():
         if logits and not from_logits:
             sys.exit("the last layer gives logits, and loss.from_logits is false: not a model this script reads")
         logp = log_softmax(out) if logits else out
+        if session is not None:
+            probs = session.run(["output"], {"input": x[i:i + 256].astype(np.float32)})[0]
+            worst = max(worst, float(np.max(np.abs(probs.astype(np.float64) - np.exp(logp)))))
         total += -np.take_along_axis(logp, y[i:i + 256][..., None], axis=-1).sum()
     mean = total / y.size
     print(f"{len(x)} held-out windows of {t} tokens ({y.size} positions), {len(model['layers'])} layers: "
           f"loss {mean:.6f}, perplexity {math.exp(mean):.4f}, {mean / math.log(2):.4f} bits per "
           f"{'byte' if tokenizer == 'bytes' else 'character'}")
+    if session is not None:
+        print(f"onnxruntime: max |onnx - numpy| probability = {worst:.3g}")
+        if not worst <= 1e-5:
+            sys.exit(f"ONNX Runtime's probabilities differ from NumPy's by {worst:.3g} > 1e-05")
     if args.expect is not None:
         diff = abs(mean - args.expect)
         print(f"|gputrain - numpy| = {diff:.3g}")

@@ -122,6 +122,18 @@ else
     echo "($PY cannot import numpy and yaml: the NumPy check is not run)"
 fi
 
+step "export --onnx: ONNX's checker takes the GPT; ONNX Runtime's probabilities are the NumPy forward pass's (1e-5)"
+if "$PY" -c "import numpy, yaml, onnx" 2>/dev/null; then
+    run_expect 0 export "$cfg" --checkpoint "$ck" --onnx "$TMP/gpt.onnx"
+    expect_in "$TMP/out" "input 'input' (None, 16) float32, output 'output' (None, 16, $vocab)"
+    "$PY" "$HERE/onnx_check.py" "$TMP/gpt.onnx" || fail "ONNX's checker refuses the GPT"
+    code=0
+    "$PY" "$HERE/numpy_gpt_forward.py" "$ck" --expect "$loss" --tolerance 1e-4 --onnx "$TMP/gpt.onnx" || code=$?
+    [ "$code" -eq 0 ] || [ "$code" -eq 77 ] || fail "ONNX Runtime's GPT is not the NumPy forward pass's"
+else
+    echo "($PY cannot import numpy, yaml and onnx: the ONNX check is not run)"
+fi
+
 step "generate: seeded, the prompt first, --tokens characters (not bytes) and a newline"
 gen() { run_expect 0 generate "$cfg" --checkpoint "$ck" --device cpu "$@"; }
 gen --prompt $'ROMEO:\n' --tokens 50 --seed 1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # multi_worker_mirrored under mpirun (CPU workers): 2 processes x 1 replica
 # train the weights of 1 process x 2 replicas and of 1 replica on the same
-# global batch; only rank 0 prints and writes; a checkpoint written by one
+# global batch; only rank 0 prints and writes (fit, evaluate --json, predict); a checkpoint written by one
 # process resumes on 2; without a launcher the strategy is plain mirrored.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
@@ -26,6 +26,24 @@ expect_in "$TMP/out" "multi_worker_mirrored: 2 workers x 1 replica = 2 replicas 
 [ "$(wc -l <"$TMP/mpi/metrics.csv")" -eq 3 ] || fail "metrics.csv should have a header and 2 rows"
 safetensors close "$TMP/mpi/last.safetensors" "$TMP/two-threads/last.safetensors" 1e-5
 safetensors close "$TMP/mpi/last.safetensors" "$TMP/one/last.safetensors" 1e-5
+
+step "evaluate --json and predict under mpirun -np 2: rank 0 alone prints, what one process prints"
+"$GPUTRAIN" evaluate "$cfg" --checkpoint "$TMP/mpi/last.safetensors" --json >"$TMP/eval-one" ||
+    fail "evaluate in one process failed"
+mpi_run -np 2 "$GPUTRAIN" evaluate "$cfg" "${multi[@]}" --checkpoint "$TMP/mpi/last.safetensors" --json \
+    >"$TMP/eval-two" 2>"$TMP/err" || { cat "$TMP/eval-two" "$TMP/err" >&2; fail "evaluate under mpirun -np 2 failed"; }
+grep -v '^+ mpirun' "$TMP/eval-two" >"$TMP/eval-two.json"
+[ "$(grep -c '"loss"' "$TMP/eval-two.json")" -eq 1 ] || { cat "$TMP/eval-two.json"; fail "expected one JSON object"; }
+cmp "$TMP/eval-one" "$TMP/eval-two.json" || fail "the JSON under mpirun differs from one process's"
+"$(test_python)" -c "import numpy as np; np.save('$TMP/samples.npy', np.random.default_rng(1).random((5, 8, 8), dtype=np.float32))"
+"$GPUTRAIN" predict "$cfg" --checkpoint "$TMP/mpi/last.safetensors" --input "$TMP/samples.npy" >"$TMP/pred-one" \
+    2>"$TMP/err-one" || fail "predict in one process failed"
+mpi_run -np 2 "$GPUTRAIN" predict "$cfg" "${multi[@]}" --checkpoint "$TMP/mpi/last.safetensors" \
+    --input "$TMP/samples.npy" >"$TMP/pred-two" 2>"$TMP/err" || { cat "$TMP/err" >&2; fail "predict under mpirun failed"; }
+grep -v '^+ mpirun' "$TMP/pred-two" >"$TMP/pred-two.csv"
+cmp "$TMP/pred-one" "$TMP/pred-two.csv" || fail "predict under mpirun -np 2 printed other than one header and 5 rows"
+# (rank 0 warns what one process warns: the inputs look scaled already)
+cmp "$TMP/err-one" "$TMP/err" || { cat "$TMP/err"; fail "rank 1 was not quiet"; }
 
 step "mpirun -np 2 x 2 replicas == one process x 4 replicas"
 run_expect 0 fit "$cfg" --run-dir "$TMP/four-threads" --replicas 4 --device cpu --quiet

@@ -40,3 +40,14 @@ TEST_CASE("The launcher's process count, 1 when unknown") {
     REQUIRE(dist::launcher_world_size(env_of({{"PMI_SIZE", "0"}})) == 1);
     REQUIRE(dist::launcher_world_size(env_of({{"PMI_SIZE", "99999999999999999999"}})) == 1);
 }
+
+TEST_CASE("The launcher's rank for this process, 0 when unknown") {
+    REQUIRE(dist::launcher_rank(env_of({})) == 0);
+    REQUIRE(dist::launcher_rank(env_of({{"OMPI_COMM_WORLD_RANK", "1"}})) == 1);
+    REQUIRE(dist::launcher_rank(env_of({{"PMI_RANK", "3"}})) == 3);
+    REQUIRE(dist::launcher_rank(env_of({{"PMIX_RANK", "2"}})) == 2);
+    REQUIRE(dist::launcher_rank(env_of({{"SLURM_PROCID", "5"}})) == 5);
+    // Open MPI's own variable wins over what srun set around it.
+    REQUIRE(dist::launcher_rank(env_of({{"OMPI_COMM_WORLD_RANK", "0"}, {"SLURM_PROCID", "1"}})) == 0);
+    REQUIRE(dist::launcher_rank(env_of({{"OMPI_COMM_WORLD_RANK", "1x"}, {"PMI_RANK", "-1"}})) == 0);
+}
