@@ -119,6 +119,65 @@ YAML
 run_expect 0 fit "$TMP/graph.yaml" --run-dir "$TMP/graph" --device cpu --quiet
 export_and_check graph "$TMP/graph.yaml" "$TMP/graph/last.safetensors" "$TMP/x8.npy"
 
+step "every config in configs/: a step or two of training (image configs on synthetic data of their shape), export, predict = ONNX Runtime"
+# inputs_for RUN_DIR: RUN_DIR/x.npy, 24 samples of the run's model.input_shape.
+inputs_for() {
+    random_inputs "$1/x.npy" $("$PY" -c "
+import sys, yaml
+print(*yaml.safe_load(open(sys.argv[1]))['model']['input_shape'])" "$1/config.yaml")
+}
+# ~6 KB of play-like text (the GPT configs' data).
+"$PY" - "$TMP/play.txt" <<'PY'
+import sys
+names, words = ["ROMEO", "JULIET", "NURSE"], ["the", "love", "night", "sweet", "my", "lord", "is", "fair"]
+state, out = 12345, []
+def draw(n):
+    global state
+    state = (state * 1103515245 + 12345) % 2**31
+    return (state >> 16) % n
+while sum(map(len, out)) < 6000:
+    out.append(f"{names[draw(3)]}:\n{' '.join(words[draw(8)] for _ in range(3 + draw(5)))}.\n\n")
+open(sys.argv[1], "w").write("".join(out))
+PY
+for config in configs/*.yaml; do
+    name=$(basename "$config" .yaml)
+    case "$name" in
+        shakespeare_*)
+            run_expect 0 fit "$config" --run-dir "$TMP/$name" --device cpu --quiet --set "data.path=$TMP/play.txt" \
+                --set data.dataset=~ --set training.epochs=1 --set training.steps_per_epoch=1 --set training.batch_size=2
+            run_expect 0 export "$config" --checkpoint "$TMP/$name/last.safetensors" --onnx "$TMP/$name.onnx"
+            "$PY" "$HERE/onnx_check.py" "$TMP/$name.onnx" || fail "$name: ONNX's checker refuses it"
+            code=0
+            "$PY" "$HERE/numpy_gpt_forward.py" "$TMP/$name/last.safetensors" --onnx "$TMP/$name.onnx" || code=$?
+            [ "$code" -eq 0 ] || [ "$code" -eq 77 ] || fail "$name: ONNX Runtime's GPT is not the NumPy forward pass's"
+            ;;
+        diabetes_regression)
+            # 10 random features and a target, in make-diabetes' layout.
+            mkdir -p "$TMP/diabetes"
+            "$PY" - "$TMP/diabetes" <<'PY'
+import sys
+import numpy as np
+rng = np.random.default_rng(2)
+head = "age,sex,bmi,bp,s1,s2,s3,s4,s5,s6,progression"
+for part in ("train", "test"):
+    rows = np.column_stack([rng.normal(size=(40, 10)), rng.uniform(25, 350, size=40)])
+    np.savetxt(f"{sys.argv[1]}/{part}.csv", rows, delimiter=",", header=head, comments="", fmt="%.6f")
+PY
+            run_expect 0 fit "$config" --run-dir "$TMP/$name" --device cpu --quiet --set data.dataset=~ \
+                --set "data.path=$TMP/diabetes" --set training.epochs=1
+            inputs_for "$TMP/$name"
+            export_and_check "$name" "$TMP/$name/config.yaml" "$TMP/$name/last.safetensors" "$TMP/$name/x.npy"
+            ;;
+        *)
+            run_expect 0 fit "$config" --run-dir "$TMP/$name" --device cpu --quiet --set data.dataset=synthetic \
+                --set 'data.synthetic={samples: 64, classes: 10, seed: 1}' --set training.epochs=1 --set model.init_from=~ \
+                $([ "$name" = fashion_mnist_finetune ] && echo --set model.init_skip=~)
+            inputs_for "$TMP/$name"
+            export_and_check "$name" "$TMP/$name/config.yaml" "$TMP/$name/last.safetensors" "$TMP/$name/x.npy"
+            ;;
+    esac
+done
+
 step "errors: a missing folder, --onnx naming the checkpoint or the config, a checkpoint of another model"
 run_expect 2 export "$cfg" --checkpoint "$TMP/mlp/last.safetensors" --onnx "$TMP/nowhere/m.onnx"
 expect_in "$TMP/err" "gputrain: error: --onnx '$TMP/nowhere/m.onnx': the folder '$TMP/nowhere' does not exist; create it or give another path"
