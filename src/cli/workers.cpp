@@ -56,17 +56,29 @@ std::string training_fingerprint(const config::RunConfig& cfg) {
 std::unique_ptr<dist::World> join_workers(const config::RunConfig& cfg) {
     if (cfg.strategy.type != config::StrategyType::multi_worker_mirrored) {
         const int launched = dist::launcher_world_size();
-        if (launched > 1 && dist::launched_by_mpi())
+        if (launched > 1 && (dist::launched_by_mpi() || dist::slurm_step().tasks > 1))
             spdlog::warn("warning: {} processes were launched, but strategy.type is {}: each trains alone and they share "
                          "the run dir; use strategy.type: multi_worker_mirrored",
                          launched, config::name_of(cfg.strategy.type));
         return nullptr;
     }
+    const std::string slurm = dist::slurm_launch_problem([](const char* name) { return std::getenv(name); });
+    if (!slurm.empty()) throw ConfigError("strategy.type: multi_worker_mirrored: " + slurm);
     if (!dist::launched_by_mpi()) return nullptr;
-    auto world = dist::join_mpi_world(static_cast<double>(cfg.strategy.timeout_seconds));
+    const dist::SlurmStep step = dist::slurm_step();
+    auto world = dist::join_mpi_world(static_cast<double>(cfg.strategy.timeout_seconds),
+                                      cfg.strategy.stall_warning_seconds);
     // Workers of one job train one config; a different batch size or epoch
     // count would otherwise fail deep inside MPI or wait out the timeout.
     dist::require_same_config(*world, training_fingerprint(cfg));
+    // srun's view of the tasks must be MPI's (a task of another job step, a
+    // PMI that numbered them otherwise): the data shards follow the MPI rank.
+    if (step.tasks > 1 && std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr &&
+        (step.tasks != world->size() || step.task != world->rank()))
+        throw ConfigError("strategy.type: multi_worker_mirrored: Slurm says task " + std::to_string(step.task) +
+                          " of " + std::to_string(step.tasks) + " (SLURM_PROCID, SLURM_STEP_NUM_TASKS), MPI says rank " +
+                          std::to_string(world->rank()) + " of " + std::to_string(world->size()) +
+                          "; start the workers with srun --mpi=pmix alone (not srun inside mpirun or the reverse)");
     if (world->rank() != 0) {
         spdlog::default_logger()->set_pattern("[rank " + std::to_string(world->rank()) + "] %v");
         if (spdlog::get_level() < spdlog::level::warn) spdlog::set_level(spdlog::level::warn);

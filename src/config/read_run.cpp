@@ -166,6 +166,7 @@ StrategyConfig read_strategy(const Section& top) {
     out.communicator = s.choice("communicator", out.communicator);
     out.replicas_per_gpu = s.positive_int("replicas_per_gpu", out.replicas_per_gpu);
     out.timeout_seconds = s.positive_int("timeout_seconds", out.timeout_seconds);
+    out.stall_warning_seconds = s.number("stall_warning_seconds", out.stall_warning_seconds, NumberRange::non_negative);
     out.bucket_mb = s.number("bucket_mb", out.bucket_mb, NumberRange::non_negative);
     return out;
 }

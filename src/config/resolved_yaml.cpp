@@ -288,6 +288,7 @@ private:
         key("communicator") << name_of(s.communicator);
         key("replicas_per_gpu") << s.replicas_per_gpu;
         key("timeout_seconds") << s.timeout_seconds;
+        if (full_) number("stall_warning_seconds", s.stall_warning_seconds);
         if (full_) number("bucket_mb", s.bucket_mb);
         out_ << YAML::EndMap;
     }

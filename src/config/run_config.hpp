@@ -228,6 +228,9 @@ struct StrategyConfig {
     CommunicatorKind communicator = CommunicatorKind::automatic;  // GPU replicas: auto | nccl | device (auto: nccl, or device when replicas share a GPU)
     int64_t replicas_per_gpu = 1;    // GPU replicas placed on each GPU (more than 1 needs the device communicator)
     int64_t timeout_seconds = 300;   // multi_worker_mirrored: a collective without an answer for this long is an error
+    // multi_worker_mirrored: a collective waiting this long logs which workers
+    // have and have not arrived, and again every as many seconds (0: never).
+    double stall_warning_seconds = 60;
     double bucket_mb = 4.0;          // gradient all-reduce in buckets of >= this many MiB, overlapping backward; 0 = one after backward
 };
 

@@ -35,7 +35,7 @@ inline const std::vector<SectionKeys>& section_keys() {
          {"epochs", "batch_size", "shuffle", "seed", "on_nan", "precision", "cuda_graphs", "fused_kernels",
           "cast_gemm_inputs", "gemm_epilogues", "deterministic", "steps_per_epoch", "clip_norm", "accumulate_steps", "ema"}},
         {"training.ema", {"decay", "start_epoch", "evaluate"}},
-        {"strategy", {"type", "devices", "replicas", "communicator", "replicas_per_gpu", "timeout_seconds", "bucket_mb"}},
+        {"strategy", {"type", "devices", "replicas", "communicator", "replicas_per_gpu", "timeout_seconds", "stall_warning_seconds", "bucket_mb"}},
         {"checkpoint", {"dir", "every_epochs", "keep_last", "save_best", "monitor", "mode"}},
         {"early_stopping", {"monitor", "patience", "min_delta", "mode", "start_from_epoch"}},
         {"reduce_lr_on_plateau", {"monitor", "factor", "patience", "min_delta", "cooldown", "min_lr", "mode"}},

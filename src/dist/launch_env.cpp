@@ -1,5 +1,6 @@
 #include "dist/launch_env.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -54,5 +55,33 @@ int launcher_rank(const EnvLookup& env) {
 }
 
 int launcher_rank() { return launcher_rank(system_env); }
+
+SlurmStep slurm_step(const EnvLookup& env) {
+    SlurmStep step;
+    const int tasks = first_number(env, {"SLURM_STEP_NUM_TASKS"}, 1);
+    if (tasks < 1) return step;
+    step.tasks = tasks;
+    step.nodes = std::max(first_number(env, {"SLURM_STEP_NUM_NODES", "SLURM_NNODES"}, 1), 1);
+    step.task = first_number(env, {"SLURM_PROCID"}, 0);
+    return step;
+}
+
+SlurmStep slurm_step() { return slurm_step(system_env); }
+
+std::string slurm_launch_problem(const EnvLookup& env) {
+    if (set(env, "OMPI_COMM_WORLD_SIZE")) return "";  // mpirun started the workers
+    const SlurmStep step = slurm_step(env);
+    if (step.tasks <= 1) return "";
+    if (!launched_by_mpi(env))
+        return "srun started " + std::to_string(step.tasks) + " tasks, but without an MPI plugin (no PMIx or PMI in "
+               "their environment), so each would train alone; run srun --mpi=pmix (or set MpiDefault=pmix in "
+               "slurm.conf)";
+    if (step.tasks % step.nodes != 0)
+        return "srun started " + std::to_string(step.tasks) + " tasks on " + std::to_string(step.nodes) +
+               " nodes: they do not divide evenly, so the workers of one node would get other replica counts than "
+               "another's; give srun --ntasks-per-node (e.g. " + std::to_string(step.tasks / step.nodes + 1) +
+               ") or a task count that divides";
+    return "";
+}
 
 }  // namespace gputrain::dist

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 namespace gputrain::dist {
 
@@ -24,5 +25,24 @@ int launcher_world_size();
 // does not say): evaluate and predict print results on rank 0 only.
 int launcher_rank(const EnvLookup& env);
 int launcher_rank();
+
+// A task of a Slurm job step that srun started (SLURM_STEP_NUM_TASKS set):
+// the step's tasks and nodes, and this task's rank in it. `tasks` 0: not under srun.
+struct SlurmStep {
+    int tasks = 0;
+    int nodes = 0;
+    int task = -1;  // SLURM_PROCID
+};
+SlurmStep slurm_step(const EnvLookup& env);
+SlurmStep slurm_step();
+
+// What keeps a multi_worker_mirrored run from starting as the launcher set it
+// up, as an error message ("" when nothing does): srun tasks with no MPI
+// plugin (each would train alone), or tasks that do not divide over the
+// step's nodes (the workers of one node would get other replica counts).
+// Read before MPI is initialized; mpirun inside an allocation sets
+// OMPI_COMM_WORLD_SIZE, and then Slurm's task variables describe mpirun's
+// daemons, not the workers, so they are not read.
+std::string slurm_launch_problem(const EnvLookup& env);
 
 }  // namespace gputrain::dist

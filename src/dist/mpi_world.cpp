@@ -2,17 +2,31 @@
 // polled with a deadline (MPI_Iallreduce + MPI_Test), so a worker that died or
 // hangs turns into an error after strategy.timeout_seconds instead of a hang.
 // Errors come back as return codes (MPI_ERRORS_RETURN), never as MPI's own abort.
+//
+// The stall watchdog: a collective that has waited stall_warning_seconds
+// asks every other worker which collective it waits in (a query message on a
+// communicator of its own, so it never matches a collective). Workers answer
+// from their polling loops, that is only while they wait in a collective; so
+// the workers that answer with the same collective number have arrived, and
+// the others have not: they are still computing, stopped, hung or gone. The
+// waiting worker then logs one line naming both sets, and again every
+// interval, until the collective completes or timeout_seconds ends the run.
 #include <mpi.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <cmath>
+#include <deque>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/error.hpp"
 #include "dist/mpi_world.hpp"
+#include "dist/stall_watch.hpp"
 
 namespace gputrain::dist {
 
@@ -27,7 +41,8 @@ std::string mpi_error_text(int code) {
 
 class MpiWorld final : public World {
 public:
-    explicit MpiWorld(double timeout_seconds) : timeout_seconds_(timeout_seconds) {
+    MpiWorld(double timeout_seconds, double stall_warning_seconds)
+        : timeout_seconds_(timeout_seconds), stall_warning_seconds_(stall_warning_seconds) {
         int initialized = 0;
         MPI_Initialized(&initialized);
         if (initialized) throw Error("internal: MPI was initialized twice in one process");
@@ -42,6 +57,8 @@ public:
         }
         check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
         check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+        check(MPI_Comm_dup(comm_, &watch_), "MPI_Comm_dup");
+        check(MPI_Comm_set_errhandler(watch_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
         check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
         check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
         // The processes sharing this machine's memory: they share its GPUs too.
@@ -53,6 +70,8 @@ public:
     }
 
     ~MpiWorld() override {
+        finish_watch_messages();
+        MPI_Comm_free(&watch_);
         MPI_Comm_free(&comm_);
         MPI_Finalize();
     }
@@ -72,7 +91,7 @@ public:
             const int n = static_cast<int>(std::min(kMaxChunk, bytes - done));
             MPI_Request request;
             check(MPI_Ibcast(p + done, n, MPI_BYTE, root, comm_, &request), "MPI_Ibcast");
-            wait(request, "a broadcast");
+            wait(request, "broadcast");
         }
     }
 
@@ -92,14 +111,20 @@ private:
             const int n = static_cast<int>(std::min(kMaxChunk, count - done));
             MPI_Request request;
             check(MPI_Iallreduce(MPI_IN_PLACE, data + done, n, type, MPI_SUM, comm_, &request), "MPI_Iallreduce");
-            wait(request, "an all-reduce");
+            wait(request, "all-reduce");
         }
     }
 
     void wait(MPI_Request& request, const char* what) {
         using clock = std::chrono::steady_clock;
+        ++collective_;
         const auto start = clock::now();
         const auto deadline = start + std::chrono::duration<double>(timeout_seconds_);
+        const bool watching = stall_warning_seconds_ > 0 && size_ > 1;
+        const auto interval = std::chrono::duration_cast<clock::duration>(
+            std::chrono::duration<double>(stall_warning_seconds_));
+        auto next_query = start + interval;
+        Inquiry inquiry;
         for (;;) {
             int done = 0;
             check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
@@ -108,8 +133,25 @@ private:
             const auto now = clock::now();
             if (now > deadline)
                 throw Error("worker " + std::to_string(rank_) + " got no answer from the other workers for " +
-                            std::to_string(static_cast<long long>(timeout_seconds_)) + " s in " + what +
+                            std::to_string(static_cast<long long>(timeout_seconds_)) + " s in " +
+                            (what[0] == 'a' ? "an " : "a ") + what +
                             " (strategy.timeout_seconds): another worker died, hangs or cannot be reached");
+            answer_queries();
+            if (watching) {
+                if (!inquiry.open && now >= next_query) {
+                    ask_everyone(inquiry);
+                    inquiry.waited = std::chrono::duration<double>(now - start).count();
+                    inquiry.until = now + std::min(interval / 2, clock::duration(std::chrono::seconds(1)));
+                }
+                if (inquiry.open) {
+                    collect_answers(inquiry);
+                    if (inquiry.answered == size_ - 1 || now >= inquiry.until) {
+                        report_stall(inquiry, what);
+                        inquiry.open = false;
+                        while (next_query <= now) next_query += interval;
+                    }
+                }
+            }
             // MPI progresses the collective inside MPI_Test: poll tightly at
             // first (a step's all-reduce is short), then back off.
             if (now - start < std::chrono::milliseconds(2))
@@ -119,13 +161,127 @@ private:
         }
     }
 
+    // ---- The stall watchdog's messages (on watch_): a query carries the
+    // asker's collective number; an answer carries that number back and the
+    // answerer's own (0: not in a collective).
+    static constexpr int kQueryTag = 1, kAnswerTag = 2;
+    struct Inquiry {
+        bool open = false;
+        std::chrono::steady_clock::time_point until;
+        std::vector<unsigned long long> in;  // by rank: the collective it waits in; 0 = no answer
+        int answered = 0;
+        double waited = 0;  // seconds the collective had waited when the query went out
+    };
+
+    void send(const unsigned long long (&message)[2], int to, int tag) {
+        sent_.push_back({{message[0], message[1]}, MPI_REQUEST_NULL});
+        Sent& s = sent_.back();
+        check(MPI_Isend(s.message, 2, MPI_UNSIGNED_LONG_LONG, to, tag, watch_, &s.request), "MPI_Isend");
+        // Completed sends free their slot (the oldest first: they complete in order).
+        while (!sent_.empty()) {
+            int done = 0;
+            check(MPI_Test(&sent_.front().request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+            if (!done) break;
+            sent_.pop_front();
+        }
+    }
+
+    // Receives one pending message with `tag`, if any: true and its sender.
+    bool receive(int tag, unsigned long long (&message)[2], int& from) {
+        int pending = 0;
+        MPI_Status status;
+        check(MPI_Iprobe(MPI_ANY_SOURCE, tag, watch_, &pending, &status), "MPI_Iprobe");
+        if (!pending) return false;
+        from = status.MPI_SOURCE;
+        check(MPI_Recv(message, 2, MPI_UNSIGNED_LONG_LONG, from, tag, watch_, MPI_STATUS_IGNORE), "MPI_Recv");
+        return true;
+    }
+
+    void answer_queries() {
+        unsigned long long query[2];
+        int from = 0;
+        while (receive(kQueryTag, query, from)) {
+            const unsigned long long answer[2] = {query[0], collective_};
+            send(answer, from, kAnswerTag);
+        }
+    }
+
+    void ask_everyone(Inquiry& inquiry) {
+        inquiry.open = true;
+        inquiry.in.assign(static_cast<size_t>(size_), 0);
+        inquiry.in[static_cast<size_t>(rank_)] = collective_;
+        inquiry.answered = 0;
+        const unsigned long long query[2] = {collective_, 0};
+        for (int r = 0; r < size_; ++r)
+            if (r != rank_) send(query, r, kQueryTag);
+    }
+
+    void collect_answers(Inquiry& inquiry) {
+        unsigned long long answer[2];
+        int from = 0;
+        while (receive(kAnswerTag, answer, from)) {
+            if (answer[0] != collective_) continue;  // to an earlier query
+            ++inquiry.answered;
+            inquiry.in[static_cast<size_t>(from)] = answer[1];
+        }
+    }
+
+    // A worker that answered waits in a collective: this one, or another (a
+    // collective can complete on some workers before others, so the ones
+    // blocked by the same missing worker may be one apart); one that did not
+    // answer is not in any.
+    void report_stall(const Inquiry& inquiry, const char* what) {
+        std::string silent, waiting;
+        int silent_count = 0;
+        for (int r = 0; r < size_; ++r) {
+            const unsigned long long in = inquiry.in[static_cast<size_t>(r)];
+            if (in == 0) {
+                silent += (silent.empty() ? "" : ", ") + std::to_string(r);
+                ++silent_count;
+            } else {
+                waiting += (waiting.empty() ? "" : ", ") + std::string("worker ") + std::to_string(r) + " (#" +
+                           std::to_string(in) + ")";
+            }
+        }
+        spdlog::warn("warning: stall: worker {} has waited {:.0f} s in {} #{} ({}) {}; waiting in collectives: {}; the "
+                     "run ends after {} s (strategy.timeout_seconds)",
+                     rank_, std::floor(inquiry.waited), what, collective_, step_text(),
+                     silent_count == 0 ? std::string("although every worker answers")
+                                       : "for worker" + std::string(silent_count == 1 ? " " : "s ") + silent +
+                                             " (no answer: still computing, stopped, hung or gone)",
+                     waiting, static_cast<long long>(timeout_seconds_));
+    }
+
+    // Before MPI_Finalize: answer what is left, let sends complete (a second at
+    // most: a stopped peer never receives), free the rest.
+    void finish_watch_messages() {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        while (!sent_.empty() && std::chrono::steady_clock::now() < until) {
+            int done = 0;
+            if (MPI_Test(&sent_.front().request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done)
+                sent_.pop_front();
+            else
+                std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+        for (Sent& s : sent_)
+            if (s.request != MPI_REQUEST_NULL) MPI_Request_free(&s.request);
+    }
+
     void check(int code, const char* call) const {
         if (code != MPI_SUCCESS)
             throw Error("worker " + std::to_string(rank_) + ": " + call + " failed: " + mpi_error_text(code));
     }
 
     double timeout_seconds_;
+    double stall_warning_seconds_;
     MPI_Comm comm_ = MPI_COMM_NULL;
+    MPI_Comm watch_ = MPI_COMM_NULL;  // the stall watchdog's messages
+    unsigned long long collective_ = 0;  // collectives begun: the same numbers on every worker
+    struct Sent {
+        unsigned long long message[2];
+        MPI_Request request;
+    };
+    std::deque<Sent> sent_;  // watchdog messages in flight (their buffers must stay put)
     int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
     std::atomic<bool> cancelled_{false};
 };
@@ -134,6 +290,8 @@ private:
 
 bool mpi_built() { return true; }
 
-std::unique_ptr<World> join_mpi_world(double timeout_seconds) { return std::make_unique<MpiWorld>(timeout_seconds); }
+std::unique_ptr<World> join_mpi_world(double timeout_seconds, double stall_warning_seconds) {
+    return std::make_unique<MpiWorld>(timeout_seconds, stall_warning_seconds);
+}
 
 }  // namespace gputrain::dist

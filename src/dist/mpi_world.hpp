@@ -20,8 +20,10 @@ public:
 bool mpi_built();
 
 // Joins the job the launcher started (call once per process, from the thread
-// that will call the collectives). Collectives give up after timeout_seconds.
+// that will call the collectives). Collectives give up after timeout_seconds;
+// one that has waited stall_warning_seconds (0: never) logs which workers have
+// and have not arrived, and again every as many seconds (the stall watchdog).
 // Throws ConfigError in builds without MPI.
-std::unique_ptr<World> join_mpi_world(double timeout_seconds);
+std::unique_ptr<World> join_mpi_world(double timeout_seconds, double stall_warning_seconds = 0);
 
 }  // namespace gputrain::dist

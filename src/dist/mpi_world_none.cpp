@@ -6,7 +6,7 @@ namespace gputrain::dist {
 
 bool mpi_built() { return false; }
 
-std::unique_ptr<World> join_mpi_world(double) {
+std::unique_ptr<World> join_mpi_world(double, double) {
     throw ConfigError("strategy.type: multi_worker_mirrored was launched by an MPI launcher, but this gputrain was "
                       "built without MPI; install Open MPI (apt-get install libopenmpi-dev) and rebuild with "
                       "meson -Dmpi=enabled, or run one process without mpirun");

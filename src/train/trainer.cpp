@@ -11,6 +11,7 @@
 #include "data/text_reader.hpp"
 #include "core/error.hpp"
 #include "dist/process_group.hpp"
+#include "dist/stall_watch.hpp"
 #include "data/loader.hpp"
 #include "optim/schedule.hpp"
 #include "train/evaluator.hpp"
@@ -109,6 +110,7 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
         const int64_t begin = batch->shard_begin[r.rank()], end = batch->shard_begin[r.rank() + 1];
         r.load_training_shard(*batch, cfg_.training.step_batch());
         const int64_t global_step = epoch_first_step + step;
+        dist::note_step(epoch + 1, step + 1);  // what the stall watchdog names
         // The step's work is queued on the backend, the same from step to step
         // for one shape, so that a GPU records it once and replays it (StepGraphs).
         train_step.run({epoch, step, global_step, schedule.learning_rate(global_step, epoch, step), begin,

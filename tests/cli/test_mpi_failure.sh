@@ -2,8 +2,10 @@
 # A failing worker never leaves the others hanging (mpirun -np 2, CPU):
 #  - a worker that raises prints its error with its rank and ends the job;
 #  - a worker killed mid-epoch (SIGKILL) ends the job, naming the rank;
-#  - a worker that stops answering (SIGSTOP) makes the other give up after
-#    strategy.timeout_seconds with a message, and the job ends.
+#  - a worker that stops answering (SIGSTOP) makes the others warn every
+#    strategy.stall_warning_seconds which worker has not arrived (the stall
+#    watchdog), then give up after strategy.timeout_seconds, and the job ends;
+#  - a normal run with a 2 s stall warning prints none.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh" "$@"
@@ -13,6 +15,7 @@ cfg=$TMP/synthetic.yaml
 write_synthetic_config "$cfg"
 timeout_s=4
 long=(--set strategy.type=multi_worker_mirrored --set "strategy.timeout_seconds=$timeout_s" --device cpu
+      --set strategy.stall_warning_seconds=1
       --replicas 1 --set training.epochs=100000 --set data.synthetic.samples=2000)
 
 # The pid of the gputrain worker with rank $2 whose command line names run dir $1.
@@ -29,10 +32,10 @@ worker_pid() {
 # Lines in file $1 (0 when it does not exist yet).
 lines() { if [ -f "$1" ]; then wc -l <"$1"; else echo 0; fi; }
 
-# Starts a long mpirun -np 2 in the background (sets MPI_PID, RANK0, RANK1) and
-# waits until the first epoch is in metrics.csv: training is mid-run.
+# Starts a long mpirun -np ${2:-2} in the background (sets MPI_PID, RANK0, RANK1,
+# RANK2 with 3) and waits until the first epoch is in metrics.csv: training is mid-run.
 start_long_run() {
-    mpi_run -np 2 "$GPUTRAIN" fit "$cfg" "${long[@]}" --run-dir "$1" >"$TMP/out" 2>"$TMP/err" &
+    mpi_run -np "${2:-2}" "$GPUTRAIN" fit "$cfg" "${long[@]}" --run-dir "$1" >"$TMP/out" 2>"$TMP/err" &
     MPI_PID=$!
     for _ in $(seq 300); do
         [ "$(lines "$1/metrics.csv")" -ge 2 ] && break
@@ -42,6 +45,7 @@ start_long_run() {
         { cat "$TMP/out" "$TMP/err" >&2; kill -9 "$MPI_PID"; fail "no epoch finished within 30 s"; }
     RANK0=$(worker_pid "$1" 0)
     RANK1=$(worker_pid "$1" 1)
+    RANK2=$([ "${2:-2}" -lt 3 ] || worker_pid "$1" 2)
     if [ -z "$RANK0" ] || [ -z "$RANK1" ]; then kill -9 "$MPI_PID"; fail "cannot find the workers of mpirun $MPI_PID"; fi
     echo "workers: rank 0 pid $RANK0, rank 1 pid $RANK1"
 }
@@ -92,9 +96,24 @@ kill -9 "$RANK1"
 expect_job_ends_within $((timeout_s + 10))
 expect_in "$TMP/err" "rank 1"
 
-step "a worker that stops answering (SIGSTOP): the other gives up after strategy.timeout_seconds"
-start_long_run "$TMP/stopped"
-kill -STOP "$RANK1"
+step "a worker that stops answering (SIGSTOP), of 3: the others name it every second (the stall watchdog), then give up after strategy.timeout_seconds"
+start_long_run "$TMP/stopped" 3
+kill -STOP "$RANK2"
 expect_job_ends_within $((timeout_s + 15))
-expect_in "$TMP/err" "[rank 0] gputrain: error: worker 0 got no answer from the other workers for $timeout_s s in an all-reduce (strategy.timeout_seconds)"
+kill -9 "$RANK2" 2>/dev/null || true
+cat "$TMP/out" "$TMP/err" >"$TMP/all"
+grep "stall" "$TMP/all" || true
+expect_in "$TMP/all" "warning: stall: worker 0 has waited 1 s in all-reduce #"
+expect_in "$TMP/all" "[rank 1] warning: stall: worker 1 has waited 1 s in all-reduce #"
+# (the two waiting workers may be one collective apart: one completes before the other)
+grep -E "stall: worker 0 has waited 1 s in all-reduce #[0-9]+ \(epoch [0-9]+, step [0-9]+\) for worker 2 \(no answer: still computing, stopped, hung or gone\); waiting in collectives: worker 0 \(#[0-9]+\), worker 1 \(#[0-9]+\); the run ends after $timeout_s s \(strategy.timeout_seconds\)$" \
+    "$TMP/all" >/dev/null || fail "the stall warning does not name the missing worker, the step and the waiting ones"
+warnings=$(grep -c "stall: worker 0 has waited" "$TMP/all")
+[ "$warnings" -ge 2 ] || fail "expected a warning every second until the timeout ($timeout_s s), got $warnings"
+expect_in "$TMP/all" "gputrain: error: worker 0 got no answer from the other workers for $timeout_s s in an all-reduce (strategy.timeout_seconds)"
+
+step "a normal run with strategy.stall_warning_seconds=2: no stall warning"
+mpi_run -np 2 "$GPUTRAIN" fit "$cfg" --set strategy.type=multi_worker_mirrored --set strategy.stall_warning_seconds=2 \
+    --device cpu --replicas 1 --run-dir "$TMP/normal" >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "the run failed"; }
+! grep "warning: stall" "$TMP/out" || fail "a stall warning in a normal run"
 echo "ok"

@@ -1,4 +1,4 @@
-// strategy.bucket_mb, data.resident, training.cuda_graphs, fused_kernels, cast_gemm_inputs,
+// strategy.bucket_mb, stall_warning_seconds, data.resident, training.cuda_graphs, fused_kernels, cast_gemm_inputs,
 // gemm_epilogues and deterministic: read, checked, written back to the resolved YAML, and (changing only speed) kept out of the digest.
 #include <catch2/catch.hpp>
 
@@ -62,4 +62,15 @@ TEST_CASE("training.cuda_graphs, fused_kernels, deterministic, cast_gemm_inputs 
     const std::string set = "training." + key.name + "=sometimes";
     REQUIRE(error_of(kMinimal, {set}) ==
             "--set " + set + ": training." + key.name + ": expected true or false, got 'sometimes'");
+}
+
+TEST_CASE("strategy.stall_warning_seconds: 60 by default, 0 turns it off, negative is an error; out of the digest") {
+    CHECK(load_text(kMinimal).strategy.stall_warning_seconds == 60.0);
+    const RunConfig a = load_text(kMinimal, {"strategy.stall_warning_seconds=1.5"});
+    CHECK(a.strategy.stall_warning_seconds == 1.5);
+    CHECK(load_text(kMinimal, {"strategy.stall_warning_seconds=0"}).strategy.stall_warning_seconds == 0.0);
+    CHECK(load_text(a.resolved_yaml).strategy.stall_warning_seconds == 1.5);
+    CHECK(a.digest == load_text(kMinimal).digest);
+    REQUIRE(error_of(kMinimal + "strategy: {stall_warning_seconds: -1}\n") ==
+            "cfg.yaml:3:35: strategy.stall_warning_seconds: expected a number >= 0, got '-1'");
 }
