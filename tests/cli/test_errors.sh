@@ -79,20 +79,20 @@ expect_in "$TMP/err" "$TMP/bad.safetensors"
 
 step "no command -> 2, lists the commands"
 run_expect 2
-expect_in "$TMP/err" "gputrain: error: a command is required; commands: fit, evaluate, predict, generate, summary, data, bench, lr-find, devices"
+expect_in "$TMP/err" "gputrain: error: a command is required; commands: fit, evaluate, predict, generate, export, summary, data, bench, lr-find, devices"
 
 step "an unknown command -> 2, one line listing the commands and the likely one"
 run_expect 2 train "$cfg"
-expect_in "$TMP/err" "gputrain: error: unknown command 'train'; commands: fit, evaluate, predict, generate, summary, data, bench, lr-find, devices (did you mean 'fit'?)"
+expect_in "$TMP/err" "gputrain: error: unknown command 'train'; commands: fit, evaluate, predict, generate, export, summary, data, bench, lr-find, devices (did you mean 'fit'?)"
 [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "expected one line on stderr"
 run_expect 2 eval "$cfg"
-expect_in "$TMP/err" "unknown command 'eval'; commands: fit, evaluate, predict, generate, summary, data, bench, lr-find, devices (did you mean 'evaluate'?)"
+expect_in "$TMP/err" "unknown command 'eval'; commands: fit, evaluate, predict, generate, export, summary, data, bench, lr-find, devices (did you mean 'evaluate'?)"
 run_expect 2 infer "$cfg"
 expect_in "$TMP/err" "(did you mean 'predict'?)"
 run_expect 2 summry "$cfg"
 expect_in "$TMP/err" "(did you mean 'summary'?)"
 run_expect 2 frobnicate
-expect_in "$TMP/err" "gputrain: error: unknown command 'frobnicate'; commands: fit, evaluate, predict, generate, summary, data, bench, lr-find, devices"
+expect_in "$TMP/err" "gputrain: error: unknown command 'frobnicate'; commands: fit, evaluate, predict, generate, export, summary, data, bench, lr-find, devices"
 grep -q "did you mean" "$TMP/err" && fail "no command is near 'frobnicate', yet a suggestion"
 
 step "a config value given as a flag -> 2, points at --set"

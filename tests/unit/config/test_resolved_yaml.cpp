@@ -107,10 +107,10 @@ TEST_CASE("the digest ignores training.epochs (and the speed-only keys) but not 
     const RunConfig base = load_text(kMinimal);
     CHECK(base.digest == config_digest(base));
     // Without training.epochs, and without the keys that change only speed
-    // (strategy.bucket_mb, data.resident, data.workers, training.cuda_graphs, training.fused_kernels,
+    // (strategy.bucket_mb, strategy.stall_warning_seconds, data.resident, data.workers, training.cuda_graphs, training.fused_kernels,
     // training.cast_gemm_inputs, training.gemm_epilogues, training.deterministic).
     std::string digested = resolved_yaml(base);
-    for (const std::string key : {"  epochs: ", "  bucket_mb: ", "  resident: ", "  workers: ", "  cuda_graphs: ", "  fused_kernels: ",
+    for (const std::string key : {"  epochs: ", "  bucket_mb: ", "  stall_warning_seconds: ", "  resident: ", "  workers: ", "  cuda_graphs: ", "  fused_kernels: ",
                                   "  cast_gemm_inputs: ", "  gemm_epilogues: ", "  deterministic: "}) {
         const size_t at = digested.find(key);
         REQUIRE(at != std::string::npos);
