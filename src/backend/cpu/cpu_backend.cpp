@@ -259,9 +259,10 @@ void CpuBackend::regression_loss(const float* y, const float* targets, int rows,
     stats[1] += static_cast<float>(metric_sum);
 }
 
-// The optimizer touches every parameter every step: compiled twice, for
-// baseline x86-64 and for AVX2+FMA (math::adam_update inlines into both),
-// picked at run time (cpu_features.hpp).
+// The optimizer touches every parameter every step: compiled three times, for
+// baseline x86-64, AVX2+FMA and AVX-512 (math::adam_update inlines into each;
+// the same operations per element, so the same bits), picked at run time
+// (cpu_features.hpp).
 static void adam_loop_baseline(float* __restrict params, const float* __restrict grads, float* __restrict m,
                                float* __restrict v, size_t n, const math::AdamParams a) {
     for (size_t i = 0; i < n; ++i) math::adam_update(params[i], grads[i], m[i], v[i], a);
@@ -273,9 +274,17 @@ __attribute__((target("avx2,fma"))) static void adam_loop_avx2(float* __restrict
     for (size_t i = 0; i < n; ++i) math::adam_update(params[i], grads[i], m[i], v[i], a);
 }
 
+[[gnu::target("avx2,fma,avx512f,avx512vl,avx512dq,avx512bw,prefer-vector-width=512")]] static void adam_loop_avx512(
+    float* __restrict params, const float* __restrict grads, float* __restrict m, float* __restrict v, size_t n,
+    const math::AdamParams a) {
+    for (size_t i = 0; i < n; ++i) math::adam_update(params[i], grads[i], m[i], v[i], a);
+}
+
 void CpuBackend::adam_step(float* params, const float* grads, float* m, float* v, size_t n,
                            const math::AdamParams& a) {
-    if (cpu::has_avx2_fma())
+    if (cpu::has_avx512())
+        adam_loop_avx512(params, grads, m, v, n, a);
+    else if (cpu::has_avx2_fma())
         adam_loop_avx2(params, grads, m, v, n, a);
     else
         adam_loop_baseline(params, grads, m, v, n, a);

@@ -1,5 +1,6 @@
 // small_gemm: C = alpha * op(A) * B + beta * C (row-major, B not transposed)
-// with an AVX2+FMA register-tile kernel and no packing. On the shapes of a
+// with a register-tile kernel (AVX2+FMA, or AVX-512 where the CPU has it: the
+// same operations per element, wider tiles) and no packing. On the shapes of a
 // small-batch MLP step (32 x 784 x 128 forward, the weight gradient
 // 784 x 128 from 32 rows) OpenBLAS spends much of its time packing and
 // dispatching; this kernel reads A and B in place (see docs/architecture.md,
