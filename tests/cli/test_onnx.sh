@@ -20,13 +20,25 @@ runtime=yes
 "$PY" -c "import onnxruntime" 2>/dev/null || { runtime=no; echo "(onnxruntime cannot be imported: only ONNX's checker runs)"; }
 
 # export_and_check NAME CONFIG CHECKPOINT INPUTS.npy: export, predict, compare.
+# In a sanitizer build the ONNX module cannot be loaded (RTLD_DEEPBIND): the
+# graph is still built (under the sanitizer) and export must say why it stops;
+# the test then ends as skipped.
+sanitized=no
 export_and_check() {
-    local name=$1 config=$2 ckpt=$3 inputs=$4
-    run_expect 0 export "$config" --checkpoint "$ckpt" --onnx "$TMP/$name.onnx"
+    local name=$1 config=$2 ckpt=$3 inputs=$4 code=0
+    echo "+ gputrain export $config --checkpoint $ckpt --onnx $TMP/$name.onnx"
+    "$GPUTRAIN" export "$config" --checkpoint "$ckpt" --onnx "$TMP/$name.onnx" >"$TMP/out" 2>"$TMP/err" || code=$?
+    if [ "$code" -ne 0 ] && grep -q "gputrain export: not in a sanitizer build" "$TMP/err" &&
+        ! grep -q "Sanitizer" "$TMP/err"; then
+        sanitized=yes
+        echo "(a sanitizer build: $name's graph was built, the file not written)"
+        return 0
+    fi
+    [ "$code" -eq 0 ] || { cat "$TMP/out" "$TMP/err"; fail "gputrain export of $name exited $code"; }
     cat "$TMP/out"
     expect_in "$TMP/out" "$TMP/$name.onnx: ONNX opset 17"
     run_expect 0 predict "$config" --checkpoint "$ckpt" --input "$inputs" --output "$TMP/$name.npy" --device cpu
-    local code=0
+    code=0
     "$PY" "$HERE/onnx_check.py" "$TMP/$name.onnx" --inputs "$inputs" --expect "$TMP/$name.npy" || code=$?
     [ "$code" -eq 0 ] || { [ "$code" -eq 77 ] && [ "$runtime" = no ]; } || fail "$name: the ONNX check failed"
 }
@@ -46,7 +58,7 @@ write_synthetic_config "$cfg"
 run_expect 0 fit "$cfg" --run-dir "$TMP/mlp" --device cpu --quiet
 random_inputs "$TMP/x8.npy" 8 8
 export_and_check mlp "$cfg" "$TMP/mlp/last.safetensors" "$TMP/x8.npy"
-"$PY" -c "
+[ "$sanitized" = yes ] || "$PY" -c "
 import onnx, sys
 ops = [n.op_type for n in onnx.load(sys.argv[1]).graph.node]
 assert ops.count('Softmax') == 1, ops" "$TMP/mlp.onnx" || fail "the MLP's ONNX graph should have one Softmax"
@@ -145,6 +157,7 @@ for config in configs/*.yaml; do
         shakespeare_*)
             run_expect 0 fit "$config" --run-dir "$TMP/$name" --device cpu --quiet --set "data.path=$TMP/play.txt" \
                 --set data.dataset=~ --set training.epochs=1 --set training.steps_per_epoch=1 --set training.batch_size=2
+            [ "$sanitized" = no ] || continue
             run_expect 0 export "$config" --checkpoint "$TMP/$name/last.safetensors" --onnx "$TMP/$name.onnx"
             "$PY" "$HERE/onnx_check.py" "$TMP/$name.onnx" || fail "$name: ONNX's checker refuses it"
             code=0
@@ -194,4 +207,5 @@ code=0
 [ "$(wc -l <"$TMP/err")" -eq 1 ] || { cat "$TMP/err"; fail "expected a one-line error"; }
 [ ! -e "$TMP/wrong.onnx" ] || fail "a failed export left a file"
 ls "$TMP" | grep -q "\.tmp-" && fail "a failed export left a temporary file"
+[ "$sanitized" = no ] || skip "a sanitizer build: every graph was built under the sanitizer, but the ONNX module cannot be loaded to write and check the files"
 echo "ok"
