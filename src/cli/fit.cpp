@@ -135,6 +135,11 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
         if (cfg.reduce_lr_on_plateau.enabled) fallback("reduce_lr_on_plateau.monitor", cfg.reduce_lr_on_plateau.monitor);
         if (cfg.checkpoint.save_best && cfg.checkpoint.monitor_given) fallback("checkpoint.monitor", cfg.checkpoint.monitor);
     }
+    // training.ema that never starts averaging: its weights are the raw ones throughout.
+    if (lead && cfg.training.ema.enabled && cfg.training.ema.start_epoch >= cfg.training.epochs)
+        spdlog::warn("warning: training.ema.start_epoch is {}, but training stops after epoch {}: the average never "
+                     "starts, so the EMA weights are the raw weights; lower start_epoch (epochs count from 0)",
+                     cfg.training.ema.start_epoch, cfg.training.epochs);
     auto replicas = strategy.make_replicas(cfg, cfg.training.step_batch(), resume_from);
     check_classes(data.train, replicas[0]->model().classes(), cfg, replicas[0]->model().positions());
     // A language model's perplexity and samples mean nothing from outputs taken for probabilities.

@@ -65,8 +65,9 @@ void write_csv(std::FILE* f, const std::vector<float>& probabilities, int64_t cl
     }
 }
 
-void write_output(const std::string& path, const std::vector<float>& probabilities, int64_t rows, int64_t classes,
-                  const Header& header) {
+// `positions` > 1 (a sequence model): rows x positions x classes; the CSV has a row per position.
+void write_output(const std::string& path, const std::vector<float>& probabilities, int64_t rows, int64_t positions,
+                  int64_t classes, const Header& header) {
     if (path.empty()) {
         write_csv(stdout, probabilities, classes, header);
         // A closed pipe or a full disk: say so rather than exit 0 with rows lost.
@@ -77,7 +78,9 @@ void write_output(const std::string& path, const std::vector<float>& probabiliti
     }
     if (is_npy(path)) {
         try {
-            data::write_npy_float32(path, {rows, classes}, probabilities);
+            data::write_npy_float32(path, positions > 1 ? std::vector<int64_t>{rows, positions, classes}
+                                                        : std::vector<int64_t>{rows, classes},
+                                    probabilities);
         } catch (const Error& e) {
             throw Error(std::string("--output: ") + e.what());
         }
@@ -114,6 +117,27 @@ void require_output_apart(const PredictArgs& args) {
                           (fs::path(args.output) / "probabilities.csv").string());
 }
 
+// A text model's inputs are token ids: whole numbers below the embedding's
+// input_dim (the first layer's), or the model's vocabulary without one.
+void require_token_ids(const std::string& path, const data::PredictInputs& inputs, const config::RunConfig& cfg) {
+    int64_t vocabulary = 0;
+    if (!cfg.model.layers.empty() && cfg.model.layers[0].type == "embedding")
+        for (const auto& [key, value] : cfg.model.layers[0].resolved_params)
+            if (key == "input_dim") vocabulary = std::stoll(value);
+    const int64_t per_sample = shape_elements(cfg.model.input_shape);
+    for (size_t i = 0; i < inputs.values.size(); ++i) {
+        const float id = inputs.values[i];
+        if (id == std::floor(id) && id >= 0 && (vocabulary == 0 || id < static_cast<float>(vocabulary))) continue;
+        throw DataError(path + ": sample " + std::to_string(static_cast<int64_t>(i) / per_sample) + ", position " +
+                        std::to_string(static_cast<int64_t>(i) % per_sample) + ": " + fmt::format("{:g}", id) +
+                        " is no token id" +
+                        (vocabulary ? " (whole numbers from 0 to " + std::to_string(vocabulary - 1) +
+                                          ", the embedding's input_dim)"
+                                    : " (whole numbers from 0)") +
+                        "; give the ids of the text as the model's tokenizer makes them");
+    }
+}
+
 int run_predict(PredictArgs& args) {
     require_output_apart(args);
     config::RunConfig cfg = load_config(args.common, args.checkpoint);
@@ -123,17 +147,22 @@ int run_predict(PredictArgs& args) {
     // 0 writes the output, the others only their errors.
     const bool writes = dist::launcher_rank() == 0;
     if (!writes) spdlog::set_level(spdlog::level::err);
-    if (cfg.data.format == config::DataFormat::text)
-        throw ConfigError(cfg.source_file + ": a model of format text scores every position of a sequence; sample "
-                          "from it with gputrain generate, or measure it with gputrain evaluate");
+    const bool text = cfg.data.format == config::DataFormat::text;
     require_checkpoint_file("--checkpoint", args.checkpoint);
+    if (text && !is_npy(args.input))
+        throw ConfigError("--input '" + args.input + "': a model of format text takes windows of token ids, an NPY "
+                          "array of shape (N, " + std::to_string(shape_elements(cfg.model.input_shape)) +
+                          ") of whole numbers (the ids its tokenizer makes of the text)");
 
-    const data::PredictInputs inputs = data::read_predict_inputs(args.input, cfg.model.input_shape, cfg.data.scale_for(true),
-                                                                          cfg.data.scale_for(false),
-                                                                          cfg.data.normalize_mean, cfg.data.normalize_std,
-                                                                          cfg.data.target_columns);
+    // A text model reads token ids as they are: no data.scale, no normalization.
+    const data::PredictInputs inputs =
+        text ? data::read_predict_inputs(args.input, cfg.model.input_shape, 1.0, 1.0)
+             : data::read_predict_inputs(args.input, cfg.model.input_shape, cfg.data.scale_for(true),
+                                         cfg.data.scale_for(false), cfg.data.normalize_mean, cfg.data.normalize_std,
+                                         cfg.data.target_columns);
+    if (text) require_token_ids(args.input, inputs, cfg);
     // Inputs normalized by the user (as a PyTorch pipeline does) would be scaled a second time.
-    if (cfg.data.scale < 1.0 && inputs.largest_raw > 0 && inputs.largest_raw <= 1.0f)
+    if (!text && cfg.data.scale < 1.0 && inputs.largest_raw > 0 && inputs.largest_raw <= 1.0f)
         spdlog::warn("warning: {}: every value is within [-1, 1] before data.scale ({:g}) is applied, as in "
                      "training; if they are normalized already, add --set data.scale=1",
                      args.input, cfg.data.scale);
@@ -157,10 +186,11 @@ int run_predict(PredictArgs& args) {
     if (values && std::none_of(cfg.data.target_columns.begin(), cfg.data.target_columns.end(), is_index))
         header.names = cfg.data.target_columns;
     if (!writes) return 0;
-    write_output(args.output, probabilities, inputs.rows, classes, header);
+    const int64_t positions = replicas[0]->model().positions();
+    write_output(args.output, probabilities, inputs.rows, positions, classes, header);
     // Finite inputs can still overflow the model (values far beyond training's range).
     int64_t bad_rows = 0, first_bad = -1;
-    for (int64_t row = 0; row < inputs.rows; ++row) {
+    for (int64_t row = 0; row < inputs.rows * positions; ++row) {
         const auto begin = probabilities.begin() + row * classes;
         if (std::all_of(begin, begin + classes, [](float p) { return std::isfinite(p); })) continue;
         if (bad_rows++ == 0) first_bad = row;
@@ -179,7 +209,8 @@ Action add_predict_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand(
         "predict",
         "Class probabilities (or, for real-valued targets, the outputs) of a checkpoint's model for the samples of "
-        "an IDX, CSV or NPY file");
+        "an IDX, CSV or NPY file; for a text model (a GPT), the next-token probabilities at every position of "
+        "windows of token ids");
     cmd->add_option("config", args->common.config_path,
                     "YAML config file the model was trained with (default: the config stored in --checkpoint)");
     cmd->add_option("--checkpoint", args->checkpoint, "Checkpoint file (.safetensors) whose weights are used")
@@ -189,12 +220,14 @@ Action add_predict_command(CLI::App& app) {
                     "Samples to score, the format by name: *.npy (float32, float64 or uint8, shape (N, ...)), "
                     "*.csv (the training layout, label or data.target_columns optional), else an IDX images file "
                     "(plain or .gz). "
-                    "data.scale is applied to the values, as in training")
+                    "data.scale is applied to the values, as in training. A text model takes token ids: an NPY "
+                    "array (N, block size) of whole numbers")
         ->check(non_empty_path())
         ->required();
     cmd->add_option("--output", args->output,
-                    "Where to write the probabilities: *.npy (float32, N x classes), else CSV with the header "
-                    "class_0,... (output_0,... for real-valued targets); default: CSV on stdout")
+                    "Where to write the probabilities: *.npy (float32, N x classes; a text model's N x positions x "
+                    "vocabulary), else CSV with the header class_0,... (output_0,... for real-valued targets; a "
+                    "row per position for a text model); default: CSV on stdout")
         ->check(non_empty_path());
     cmd->add_option("--set", args->common.overrides, "Override a config key, e.g. --set data.scale=1")
         ->allow_extra_args(false);

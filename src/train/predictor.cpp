@@ -18,9 +18,10 @@ void softmax_rows(std::vector<float>& values, int64_t classes) {
 std::vector<float> predict_probabilities(Replica& replica, const std::vector<float>& inputs, int64_t rows) {
     nn::Model& model = replica.model();
     const int64_t classes = model.classes();
+    const int64_t outputs = model.positions() * classes;  // per sample: a sequence model scores every position
     const int64_t elements = shape_elements(model.input_shape());
     const int64_t batch = model.max_rows();
-    std::vector<float> out(static_cast<size_t>(rows * classes));
+    std::vector<float> out(static_cast<size_t>(rows * outputs));
     Backend& backend = replica.backend();
     for (int64_t begin = 0; begin < rows; begin += batch) {
         const int n = static_cast<int>(std::min(batch, rows - begin));
@@ -28,8 +29,8 @@ std::vector<float> predict_probabilities(Replica& replica, const std::vector<flo
                                static_cast<size_t>(n * elements) * sizeof(float));
         const nn::RunContext ctx{backend, false, 0, 0, 0, 0};
         model.predict(ctx, replica.inputs(), n);
-        backend.copy_to_host(out.data() + begin * classes, model.outputs(),
-                             static_cast<size_t>(n * classes) * sizeof(float));
+        backend.copy_to_host(out.data() + begin * outputs, model.outputs(),
+                             static_cast<size_t>(n * outputs) * sizeof(float));
     }
     // Logits (a fused softmax, or a loss that takes them): to probabilities. A
     // softmax layer under a logits loss already gave them, as Keras' predict would.

@@ -11,7 +11,8 @@
 
 namespace gputrain::train {
 
-// `inputs` holds `rows` samples of the model's input size; returns rows x classes.
+// `inputs` holds `rows` samples of the model's input size; returns rows x classes
+// (a sequence model: rows x positions x classes, a distribution per position).
 std::vector<float> predict_probabilities(Replica& replica, const std::vector<float>& inputs, int64_t rows);
 
 // Row-wise softmax in double precision, in place (rows x classes).

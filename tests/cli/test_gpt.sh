@@ -122,6 +122,34 @@ else
     echo "($PY cannot import numpy and yaml: the NumPy check is not run)"
 fi
 
+step "predict: next-token probabilities at every position of the held-out windows; their cross-entropy is evaluate's loss"
+"$PY" - "$TMP/play.txt" "$TMP/windows.npy" "$TMP/labels.npy" <<'PY'
+import sys
+import numpy as np
+text = open(sys.argv[1], encoding="utf-8").read()
+vocabulary = sorted(set(text))
+ids = np.array([vocabulary.index(c) for c in text], dtype=np.int64)
+t = 16
+windows = (len(ids) - 1) // t
+begin = int(windows * 0.9)  # Keras' split: the last 10% held out
+starts = np.arange(begin, windows) * t
+np.save(sys.argv[2], ids[starts[:, None] + np.arange(t)])
+np.save(sys.argv[3], ids[starts[:, None] + np.arange(t) + 1])
+PY
+run_expect 0 predict "$cfg" --checkpoint "$ck" --input "$TMP/windows.npy" --output "$TMP/next.npy" --device cpu
+"$PY" - "$TMP/next.npy" "$TMP/labels.npy" "$loss" "$vocab" <<'PY' || fail "predict's probabilities are not evaluate's loss"
+import sys
+import numpy as np
+p, y = np.load(sys.argv[1]), np.load(sys.argv[2])
+assert p.shape == y.shape + (int(sys.argv[4]),), (p.shape, y.shape)
+assert np.allclose(p.sum(axis=-1), 1, atol=1e-5), "rows do not sum to 1"
+loss = -np.log(np.take_along_axis(p.astype(np.float64), y[..., None], axis=-1)).mean()
+print(f"cross-entropy of predict's probabilities {loss:.6f}, evaluate's loss {float(sys.argv[3]):.6f}")
+assert abs(loss - float(sys.argv[3])) < 1e-5, loss
+PY
+run_expect 0 predict "$cfg" --checkpoint "$ck" --input "$TMP/windows.npy" --device cpu
+[ "$(wc -l <"$TMP/out")" -eq $((held_out * 16 + 1)) ] || fail "the CSV should have a header and a row per position"
+
 step "export --onnx: ONNX's checker takes the GPT; ONNX Runtime's probabilities are the NumPy forward pass's (1e-5)"
 if "$PY" -c "import numpy, yaml, onnx" 2>/dev/null; then
     run_expect 0 export "$cfg" --checkpoint "$ck" --onnx "$TMP/gpt.onnx"
@@ -252,8 +280,16 @@ expect_one_line_error 2 "model.layers[0] (embedding): input_dim 20 is smaller th
     fit "$cfg" --run-dir "$TMP/bad" --set 'model.layers[0].input_dim=20'
 expect_one_line_error 2 "layer 'h/block1/causal_self_attention' (causal_self_attention): heads 3 does not divide the width 32; use a divisor of it such as 2 or 4" \
     fit "$cfg" --run-dir "$TMP/bad" --set 'model.layers[2].heads=3'
-expect_one_line_error 2 "$cfg: a model of format text scores every position of a sequence; sample from it with gputrain generate, or measure it with gputrain evaluate" \
+expect_one_line_error 2 "--input '$TMP/play.txt': a model of format text takes windows of token ids, an NPY array of shape (N, 16) of whole numbers (the ids its tokenizer makes of the text)" \
     predict "$cfg" --checkpoint "$ck" --input "$TMP/play.txt" --output "$TMP/p.npy"
+"$PY" -c "
+import numpy as np, sys
+a = np.zeros((3, 16)); a[1, 5] = 1.5; np.save(sys.argv[1], a)
+b = np.zeros((2, 16), dtype=np.int64); b[1, 2] = int(sys.argv[3]); np.save(sys.argv[2], b)" "$TMP/half.npy" "$TMP/big.npy" "$vocab"
+expect_one_line_error 1 "$TMP/half.npy: sample 1, position 5: 1.5 is no token id (whole numbers from 0 to $((vocab - 1)), the embedding's input_dim); give the ids of the text as the model's tokenizer makes them" \
+    predict "$cfg" --checkpoint "$ck" --input "$TMP/half.npy"
+expect_one_line_error 1 "$TMP/big.npy: sample 1, position 2: $vocab is no token id" \
+    predict "$cfg" --checkpoint "$ck" --input "$TMP/big.npy"
 expect_one_line_error 2 "--confusion: not for a model of format text (a label at every position); leave it out" \
     evaluate "$cfg" --checkpoint "$ck" --confusion
 expect_one_line_error 2 "format text: evaluate reads the last data.validation_split of the text's windows, and data.validation_split is 0; set it (e.g. 0.1) as training did" \

@@ -251,6 +251,7 @@ safetensors close "$TMP/ema3/last.safetensors" "$TMP/ema1/last.safetensors" 1e-4
 safetensors names "$TMP/ema3/last.safetensors" >"$TMP/names"
 expect_in "$TMP/names" "ema/dense_1/bias"
 run_expect 0 fit "$base" --run-dir "$TMP/emar" --device cpu --replicas 3 --quiet "${ema[@]}" --set training.epochs=1
+expect_in "$TMP/err" "warning: training.ema.start_epoch is 1, but training stops after epoch 1: the average never starts, so the EMA weights are the raw weights; lower start_epoch (epochs count from 0)"
 run_expect 0 fit "$base" --run-dir "$TMP/emar" --device cpu --replicas 3 --quiet "${ema[@]}" --resume
 safetensors identical "$TMP/emar/last.safetensors" "$TMP/ema3/last.safetensors"
 expect_one_line_error 2 "training.ema.decay: must be in (0, 1) (and below 1 in float32): the weight the average keeps each step; e.g. decay: 0.999" \
