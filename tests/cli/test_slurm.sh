@@ -6,7 +6,8 @@
 #  - the sbatch script of docs/multi-node.md (srun inside) does too;
 #  - srun -n 2 without an MPI plugin is an error naming --mpi=pmix, not two
 #    runs training alone into one run dir.
-# Skipped (77) without Slurm (apt-get install slurm-wlm munge), without root
+# Every srun and sbatch is bounded (timeout 120), so a cluster that takes no
+# job fails the test instead of hanging it. Skipped (77) without Slurm (apt-get install slurm-wlm munge), without root
 # (the daemons run as root here), or when the cluster does not come up.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
@@ -89,7 +90,7 @@ step "the reference: one process, 2 replicas"
 run_expect 0 fit "$cfg" --run-dir "$TMP/threads" --replicas 2 --device cpu --quiet
 
 step "srun -n 2 --mpi=pmix: 2 workers x 1 replica train the same weights"
-srun -n 2 --mpi=pmix "$GPUTRAIN" fit "$cfg" "${multi[@]}" --run-dir "$TMP/srun" >"$TMP/out" 2>"$TMP/err" ||
+timeout 120 srun -n 2 --mpi=pmix "$GPUTRAIN" fit "$cfg" "${multi[@]}" --run-dir "$TMP/srun" >"$TMP/out" 2>"$TMP/err" ||
     { cat "$TMP/out" "$TMP/err" >&2; fail "srun -n 2 failed"; }
 cat "$TMP/out"
 expect_in "$TMP/out" "multi_worker_mirrored: 2 workers x 1 replica = 2 replicas (CPU threads), global batch 32 = 16 per replica"
@@ -104,13 +105,13 @@ cat >"$TMP/train.sbatch" <<EOF
 #SBATCH --output=$TMP/sbatch.out
 srun --mpi=pmix "$GPUTRAIN" fit "$cfg" ${multi[*]} --run-dir "$TMP/sbatch"
 EOF
-sbatch --wait "$TMP/train.sbatch" >"$TMP/out" 2>&1 || { cat "$TMP/out" "$TMP/sbatch.out" >&2; fail "sbatch --wait failed"; }
+timeout 120 sbatch --wait "$TMP/train.sbatch" >"$TMP/out" 2>&1 || { cat "$TMP/out" "$TMP/sbatch.out" >&2; fail "sbatch --wait failed"; }
 cat "$TMP/sbatch.out"
 safetensors close "$TMP/sbatch/last.safetensors" "$TMP/threads/last.safetensors" 1e-5
 
 step "srun -n 2 without an MPI plugin: an error naming --mpi=pmix, and nothing trained"
 code=0
-srun -n 2 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --run-dir "$TMP/nompi" >"$TMP/out" 2>"$TMP/err" || code=$?
+timeout 120 srun -n 2 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --run-dir "$TMP/nompi" >"$TMP/out" 2>"$TMP/err" || code=$?
 cat "$TMP/err"
 [ "$code" -ne 0 ] || fail "srun -n 2 without --mpi exited 0"
 expect_in "$TMP/err" "gputrain: error: strategy.type: multi_worker_mirrored: srun started 2 tasks, but without an MPI plugin (no PMIx or PMI in their environment), so each would train alone; run srun --mpi=pmix (or set MpiDefault=pmix in slurm.conf)"
