@@ -162,7 +162,8 @@ double run_pipelined_steps(train::Replica& r, train::Step& train_step, const Hos
         } else {
             r.load_shard(batches.inputs[b].data(), batches.labels[b].data(), begin, end);
         }
-        train_step.prepare({0, static_cast<int64_t>(b), step, schedule.learning_rate(step), begin, rows, batches.batch});
+        train_step.prepare({0, static_cast<int64_t>(b), step, schedule.learning_rate(step), begin, rows, batches.batch,
+                            schedule.momentum(step)});
         train_step.queue();
     }
     be.synchronize();
@@ -222,7 +223,8 @@ void run_steps(train::Replica& r, const config::RunConfig& cfg, const HostBatche
         }
         r.prepare_shard(/*augmenting=*/true);  // bytes to floats, data.augment: nothing for float batches
         const double input_s = lap();
-        train_step.prepare({0, step % steps_per_epoch, step, schedule.learning_rate(step), begin, rows, batches.batch});
+        train_step.prepare({0, step % steps_per_epoch, step, schedule.learning_rate(step), begin, rows, batches.batch,
+                            schedule.momentum(step)});
         const double prepare_s = lap();  // the optimizer's scalars: counted with the optimizer
         const auto fb_start = mark;
         train_step.forward_backward_observed(observe);

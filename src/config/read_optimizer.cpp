@@ -29,7 +29,8 @@ ScheduleConfig read_schedule(const Section& optimizer) {
     out.min_lr_given = s.has("min_lr");
     // one_cycle: PyTorch's OneCycleLR keys and defaults.
     const bool cycle = out.type == ScheduleType::one_cycle;
-    for (const char* key : {"max_lr", "pct_start", "div_factor", "final_div_factor"})
+    for (const char* key : {"max_lr", "pct_start", "div_factor", "final_div_factor", "cycle_momentum", "base_momentum",
+                            "max_momentum"})
         if (s.has(key) && !cycle)
             s.value(key).fail(std::string("is one_cycle's key, and the schedule is ") + name_of(out.type),
                               "use it with type: one_cycle, or remove it");
@@ -39,6 +40,19 @@ ScheduleConfig read_schedule(const Section& optimizer) {
         s.value("pct_start").fail("must be in (0, 1) (the share of the steps spent rising to max_lr)", "e.g. pct_start: 0.3");
     out.div_factor = s.number("div_factor", out.div_factor, NumberRange::positive);
     out.final_div_factor = s.number("final_div_factor", out.final_div_factor, NumberRange::positive);
+    out.cycle_momentum = s.boolean("cycle_momentum", out.cycle_momentum);
+    out.base_momentum = s.number("base_momentum", out.base_momentum, NumberRange::non_negative);
+    out.max_momentum = s.number("max_momentum", out.max_momentum, NumberRange::non_negative);
+    for (const char* key : {"base_momentum", "max_momentum"})
+        if (s.has(key) && !out.cycle_momentum)
+            s.value(key).fail("is a key of cycle_momentum, which is off", "add cycle_momentum: true, or remove it");
+    if (out.max_momentum >= 1)
+        s.value("max_momentum").fail("must be below 1 (the share of the velocity kept each step)", "e.g. max_momentum: 0.95");
+    if (out.base_momentum > out.max_momentum)
+        s.value(s.has("base_momentum") ? "base_momentum" : "max_momentum")
+            .fail("base_momentum " + format_number(out.base_momentum) + " is above max_momentum " +
+                      format_number(out.max_momentum),
+                  "the momentum cycles between them: give base_momentum <= max_momentum");
     if (cycle && (out.warmup_epochs > 0 || out.warmup_steps > 0))
         s.value(out.warmup_epochs > 0 ? "warmup_epochs" : "warmup_steps")
             .fail("one_cycle warms up itself (from max_lr / div_factor over pct_start of the steps)",
@@ -108,6 +122,13 @@ OptimizerConfig read_optimizer(const Section& top) {
                     (out.schedule.max_lr > 0 ? "" : " (optimizer.learning_rate)"),
                 "one_cycle rises to max_lr and anneals down to min_lr: give a min_lr below it");
     }
+    if (out.schedule.cycle_momentum && out.type == OptimizerType::rmsprop)
+        s.child("schedule").value("cycle_momentum").fail(
+            "cycles Adam's beta1 or SGD's momentum, and the optimizer is rmsprop",
+            "use adam, adamw or sgd with momentum, or remove cycle_momentum");
+    if (out.schedule.cycle_momentum && out.type == OptimizerType::sgd && out.momentum <= 0)
+        s.child("schedule").value("cycle_momentum").fail(
+            "SGD without momentum has none to cycle", "set optimizer.momentum (e.g. 0.9), or remove cycle_momentum");
     return out;
 }
 

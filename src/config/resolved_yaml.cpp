@@ -193,6 +193,11 @@ private:
             number("pct_start", s.pct_start);
             number("div_factor", s.div_factor);
             number("final_div_factor", s.final_div_factor);
+            if (s.cycle_momentum) {  // only when on: digests stay
+                key("cycle_momentum") << true;
+                number("base_momentum", s.base_momentum);
+                number("max_momentum", s.max_momentum);
+            }
         }
         out_ << YAML::EndMap << YAML::EndMap;
     }

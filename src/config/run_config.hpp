@@ -83,6 +83,12 @@ struct ScheduleConfig {
     double pct_start = 0.3;
     double div_factor = 25.0;
     double final_div_factor = 1e4;
+    // one_cycle's cycle_momentum (PyTorch's; off by default here): the
+    // momentum (Adam's beta1, SGD's momentum) falls from max_momentum to
+    // base_momentum while the rate rises, and climbs back while it anneals.
+    bool cycle_momentum = false;
+    double base_momentum = 0.85;
+    double max_momentum = 0.95;
 };
 
 struct OptimizerConfig {

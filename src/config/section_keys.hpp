@@ -25,7 +25,7 @@ inline const std::vector<SectionKeys>& section_keys() {
           "no_decay", "schedule"}},
         {"optimizer.schedule",
          {"type", "decay_rate", "decay_epochs", "decay_steps", "staircase", "min_lr", "warmup_epochs", "warmup_steps", "max_lr", "pct_start",
-          "div_factor", "final_div_factor"}},
+          "div_factor", "final_div_factor", "cycle_momentum", "base_momentum", "max_momentum"}},
         {"data",
          {"dataset", "path", "format", "scale", "normalize", "augment", "validation_split", "limit", "test_limit",
           "shard_files", "synthetic", "resident", "crop_to_aspect_ratio", "skip_bad_files", "cache_dir", "stream", "stream_memory_fraction", "workers", "target_columns", "tokenizer", "tokenizer_model", "vocab_size"}},

@@ -97,7 +97,6 @@ const std::vector<NameAlias>& name_aliases() {
         {"use_ema", "ema", "", "training key (Keras' optimizer argument)"},
         {"ema_momentum", "decay", "", "training.ema key (Keras')"},
         {"total_steps", "", "one_cycle runs over training.epochs x steps per epoch: remove it", "optimizer.schedule key (PyTorch's OneCycleLR)"},
-        {"cycle_momentum", "", "one_cycle does not cycle momentum yet: remove it", "optimizer.schedule key (PyTorch's OneCycleLR)"},
         {"anneal_strategy", "", "one_cycle anneals by cosine: remove it", "optimizer.schedule key (PyTorch's OneCycleLR)"},
         {"polynomial", "linear", "", "schedule (Keras' PolynomialDecay with power 1)"},
         {"onecycle", "one_cycle", "", "schedule"},

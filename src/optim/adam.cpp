@@ -29,11 +29,13 @@ Adam::~Adam() = default;
 
 void Adam::prepare(double learning_rate, int64_t step) {
     const double t = static_cast<double>(step);
+    // A cycled beta1 enters the bias correction as it is this step, as in PyTorch's Adam.
+    const double beta1 = cycled_momentum_ >= 0 ? cycled_momentum_ : beta1_;
     std::vector<math::AdamParams> sets;
     for (const Kind& k : kinds_) {
         const double rate = learning_rate * k.multiplier;
-        const double alpha = rate * std::sqrt(1.0 - std::pow(beta2_, t)) / (1.0 - std::pow(beta1_, t));
-        sets.push_back({static_cast<float>(alpha), static_cast<float>(beta1_), static_cast<float>(beta2_),
+        const double alpha = rate * std::sqrt(1.0 - std::pow(beta2_, t)) / (1.0 - std::pow(beta1, t));
+        sets.push_back({static_cast<float>(alpha), static_cast<float>(beta1), static_cast<float>(beta2_),
                         static_cast<float>(epsilon_), k.decays ? static_cast<float>(rate * weight_decay_) : 0.0f});
     }
     backend_.upload(scalars_, sets.data(), sets.size() * sizeof(math::AdamParams));

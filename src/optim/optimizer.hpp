@@ -37,6 +37,9 @@ public:
         apply(params, grads, nullptr);
     }
     virtual std::vector<StateSlot> state() = 0;
+    // The momentum of the next prepare() (Adam's beta1, SGD's momentum), as a
+    // schedule cycles it (one_cycle's cycle_momentum); negative: the configured one.
+    void set_momentum(double momentum) { cycled_momentum_ = momentum; }
     // optimizer.no_decay: the parameter ranges [offset, offset + count) that
     // take no weight decay (AdamW); the others decay as configured.
     void set_decay_exempt(const std::vector<std::pair<size_t, size_t>>& ranges);
@@ -63,6 +66,7 @@ protected:
     };
     explicit Optimizer(size_t param_count);
     size_t param_count_;
+    double cycled_momentum_ = -1.0;  // set_momentum's; negative: none
     std::vector<Kind> kinds_{{1.0, true}};
     std::vector<Run> runs_;
     // Called after the runs change (before training): room for kinds_.size() scalar sets.

@@ -70,6 +70,21 @@ Schedule::Schedule(const config::OptimizerConfig& cfg, int64_t steps_per_epoch, 
                        ? warmup_steps_
                        : steps_before_epoch(history, cfg.schedule.warmup_epochs)) {}
 
+namespace {
+// One of OneCycleLR's cosine phases: `pct` of the way from `from` to `to`.
+double anneal(double from, double to, double pct) { return to + (from - to) / 2.0 * (std::cos(M_PI * pct) + 1.0); }
+}  // namespace
+
+double Schedule::momentum(int64_t epoch, int64_t step_in_epoch) const {
+    if (cfg_.type != config::ScheduleType::one_cycle || !cfg_.cycle_momentum) return -1.0;
+    const double position = static_cast<double>(epoch) * static_cast<double>(steps_per_epoch_) +
+                            static_cast<double>(step_in_epoch);
+    const double end1 = cfg_.pct_start * total_steps_ - 1.0, end2 = total_steps_ - 1.0;
+    if (position <= end1) return anneal(cfg_.max_momentum, cfg_.base_momentum, end1 > 0 ? position / end1 : 1.0);
+    return anneal(cfg_.base_momentum, cfg_.max_momentum,
+                  end2 > end1 ? std::min(1.0, (position - end1) / (end2 - end1)) : 1.0);
+}
+
 double Schedule::learning_rate(int64_t global_step, int64_t epoch, int64_t step_in_epoch) const {
     // Where the step is, in steps of this run's epochs.
     const double position = static_cast<double>(epoch) * static_cast<double>(steps_per_epoch_) +
@@ -109,9 +124,6 @@ double Schedule::learning_rate(int64_t global_step, int64_t epoch, int64_t step_
             const double initial = top / cfg_.div_factor;
             const double floor = cfg_.min_lr_given ? cfg_.min_lr : initial / cfg_.final_div_factor;
             const double end1 = cfg_.pct_start * total_steps_ - 1.0, end2 = total_steps_ - 1.0;
-            const auto anneal = [](double from, double to, double pct) {
-                return to + (from - to) / 2.0 * (std::cos(M_PI * pct) + 1.0);
-            };
             if (position <= end1) return anneal(initial, top, end1 > 0 ? position / end1 : 1.0);
             return anneal(top, floor, end2 > end1 ? std::min(1.0, (position - end1) / (end2 - end1)) : 1.0);
         }

@@ -48,6 +48,14 @@ public:
     double learning_rate(int64_t global_step) const {
         return learning_rate(global_step, global_step / steps_per_epoch_, global_step % steps_per_epoch_);
     }
+    // one_cycle with cycle_momentum: the momentum of that step (PyTorch's
+    // OneCycleLR: max_momentum down to base_momentum while the rate rises, back
+    // up while it anneals, cosine both ways); -1 without cycling (the
+    // optimizer's own).
+    double momentum(int64_t epoch, int64_t step_in_epoch) const;
+    double momentum(int64_t global_step) const {
+        return momentum(global_step / steps_per_epoch_, global_step % steps_per_epoch_);
+    }
 
 private:
     config::ScheduleConfig cfg_;

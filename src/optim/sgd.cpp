@@ -28,7 +28,7 @@ void Sgd::prepare(double learning_rate, int64_t) {
         math::SgdParams& s = sets[k];
         std::memset(&s, 0, sizeof s);  // the padding too: every uploaded byte is defined
         s.learning_rate = static_cast<float>(learning_rate * kinds_[k].multiplier);
-        s.momentum = static_cast<float>(momentum_);
+        s.momentum = static_cast<float>(cycled_momentum_ >= 0 ? cycled_momentum_ : momentum_);
         s.nesterov = nesterov_;
     }
     backend_.upload(scalars_, sets.data(), sets.size() * sizeof(math::SgdParams));

@@ -35,6 +35,7 @@ void Step::prepare(const StepInput& in) {
     Replica& r = replica_;
     in_ = in;
     // This update's scalars go to the device before the step that reads them.
+    r.optimizer().set_momentum(in.momentum);
     r.optimizer().prepare(in.learning_rate, in.global_step + 1);
     if (r.ema()) {
         // Before training.ema.start_epoch, and at the run's first step, the

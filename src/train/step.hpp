@@ -37,6 +37,7 @@ struct StepInput {
     int64_t row_offset = 0;   // this shard's first row within the global batch
     int rows = 0;             // this shard's rows (0: an empty shard, which still joins every collective)
     int64_t global_batch = 0; // the loss is a sum over the shard times 1/global_batch
+    double momentum = -1;     // one_cycle's cycled momentum (Schedule::momentum); negative: the optimizer's own
 };
 
 class Step {

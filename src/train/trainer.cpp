@@ -114,7 +114,7 @@ void Trainer::run_epoch(Replica& r, int64_t epoch, int64_t start_step, data::Loa
         // The step's work is queued on the backend, the same from step to step
         // for one shape, so that a GPU records it once and replays it (StepGraphs).
         train_step.run({epoch, step, global_step, schedule.learning_rate(global_step, epoch, step), begin,
-                        static_cast<int>(end - begin), batch->size});
+                        static_cast<int>(end - begin), batch->size, schedule.momentum(epoch, step)});
         // The next step's shard is copied while this step's work runs on the GPU.
         if (r.stages_ahead() && step + 1 < steps_per_epoch_) {
             next = loader.get(step + 1);

@@ -269,6 +269,26 @@ expect_one_line_error 2 "optimizer.schedule.warmup_epochs: one_cycle warms up it
 expect_one_line_error 2 "optimizer.schedule.max_lr: is one_cycle's key, and the schedule is cosine; use it with type: one_cycle, or remove it" \
     fit "$base" --run-dir "$TMP/bad" --set "optimizer.schedule={type: cosine, max_lr: 0.1}"
 
+step "one_cycle's cycle_momentum: trains, changes the weights, resumes bit for bit; its errors"
+cyc=(--set "optimizer={type: adam, learning_rate: 0.01, schedule: {type: one_cycle, cycle_momentum: true}}")
+run_expect 0 fit "$base" --run-dir "$TMP/cm" --device cpu --replicas 1 --quiet "${cyc[@]}" --set checkpoint.every_epochs=1
+run_expect 0 fit "$base" --run-dir "$TMP/cm0" --device cpu --replicas 1 --quiet \
+    --set "optimizer={type: adam, learning_rate: 0.01, schedule: {type: one_cycle}}"
+safetensors differ "$TMP/cm/last.safetensors" "$TMP/cm0/last.safetensors" dense/kernel=dense/kernel
+# (one_cycle spans training.epochs, so the resume goes on from the 2-epoch run's epoch-1 checkpoint)
+run_expect 0 fit "$base" --run-dir "$TMP/cmr" --device cpu --replicas 1 --quiet "${cyc[@]}" \
+    --resume "$TMP/cm/epoch-001.safetensors"
+safetensors identical "$TMP/cmr/last.safetensors" "$TMP/cm/last.safetensors"
+expect_in "$TMP/cm/config.yaml" "cycle_momentum: true"
+expect_one_line_error 2 "optimizer.schedule.cycle_momentum: cycles Adam's beta1 or SGD's momentum, and the optimizer is rmsprop; use adam, adamw or sgd with momentum, or remove cycle_momentum" \
+    fit "$base" --run-dir "$TMP/bad" --set "optimizer={type: rmsprop, schedule: {type: one_cycle, cycle_momentum: true}}"
+expect_one_line_error 2 "optimizer.schedule.cycle_momentum: SGD without momentum has none to cycle; set optimizer.momentum (e.g. 0.9), or remove cycle_momentum" \
+    fit "$base" --run-dir "$TMP/bad" --set "optimizer={type: sgd, schedule: {type: one_cycle, cycle_momentum: true}}"
+expect_one_line_error 2 "optimizer.schedule.base_momentum: base_momentum 0.99 is above max_momentum 0.95; the momentum cycles between them: give base_momentum <= max_momentum" \
+    fit "$base" --run-dir "$TMP/bad" --set "optimizer.schedule={type: one_cycle, cycle_momentum: true, base_momentum: 0.99}"
+expect_one_line_error 2 "optimizer.schedule.base_momentum: is a key of cycle_momentum, which is off; add cycle_momentum: true, or remove it" \
+    fit "$base" --run-dir "$TMP/bad" --set "optimizer.schedule={type: one_cycle, base_momentum: 0.8}"
+
 step "lr_multiplier: a millionth of the rate on the output layer trains what freezing it does; 1 = 3 replicas"
 sgd=(--set training.epochs=1 --set "optimizer={type: sgd, learning_rate: 0.1}")
 run_expect 0 fit "$base" --run-dir "$TMP/mult1" --device cpu --replicas 1 --quiet "${sgd[@]}" --set "model.layers[2].lr_multiplier=0.000001"

@@ -52,7 +52,7 @@ TEST_CASE("an unknown key path is an unknown key, placed at the override") {
     REQUIRE(error_of(kMinimal, {"optimizer.schedule.kind=cosine"}) ==
             "--set optimizer.schedule.kind=cosine: optimizer.schedule.kind: unknown key; known keys: type, "
             "decay_rate, decay_epochs, decay_steps, staircase, min_lr, warmup_epochs, warmup_steps, max_lr, pct_start, "
-            "div_factor, final_div_factor");
+            "div_factor, final_div_factor, cycle_momentum, base_momentum, max_momentum");
     REQUIRE(error_of(kMinimal, {"training={epochs: 2, steps: 8}"}) ==
             "--set training={epochs: 2, steps: 8}: training.steps: unknown key; known keys: epochs, batch_size, "
             "shuffle, seed, on_nan, precision, cuda_graphs, fused_kernels, cast_gemm_inputs, gemm_epilogues, "

@@ -258,3 +258,44 @@ TEST_CASE("lr_multipliers on SGD and RMSprop: the multiplied range moves by the 
         REQUIRE(p[3] == p[0]);
     }
 }
+
+TEST_CASE("set_momentum (one_cycle's cycle_momentum): each step's beta1 in the moment and in its bias correction; "
+          "SGD's momentum likewise") {
+    // PyTorch's Adam under a cycled beta1 uses the step's beta1 for exp_avg and for 1 - beta1^t.
+    CpuBackend be;
+    OptimizerConfig cfg;
+    cfg.learning_rate = 0.01;
+    const std::vector<double> p0{0.5, -1.25, 2.0};
+    const std::vector<double> betas{0.95, 0.9, 0.85};
+    auto opt = gputrain::optim::make_optimizer(cfg, be, p0.size());
+    std::vector<float> params(p0.begin(), p0.end());
+    std::vector<double> p = p0, m(3, 0.0), v(3, 0.0);
+    for (int t = 1; t <= 3; ++t) {
+        const double b1 = betas[static_cast<size_t>(t - 1)];
+        const std::vector<double> g{0.1 * t, -0.4, 1.5 / t};
+        const std::vector<float> gf(g.begin(), g.end());
+        opt->set_momentum(b1);
+        opt->step(params.data(), gf.data(), cfg.learning_rate, t);
+        const double alpha = cfg.learning_rate * std::sqrt(1.0 - std::pow(cfg.beta2, t)) / (1.0 - std::pow(b1, t));
+        for (size_t i = 0; i < 3; ++i) {
+            m[i] = b1 * m[i] + (1.0 - b1) * g[i];
+            v[i] = cfg.beta2 * v[i] + (1.0 - cfg.beta2) * g[i] * g[i];
+            p[i] -= alpha * m[i] / (std::sqrt(v[i]) + cfg.epsilon);
+            INFO("step " << t << " param " << i);
+            REQUIRE(params[i] == Approx(p[i]).epsilon(1e-6));
+        }
+    }
+    // SGD with momentum 0.9 configured, 0.5 set: velocity = 0.5 * velocity - lr * g (Keras' form).
+    OptimizerConfig sgd;
+    sgd.type = OptimizerType::sgd;
+    sgd.learning_rate = 0.1;
+    sgd.momentum = 0.9;
+    auto s = gputrain::optim::make_optimizer(sgd, be, 1);
+    float w = 1.0f;
+    const float grad = 1.0f;
+    s->set_momentum(0.5);
+    s->step(&w, &grad, sgd.learning_rate, 1);
+    s->step(&w, &grad, sgd.learning_rate, 2);
+    // velocities -0.1, then 0.5 * -0.1 - 0.1 = -0.15: w = 1 - 0.1 - 0.15.
+    REQUIRE(w == Approx(0.75f).epsilon(1e-6));
+}

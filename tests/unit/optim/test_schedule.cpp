@@ -257,6 +257,39 @@ TEST_CASE("schedules of absurd lengths do not overflow") {
     CHECK(long_run.learning_rate(1000) <= 0.1);
 }
 
+TEST_CASE("one_cycle's cycle_momentum matches PyTorch's OneCycleLR momentum, step by step; -1 without it") {
+    // Reference values printed by PyTorch 2.15's OneCycleLR(cycle_momentum=True):
+    // Adam's betas[0] with max_lr 0.01, total_steps 100, pct_start 0.3,
+    // base_momentum 0.85, max_momentum 0.95 (its defaults).
+    OptimizerConfig cfg = with_schedule(ScheduleType::one_cycle, 0.01);
+    REQUIRE(Schedule(cfg, 10, 10).momentum(5) == -1.0);  // off by default
+    cfg.schedule.cycle_momentum = true;
+    const Schedule s(cfg, 10, 10);
+    const std::vector<std::pair<int64_t, double>> torch_momenta{
+        {0, 0.95},  {1, 0.9497068978577179},  {15, 0.897293054570729}, {28, 0.850293102142282}, {29, 0.85},
+        {30, 0.8500503466729342}, {50, 0.8706107373853763}, {98, 0.9499496533270657}, {99, 0.95}};
+    for (const auto& [step, m] : torch_momenta) {
+        INFO("step " << step);
+        REQUIRE(s.momentum(step) == Approx(m).epsilon(1e-12));
+    }
+    // SGD's momentum, another cycle: OneCycleLR(max_lr=0.02, total_steps=37, pct_start=0.25,
+    // div_factor=10, final_div_factor=100, base_momentum=0.8, max_momentum=0.9).
+    cfg = with_schedule(ScheduleType::one_cycle, 0.5);
+    cfg.schedule.max_lr = 0.02;
+    cfg.schedule.pct_start = 0.25;
+    cfg.schedule.cycle_momentum = true;
+    cfg.schedule.base_momentum = 0.8;
+    cfg.schedule.max_momentum = 0.9;
+    const Schedule t(cfg, 37, 1);
+    const std::vector<std::pair<int64_t, double>> torch_momenta2{{0, 0.9},  {5, 0.833646601834129},
+                                                                 {8, 0.8002264038713458}, {9, 0.8001801255728738},
+                                                                 {20, 0.8380870704288418}, {36, 0.9}};
+    for (const auto& [step, m] : torch_momenta2) {
+        INFO("step " << step);
+        REQUIRE(t.momentum(step) == Approx(m).epsilon(1e-12));
+    }
+}
+
 TEST_CASE("one_cycle matches PyTorch's OneCycleLR (two phases, cosine), step by step") {
     // Reference rates printed by PyTorch 1.13's torch.optim.lr_scheduler.OneCycleLR
     // (cycle_momentum=False): max_lr 0.01, total_steps 100, pct_start 0.3,
