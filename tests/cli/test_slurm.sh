@@ -32,7 +32,9 @@ stop_cluster() {
         kill -9 "$p" 2>/dev/null || true
     done
     [ ! -f "$S/munged.pid" ] || kill "$(cat "$S/munged.pid")" 2>/dev/null || true
-    rm -rf "$TMP"
+    # A daemon's last files may still be landing (slurmstepd): try again, then leave it.
+    for _ in 1 2 3 4 5; do rm -rf "$TMP" 2>/dev/null && break; sleep 0.5; done
+    return 0
 }
 trap stop_cluster EXIT
 
