@@ -69,7 +69,8 @@ int run_export(ExportArgs& args) {
                 ec ? 0.0 : static_cast<double>(bytes) / 1e6,
                 trained.ema_weights ? " (the weights' moving average, training.ema)" : "",
                 shape_to_string(graph.input_dims).c_str(), shape_to_string(graph.output_dims).c_str(),
-                cfg.data.scale_for(true) != 1.0 || !cfg.data.normalize_mean.empty()
+                cfg.data.format != config::DataFormat::text &&
+                        (cfg.data.scale_for(true) != 1.0 || !cfg.data.normalize_mean.empty())
                     ? "; inputs are taken after data.scale and data.normalize (the file's metadata has them)"
                     : "");
     return 0;
