@@ -27,23 +27,9 @@ struct ExportArgs {
 // --onnx must be a new or replaceable file in an existing folder, and not a
 // file export reads: checked before anything is built.
 void require_output_apart(const ExportArgs& args) {
-    const std::pair<const char*, const std::string*> read[] = {{"the config", &args.common.config_path},
-                                                               {"--checkpoint", &args.checkpoint}};
-    for (const auto& [what, path] : read) {
-        std::error_code ec;
-        if (!path->empty() && fs::equivalent(args.onnx, *path, ec))
-            throw ConfigError("--onnx '" + args.onnx + "' is " + what + " ('" + *path +
-                              "'): writing the model would replace it; give another file, e.g. model.onnx");
-    }
-    std::error_code ec;
-    const fs::path folder = fs::path(args.onnx).parent_path();
-    if (!folder.empty() && !fs::is_directory(folder, ec))
-        throw ConfigError("--onnx '" + args.onnx + "': the folder '" + folder.string() +
-                          (fs::exists(folder, ec) ? "' is not a folder" : "' does not exist") +
-                          "; create it or give another path");
-    if (fs::is_directory(args.onnx, ec))
-        throw ConfigError("--onnx '" + args.onnx + "' is a folder; give a file name, e.g. " +
-                          (fs::path(args.onnx) / "model.onnx").string());
+    cli::require_output_apart("--onnx", args.onnx,
+                              {{"the config", &args.common.config_path}, {"--checkpoint", &args.checkpoint}},
+                              "the model", "give another file, e.g. model.onnx", "model.onnx");
 }
 
 int run_export(ExportArgs& args) {

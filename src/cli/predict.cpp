@@ -94,27 +94,13 @@ void write_output(const std::string& path, const std::vector<float>& probabiliti
 }
 
 // --output naming a file predict reads (its config, checkpoint or input) would
-// replace it with the probabilities.
+// replace it with the probabilities; checked before the model is scored.
 void require_output_apart(const PredictArgs& args) {
     if (args.output.empty()) return;
-    const std::pair<const char*, const std::string*> read[] = {
-        {"the config", &args.common.config_path}, {"--checkpoint", &args.checkpoint}, {"--input", &args.input}};
-    for (const auto& [what, path] : read) {
-        std::error_code ec;
-        if (fs::equivalent(args.output, *path, ec))
-            throw ConfigError("--output '" + args.output + "' is " + what + " ('" + *path +
-                              "'): writing the probabilities would replace it; give another file");
-    }
-    // Before the model is scored, not after.
-    const fs::path folder = fs::path(args.output).parent_path();
-    std::error_code ec;
-    if (!folder.empty() && !fs::is_directory(folder, ec))
-        throw ConfigError("--output '" + args.output + "': the folder '" + folder.string() +
-                          (fs::exists(folder, ec) ? "' is not a folder" : "' does not exist") +
-                          "; create it or give another path");
-    if (fs::is_directory(args.output, ec))
-        throw ConfigError("--output '" + args.output + "' is a folder; give a file name, e.g. " +
-                          (fs::path(args.output) / "probabilities.csv").string());
+    cli::require_output_apart("--output", args.output,
+                              {{"the config", &args.common.config_path}, {"--checkpoint", &args.checkpoint},
+                               {"--input", &args.input}},
+                              "the probabilities", "give another file", "probabilities.csv");
 }
 
 // A text model's inputs are token ids: whole numbers below the embedding's

@@ -213,4 +213,25 @@ void require_checkpoint_file(const std::string& flag, const std::string& path) {
                           (std::filesystem::path(path) / "last.safetensors").string());
 }
 
+void require_output_apart(const std::string& flag, const std::string& output,
+                          std::initializer_list<std::pair<const char*, const std::string*>> reads,
+                          const std::string& content, const std::string& advice, const std::string& example) {
+    namespace fs = std::filesystem;
+    for (const auto& [what, path] : reads) {
+        std::error_code ec;
+        if (!path->empty() && fs::equivalent(output, *path, ec))
+            throw ConfigError(flag + " '" + output + "' is " + what + " ('" + *path + "'): writing " + content +
+                              " would replace it; " + advice);
+    }
+    const fs::path folder = fs::path(output).parent_path();
+    std::error_code ec;
+    if (!folder.empty() && !fs::is_directory(folder, ec))
+        throw ConfigError(flag + " '" + output + "': the folder '" + folder.string() +
+                          (fs::exists(folder, ec) ? "' is not a folder" : "' does not exist") +
+                          "; create it or give another path");
+    if (fs::is_directory(output, ec))
+        throw ConfigError(flag + " '" + output + "' is a folder; give a file name, e.g. " +
+                          (fs::path(output) / example).string());
+}
+
 }  // namespace gputrain::cli

@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,16 @@ void apply_log_level(const config::RunConfig& cfg, bool quiet);
 // The label range of the data must fit the model's outputs.
 void check_classes(const data::Dataset& data, int64_t model_classes, const config::RunConfig& cfg,
                    int64_t model_positions = 1);
+
+// The file a command writes, named by `flag` (--output, --onnx): not a file
+// it reads (`reads`: what and path, e.g. {"--checkpoint", &checkpoint}), in a
+// folder that exists, and not a folder (`example`: a file name to suggest in
+// it). `content` is what writing would put there ("the probabilities"),
+// `advice` what to do instead ("give another file"). ConfigError, before
+// anything is computed.
+void require_output_apart(const std::string& flag, const std::string& output,
+                          std::initializer_list<std::pair<const char*, const std::string*>> reads,
+                          const std::string& content, const std::string& advice, const std::string& example);
 
 // A checkpoint named by `flag` (--checkpoint, --resume) must be a file:
 // ConfigError "FLAG: 'PATH' does not exist", or, for a folder, that it is one

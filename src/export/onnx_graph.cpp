@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <set>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -126,8 +125,7 @@ private:
     }
     std::string unique(const std::string& base) {
         std::string n = base;
-        for (int i = 1; taken_.count(n) || value_taken(n); ++i) n = base + "_" + std::to_string(i);
-        taken_.insert(n);
+        for (int i = 1; value_taken(n); ++i) n = base + "_" + std::to_string(i);
         return n;
     }
     bool value_taken(const std::string& n) const {
@@ -143,7 +141,6 @@ private:
     nn::Model& model_;
     const config::LayerSpec& spec_;
     const nn::Layer& layer_;
-    std::set<std::string> taken_;
 };
 
 // NHWC <-> NCHW around the ops ONNX defines on NCHW.
