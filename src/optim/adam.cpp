@@ -38,7 +38,9 @@ void Adam::prepare(double learning_rate, int64_t step) {
         sets.push_back({static_cast<float>(alpha), static_cast<float>(beta1), static_cast<float>(beta2_),
                         static_cast<float>(epsilon_), k.decays ? static_cast<float>(rate * weight_decay_) : 0.0f});
     }
-    backend_.upload(scalars_, sets.data(), sets.size() * sizeof(math::AdamParams));
+    // One upload per set: an upload carries at most Backend::kUploadBytes, and
+    // no_decay with lr_multipliers can make more kinds than fit in one.
+    for (size_t k = 0; k < sets.size(); ++k) backend_.upload(scalars_ + k, &sets[k], sizeof(math::AdamParams));
 }
 
 void Adam::apply(float* params, const float* grads, const int32_t* skip) {
@@ -46,6 +48,13 @@ void Adam::apply(float* params, const float* grads, const int32_t* skip) {
     for (const Run& r : runs_)
         backend_.adam_step_guarded(params + r.offset, grads + r.offset, m_ + r.offset, v_ + r.offset, r.count,
                                    scalars_ + r.kind, skip);
+}
+
+void Adam::adopt_state(const std::vector<StateSlot>& slots) {
+    m_ = slots.at(0).data;
+    v_ = slots.at(1).data;
+    m_block_.reset();
+    v_block_.reset();
 }
 
 void Adam::kinds_changed() {

@@ -25,6 +25,7 @@ private:
     float* v_;
     math::AdamParams* scalars_;  // backend memory: the prepared step's AdamParams, one set per kind
     void kinds_changed() override;
+    void adopt_state(const std::vector<StateSlot>& slots) override;
 };
 
 }  // namespace gputrain::optim

@@ -9,7 +9,20 @@
 
 namespace gputrain::optim {
 
-Optimizer::Optimizer(size_t param_count) : param_count_(param_count), runs_{{0, param_count, 0}} {}
+Optimizer::Optimizer(size_t param_count)
+    : param_count_(param_count), runs_{{0, param_count, 0}}, plan_{{0, param_count, 0}} {}
+
+void Optimizer::set_shard(size_t begin, size_t end) {
+    shard_begin_ = begin;
+    shard_end_ = end;
+    plan_runs();
+}
+
+void Optimizer::share_state_of(Optimizer& owner) {
+    if (owner.type() != type() || owner.param_count_ != param_count_)
+        throw Error("internal: sharing the state of a " + owner.type() + " optimizer with a " + type() + " one");
+    adopt_state(owner.state());
+}
 
 void Optimizer::set_decay_exempt(const std::vector<std::pair<size_t, size_t>>& ranges) {
     exempt_ = ranges;
@@ -29,7 +42,7 @@ void Optimizer::plan_runs() {
     for (const RangeScale& r : scales_)
         std::fill_n(multiplier.begin() + static_cast<std::ptrdiff_t>(r.offset), r.count, r.lr_multiplier);
     kinds_ = {{1.0, true}};
-    runs_.clear();
+    plan_.clear();
     const auto kind_of = [&](size_t i) {
         const Kind k{multiplier[i], exempt[i] == 0};
         for (size_t j = 0; j < kinds_.size(); ++j)
@@ -40,10 +53,15 @@ void Optimizer::plan_runs() {
     for (size_t i = 0; i < n;) {
         size_t j = i;
         while (j < n && exempt[j] == exempt[i] && multiplier[j] == multiplier[i]) ++j;
-        runs_.push_back({i, j - i, kind_of(i)});
+        plan_.push_back({i, j - i, kind_of(i)});
         i = j;
     }
-    if (runs_.empty()) runs_.push_back({0, 0, 0});
+    if (plan_.empty()) plan_.push_back({0, 0, 0});
+    runs_.clear();
+    for (const Run& r : plan_) {
+        const size_t begin = std::max(r.offset, shard_begin_), end = std::min(r.offset + r.count, shard_end_);
+        if (begin < end) runs_.push_back({begin, end - begin, r.kind});
+    }
     kinds_changed();
 }
 

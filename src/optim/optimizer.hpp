@@ -3,6 +3,7 @@
 // named slot per buffer for checkpoints ("adam_m", "adam_v", "velocity").
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
@@ -51,6 +52,14 @@ public:
         double lr_multiplier;
     };
     void set_lr_multipliers(const std::vector<RangeScale>& ranges);
+    // CPU replicas of one process update the weights in slices
+    // (train/shared_update.hpp): apply() touches parameters [begin, end) only,
+    // with the same arithmetic per element, so the same bits as a whole update.
+    void set_shard(size_t begin, size_t end);
+    // Uses `owner`'s state (an optimizer of the same configuration and size,
+    // on the same host memory) instead of its own, which is freed: the
+    // replicas of one process keep one copy, each updating its slice of it.
+    void share_state_of(Optimizer& owner);
 
 protected:
     // The parameters in runs that share a kind: (multiplier, whether AdamW's
@@ -68,12 +77,17 @@ protected:
     size_t param_count_;
     double cycled_momentum_ = -1.0;  // set_momentum's; negative: none
     std::vector<Kind> kinds_{{1.0, true}};
+    // The runs apply() updates: the plan's, cut to set_shard's slice.
     std::vector<Run> runs_;
     // Called after the runs change (before training): room for kinds_.size() scalar sets.
     virtual void kinds_changed() {}
+    // share_state_of: point the state at `slots` (owner's state(), in the same order) and free one's own.
+    virtual void adopt_state(const std::vector<StateSlot>& slots) = 0;
 
 private:
     void plan_runs();
+    std::vector<Run> plan_;  // every parameter in runs of one kind
+    size_t shard_begin_ = 0, shard_end_ = SIZE_MAX;
     std::vector<std::pair<size_t, size_t>> exempt_;
     std::vector<RangeScale> scales_;
 };

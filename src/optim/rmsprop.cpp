@@ -44,7 +44,9 @@ void Rmsprop::prepare(double learning_rate, int64_t) {
         r.decay = 0.0f;
         r.centered = centered_ ? 1 : 0;
     }
-    backend_.upload(scalars_, sets.data(), sets.size() * sizeof(math::RmspropParams));
+    // One upload per set: an upload carries at most Backend::kUploadBytes, and
+    // no_decay with lr_multipliers can make more kinds than fit in one.
+    for (size_t k = 0; k < sets.size(); ++k) backend_.upload(scalars_ + k, &sets[k], sizeof(math::RmspropParams));
 }
 
 void Rmsprop::apply(float* params, const float* grads, const int32_t* skip) {
@@ -52,6 +54,21 @@ void Rmsprop::apply(float* params, const float* grads, const int32_t* skip) {
         const size_t o = r.offset;
         run_op(backend_, ops::RmspropStep{params + o, grads + o, v_ + o, momentum_slot_ ? momentum_slot_ + o : nullptr,
                                           mean_grad_ ? mean_grad_ + o : nullptr, r.count, scalars_ + r.kind, skip});
+    }
+}
+
+void Rmsprop::adopt_state(const std::vector<StateSlot>& slots) {
+    // In state()'s order: v, then the momentum and the mean gradient where kept.
+    size_t s = 0;
+    v_ = slots.at(s++).data;
+    v_block_.reset();
+    if (momentum_slot_) {
+        momentum_slot_ = slots.at(s++).data;
+        momentum_block_.reset();
+    }
+    if (mean_grad_) {
+        mean_grad_ = slots.at(s++).data;
+        mean_grad_block_.reset();
     }
 }
 

@@ -26,6 +26,7 @@ private:
     float* mean_grad_ = nullptr;        // only when centered
     math::RmspropParams* scalars_;      // backend memory: the prepared step's scalars
     void kinds_changed() override;
+    void adopt_state(const std::vector<StateSlot>& slots) override;
 };
 
 }  // namespace gputrain::optim

@@ -31,13 +31,21 @@ void Sgd::prepare(double learning_rate, int64_t) {
         s.momentum = static_cast<float>(cycled_momentum_ >= 0 ? cycled_momentum_ : momentum_);
         s.nesterov = nesterov_;
     }
-    backend_.upload(scalars_, sets.data(), sets.size() * sizeof(math::SgdParams));
+    // One upload per set: an upload carries at most Backend::kUploadBytes, and
+    // no_decay with lr_multipliers can make more kinds than fit in one.
+    for (size_t k = 0; k < sets.size(); ++k) backend_.upload(scalars_ + k, &sets[k], sizeof(math::SgdParams));
 }
 
 void Sgd::apply(float* params, const float* grads, const int32_t* skip) {
     for (const Run& r : runs_)
         backend_.sgd_step_guarded(params + r.offset, grads + r.offset, velocity_ ? velocity_ + r.offset : nullptr,
                                   r.count, scalars_ + r.kind, skip);
+}
+
+void Sgd::adopt_state(const std::vector<StateSlot>& slots) {
+    if (!velocity_) return;  // nothing kept without momentum
+    velocity_ = slots.at(0).data;
+    velocity_block_.reset();
 }
 
 void Sgd::kinds_changed() {

@@ -24,6 +24,7 @@ private:
     float* velocity_ = nullptr;  // only with momentum
     math::SgdParams* scalars_;   // backend memory: the prepared step's SgdParams, one set per kind
     void kinds_changed() override;
+    void adopt_state(const std::vector<StateSlot>& slots) override;
 };
 
 }  // namespace gputrain::optim

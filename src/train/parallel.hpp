@@ -29,7 +29,7 @@ inline void run_on_replicas(std::vector<std::unique_ptr<Replica>>& replicas, con
             std::lock_guard<std::mutex> lock(mutex);
             if (!first_error) {
                 first_error = std::current_exception();
-                for (auto& r : replicas) r->comm().abort();
+                for (auto& r : replicas) r->abort();
             }
         }
     };
@@ -40,7 +40,7 @@ inline void run_on_replicas(std::vector<std::unique_ptr<Replica>>& replicas, con
         // The threads already started wait in a collective for the ones that
         // never will: abort it, join them, and report (a std::thread left
         // joinable would terminate the process).
-        for (auto& r : replicas) r->comm().abort();
+        for (auto& r : replicas) r->abort();
         for (auto& t : threads) t.join();
         throw Error("cannot start replica thread " + std::to_string(threads.size() + 1) + " of " +
                     std::to_string(replicas.size()) + ": " + e.what() + "; use fewer replicas");

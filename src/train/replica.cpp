@@ -107,6 +107,33 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
     backend_->wait_copies();
 }
 
+void Replica::abort() {
+    comm_->abort();
+    if (shared_update_) shared_update_->abort();
+}
+
+void Replica::share_update(std::shared_ptr<SharedUpdate> shared, int index, Replica& first) {
+    const auto [begin, end] = shared->slice(index);
+    optimizer().set_shard(begin, end);
+    if (&first != this) {
+        optimizer().share_state_of(first.optimizer());
+        if (ema_) ema_ = first.ema_;  // the weights' copy made at construction: the same values
+    }
+    shared_update_ = std::move(shared);
+    shared_index_ = index;
+}
+
+void share_updates(const std::vector<std::unique_ptr<Replica>>& replicas) {
+    if (replicas.size() < 2) return;
+    std::vector<float*> weights;
+    for (const auto& r : replicas) {
+        if (r->backend().has_device_memory()) return;  // each GPU holds its own
+        weights.push_back(r->model().param_data());
+    }
+    auto shared = std::make_shared<SharedUpdate>(weights, replicas[0]->model().param_count());
+    for (size_t i = 0; i < replicas.size(); ++i) replicas[i]->share_update(shared, static_cast<int>(i), *replicas[0]);
+}
+
 optim::Optimizer& Replica::optimizer() {
     if (!optimizer_) throw Error("internal: the optimizer of a replica built for inference");
     return *optimizer_;

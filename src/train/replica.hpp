@@ -22,6 +22,7 @@
 #include "dist/communicator.hpp"
 #include "nn/model.hpp"
 #include "optim/optimizer.hpp"
+#include "train/shared_update.hpp"
 #include "train/step_graphs.hpp"
 #include "train/step_guard.hpp"
 
@@ -35,6 +36,12 @@ enum class ReplicaUse { training, inference };
 // the listed kinds (bias: a layer's bias and *_bias tensors; norm: layer,
 // RMS and batch norm's; embedding: token and position tables).
 std::vector<std::pair<size_t, size_t>> decay_exempt(const nn::Model& model, const std::vector<std::string>& kinds);
+
+class Replica;
+// CPU training replicas of this process, more than one: they share one
+// optimizer state and update the weights in slices (SharedUpdate). Nothing
+// for GPU replicas (each has its own memory) or inference replicas.
+void share_updates(const std::vector<std::unique_ptr<Replica>>& replicas);
 
 class Replica {
 public:
@@ -54,6 +61,16 @@ public:
     int rank() const { return comm_->rank(); }
     // GPU replicas get their communicator after every replica has allocated its memory.
     void set_comm(std::unique_ptr<dist::Communicator> comm) { comm_ = std::move(comm); }
+    // A replica failed: collectives and the shared update's barrier stop waiting (they throw).
+    void abort();
+
+    // CPU training replicas of one process (share_updates): one optimizer
+    // state and EMA, `first`'s, of which this replica updates slice `index`
+    // (SharedUpdate). Before training.
+    void share_update(std::shared_ptr<SharedUpdate> shared, int index, Replica& first);
+    // Null unless share_update was called.
+    SharedUpdate* shared_update() { return shared_update_.get(); }
+    int shared_index() const { return shared_index_; }
 
     // Copies rows [begin, end) of host float inputs (as the model reads them)
     // and labels (label_width each, as set_input_format last said) into the
@@ -202,7 +219,9 @@ private:
     // than rows copied by load_shard (evaluation, or not resident).
     bool gather_resident_ = false;
     float* stats_ = nullptr;
-    float* ema_ = nullptr;
+    std::shared_ptr<SharedUpdate> shared_update_;
+    int shared_index_ = 0;
+    float* ema_ = nullptr;  // the replica's own, or the first's (share_update)
     float* ema_swap_ = nullptr;
     std::unique_ptr<StepGuard> guard_;
     std::unique_ptr<StepGraphs> graphs_;

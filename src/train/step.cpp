@@ -121,10 +121,17 @@ void Step::apply_update() {
     if (clip_norm_ > 0)
         run_op(r.backend(), ops::ClipByGlobalNorm{r.model().grad_data(), n, clip_norm_, clip_scratch_.floats()});
     // Identical on every replica after the all-reduce, so all skip alike.
+    // CPU replicas of one process: each updates its slice (the optimizer's
+    // shard) and hands it to the others (SharedUpdate).
     r.optimizer().apply(r.model().param_data(), r.model().grad_data(), skip);
+    SharedUpdate* shared = r.shared_update();
+    const auto [begin, end] = shared ? shared->slice(r.shared_index()) : std::pair<size_t, size_t>{0, n};
     // training.ema: the average follows the updated weights (a skipped step
     // moves neither); its decay for this step was written by prepare().
-    if (float* ema = r.ema()) run_op(r.backend(), ops::EmaUpdate{ema, r.model().param_data(), n, ema_decay_.floats(), skip});
+    if (float* ema = r.ema(); ema && end > begin)
+        run_op(r.backend(),
+               ops::EmaUpdate{ema + begin, r.model().param_data() + begin, end - begin, ema_decay_.floats(), skip});
+    if (shared) shared->publish(r.shared_index());
 }
 
 void Step::average_state() { replica_.average_state(); }

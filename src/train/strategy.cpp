@@ -181,12 +181,13 @@ std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunC
         // Each local worker reads its own copy.
         const int local_workers = processes_ ? processes_->local_size() : 1;
         check_host_memory(cfg, need, sharing, host_memory_available(), file_bytes * static_cast<size_t>(local_workers));
-        auto comms = dist::make_local_communicators(n);
+        auto comms = dist::make_local_communicators(n, cfg.strategy.stall_warning_seconds);
         // Across workers: this process's sum first, then one MPI all-reduce per process.
         if (processes_) comms = dist::make_hierarchical_communicators(std::move(comms), *processes_);
         for (int r = 0; r < n; ++r)
             out.push_back(
                 std::make_unique<Replica>(cfg, std::make_unique<CpuBackend>(), std::move(comms[r]), max_rows, use));
+        if (use == ReplicaUse::training) share_updates(out);
         return out;
     }
     // Every buffer is allocated before the communicators exist (and so before any collective).
