@@ -300,6 +300,13 @@ safetensors close "$TMP/mult1/last.safetensors" "$TMP/froze/last.safetensors" 1e
 if safetensors close "$TMP/plain/last.safetensors" "$TMP/froze/last.safetensors" 1e-3 >/dev/null 2>&1; then
     fail "the plain run should differ from the one with a frozen output layer"
 fi
+step "adamw with no_decay and two lr_multipliers (five parameter kinds, more than one upload of scalars holds) trains; 1 = 3 replicas"
+groups=(--set training.epochs=1 --set "optimizer={type: adamw, no_decay: [bias]}" --set "model.layers[1].lr_multiplier=0.5"
+    --set "model.layers[2].lr_multiplier=2")
+run_expect 0 fit "$base" --run-dir "$TMP/groups1" --device cpu --replicas 1 --quiet "${groups[@]}"
+run_expect 0 fit "$base" --run-dir "$TMP/groups3" --device cpu --replicas 3 --quiet "${groups[@]}"
+safetensors close "$TMP/groups3/last.safetensors" "$TMP/groups1/last.safetensors" 1e-4
+
 expect_one_line_error 2 "lr_multiplier: must be a number above 0 (the factor on the learning rate, e.g. lr_multiplier: 64)" \
     fit "$base" --run-dir "$TMP/bad" --set "model.layers[1].lr_multiplier=0"
 expect_one_line_error 2 "lr_multiplier: unknown parameter for flatten" fit "$base" --run-dir "$TMP/bad" \
