@@ -117,14 +117,16 @@ void Step::apply_update() {
         scaler_.update(r.guard().words(), sticky_);
         skip = scaler_.skip_flag();
     }
+    // CPU replicas of one process: each clips and updates its slice (the
+    // optimizer's shard) and hands it to the others (SharedUpdate).
+    SharedUpdate* shared = r.shared_update();
     // The global norm of the summed gradients: the same on every replica.
-    if (clip_norm_ > 0)
+    if (clip_norm_ > 0 && shared)
+        *clip_scratch_.floats() = shared->clip(r.shared_index(), r.model().grad_data(), clip_norm_);
+    else if (clip_norm_ > 0)
         run_op(r.backend(), ops::ClipByGlobalNorm{r.model().grad_data(), n, clip_norm_, clip_scratch_.floats()});
     // Identical on every replica after the all-reduce, so all skip alike.
-    // CPU replicas of one process: each updates its slice (the optimizer's
-    // shard) and hands it to the others (SharedUpdate).
     r.optimizer().apply(r.model().param_data(), r.model().grad_data(), skip);
-    SharedUpdate* shared = r.shared_update();
     const auto [begin, end] = shared ? shared->slice(r.shared_index()) : std::pair<size_t, size_t>{0, n};
     // training.ema: the average follows the updated weights (a skipped step
     // moves neither); its decay for this step was written by prepare().

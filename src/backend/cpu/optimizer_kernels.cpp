@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "backend/cpu/cpu_kernels.hpp"
+#include "backend/cpu/vector_math.hpp"
 #include "backend/ops/optimizers.hpp"
 
 namespace gputrain::cpu_kernels {
@@ -17,9 +18,7 @@ void rmsprop(Backend&, const ops::RmspropStep& op) {
 }
 
 void clip_by_global_norm(Backend&, const ops::ClipByGlobalNorm& op) {
-    double sum = 0.0;
-    for (size_t i = 0; i < op.n; ++i) sum += static_cast<double>(op.grads[i]) * static_cast<double>(op.grads[i]);
-    const double norm = std::sqrt(sum);
+    const double norm = std::sqrt(cpu::sum_of_squares(op.grads, op.n));
     *op.norm_out = static_cast<float>(norm);
     const float f = ops::clip_factor(norm, op.max_norm);
     if (f == 1.0f) return;

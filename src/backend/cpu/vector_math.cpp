@@ -28,7 +28,22 @@ void softmax_grad_sse(float* p, float* ds, size_t n, float shift, float delta) {
     softmax_grad_impl(p, ds, n, shift, delta);
 }
 
+[[gnu::always_inline]] inline double sum_of_squares_impl(const float* x, size_t n) {
+    double acc[8] = {};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (size_t l = 0; l < 8; ++l) acc[l] += static_cast<double>(x[i + l]) * static_cast<double>(x[i + l]);
+    for (size_t l = 0; i < n; ++i, ++l) acc[l] += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+double sum_of_squares_sse(const float* x, size_t n) { return sum_of_squares_impl(x, n); }
+[[gnu::target("avx2,fma")]] double sum_of_squares_avx2(const float* x, size_t n) { return sum_of_squares_impl(x, n); }
+
 }  // namespace
+
+double sum_of_squares(const float* x, size_t n) {
+    return has_avx2_fma() ? sum_of_squares_avx2(x, n) : sum_of_squares_sse(x, n);
+}
 
 float exp_shifted_sum(float* x, size_t n, float shift) {
     if (has_avx2_fma()) exp_shifted_avx2(x, n, shift);

@@ -15,4 +15,9 @@ float exp_shifted_sum(float* x, size_t n, float shift);
 // backward pass over one row of scores.
 void softmax_grad_row(float* p, float* ds, size_t n, float shift, float delta);
 
+// The sum of x[i]^2 for i < n, in double, over eight lanes (element i in lane
+// i % 8; the lanes added pairwise at the end): no chain of dependent adds
+// (training.clip_norm's norm over every gradient each step), the same bits on both builds.
+double sum_of_squares(const float* x, size_t n);
+
 }  // namespace gputrain::cpu

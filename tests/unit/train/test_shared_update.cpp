@@ -4,6 +4,7 @@
 // no_decay and lr_multiplier that the slices cut.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <random>
 #include <thread>
 
@@ -115,4 +116,41 @@ TEST_CASE("A replica that fails releases the others from the shared update's bar
     shared.abort();
     waiter.join();
     REQUIRE(error == "stopped because another replica failed");
+}
+
+TEST_CASE("training.clip_norm by slices scales every slice by the global norm's factor") {
+    const size_t n = 1003;
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> grads(n);
+    for (float& x : grads) x = normal(rng);
+    double squares = 0;
+    for (float g : grads) squares += static_cast<double>(g) * g;
+    const double norm = std::sqrt(squares);  // about 31.7
+    for (const float max_norm : {1.0f, 1000.0f}) {
+        for (const int replicas : {2, 3}) {
+            INFO("max_norm " << max_norm << ", " << replicas << " replicas");
+            std::vector<std::vector<float>> copies(static_cast<size_t>(replicas), grads);
+            std::vector<float*> weights;
+            std::vector<std::vector<float>> unused(static_cast<size_t>(replicas), std::vector<float>(n));
+            for (auto& w : unused) weights.push_back(w.data());
+            train::SharedUpdate shared(weights, n);
+            std::vector<float> norms(static_cast<size_t>(replicas));
+            std::vector<std::thread> threads;
+            for (int r = 0; r < replicas; ++r)
+                threads.emplace_back([&, r] {
+                    norms[static_cast<size_t>(r)] = shared.clip(r, copies[static_cast<size_t>(r)].data(), max_norm);
+                    shared.publish(r);
+                });
+            for (auto& t : threads) t.join();
+            const double factor = max_norm < norm ? max_norm / (norm + 1e-6) : 1.0;
+            for (int r = 0; r < replicas; ++r) {
+                REQUIRE(norms[static_cast<size_t>(r)] == Approx(norm).epsilon(1e-7));
+                // Each replica scales its own slice, which its optimizer reads.
+                const auto [begin, end] = shared.slice(r);
+                for (size_t i = begin; i < end; ++i)
+                    REQUIRE(copies[static_cast<size_t>(r)][i] == Approx(grads[i] * factor).epsilon(1e-6));
+            }
+        }
+    }
 }
