@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <vector>
 
+#include "backend/cpu/cpu_features.hpp"
 #include "backend/cpu/cpu_kernels.hpp"
 #include "backend/ops/normalization.hpp"
 
@@ -30,7 +31,7 @@ template <size_t Sums, class Terms>
 }
 static_assert(kLanes == 8, "lane_sums adds eight lanes");
 
-void layer_norm_forward(Backend&, const ops::LayerNormForward& op) {
+[[gnu::always_inline]] inline void layer_norm_forward_impl(const ops::LayerNormForward& op) {
     if (op.rows <= 0 || op.cols <= 0) return;
     const size_t cols = static_cast<size_t>(op.cols);
     for (size_t r = 0; r < static_cast<size_t>(op.rows); ++r) {
@@ -61,7 +62,7 @@ void layer_norm_forward(Backend&, const ops::LayerNormForward& op) {
     }
 }
 
-void layer_norm_backward(Backend&, const ops::LayerNormBackward& op) {
+[[gnu::always_inline]] inline void layer_norm_backward_impl(const ops::LayerNormBackward& op) {
     const size_t cols = op.cols > 0 ? static_cast<size_t>(op.cols) : 0;
     const size_t rows = op.rows > 0 ? static_cast<size_t>(op.rows) : 0;
     // Column sums in double, row by row: dgamma's in [0, cols), dbeta's after.
@@ -99,6 +100,25 @@ void layer_norm_backward(Backend&, const ops::LayerNormBackward& op) {
         if (op.dgamma) op.dgamma[c] = static_cast<float>(sums[c]);
         if (op.dbeta) op.dbeta[c] = static_cast<float>(sums[cols + c]);
     }
+}
+
+// Each built for x86-64's SSE2 and for AVX2 (the double sums 4 wide), picked
+// at run time: the same operations in the same order, so the same bits.
+void layer_norm_forward_sse(const ops::LayerNormForward& op) { layer_norm_forward_impl(op); }
+[[gnu::target("avx2,fma")]] void layer_norm_forward_avx2(const ops::LayerNormForward& op) {
+    layer_norm_forward_impl(op);
+}
+void layer_norm_forward(Backend&, const ops::LayerNormForward& op) {
+    if (cpu::has_avx2_fma()) layer_norm_forward_avx2(op);
+    else layer_norm_forward_sse(op);
+}
+void layer_norm_backward_sse(const ops::LayerNormBackward& op) { layer_norm_backward_impl(op); }
+[[gnu::target("avx2,fma")]] void layer_norm_backward_avx2(const ops::LayerNormBackward& op) {
+    layer_norm_backward_impl(op);
+}
+void layer_norm_backward(Backend&, const ops::LayerNormBackward& op) {
+    if (cpu::has_avx2_fma()) layer_norm_backward_avx2(op);
+    else layer_norm_backward_sse(op);
 }
 
 }  // namespace
