@@ -23,7 +23,9 @@ Model (width C, L layers, H heads, D = C / H, dropout p)
   x = tok_emb[ids] + pos_emb[0..T); x = dropout(x); L blocks of
     a = x + dropout(attn(layer_norm(x)))
     x = a + dropout(W2 gelu(W1 layer_norm(a) + b1) + b2)      (hidden 4C)
-  then layer_norm and a dense head C -> V with bias (not tied to tok_emb).
+  then layer_norm and a dense head C -> V with bias (not tied to tok_emb;
+  with --tie its weight IS tok_emb's table, nanoGPT's lm_head.weight =
+  wte.weight, gputrain's `tie_weights: embedding`: x tok_emb^T + b).
   attn: qkv = x Wqkv + bqkv, columns [q | k | v], head h uses columns
   h*D..(h+1)*D of each; causal softmax(q k^T / sqrt(D)) v, heads concatenated,
   then O Wo + bo. No dropout on the attention weights. LayerNorm eps 1e-5,
@@ -31,7 +33,10 @@ Model (width C, L layers, H heads, D = C / H, dropout p)
   PyTorch has it (2.x), else an explicit masked softmax (1.13).
   Init as gputrain's (Keras's): embeddings uniform(-0.05, 0.05), every dense
   kernel Glorot-uniform (limit sqrt(6 / (fan_in + fan_out))), biases 0,
-  LayerNorm weight 1 and bias 0.
+  LayerNorm weight 1 and bias 0. With --tie the head draws no weight of its
+  own: the table keeps its embedding init, as gputrain's tied layer has no
+  kernel to draw (so the draws after it differ from the untied model's in
+  gputrain; PyTorch's seeded draws never matched gputrain's anyway).
 
 Optimizer
   torch.optim.AdamW(betas=(0.9, --beta2), eps=--eps, default 1e-7, Keras's
@@ -39,7 +44,9 @@ Optimizer
   sqrt(v_hat), Keras and gputrain to sqrt(v) (eps * sqrt(1 - beta2^t) in
   PyTorch's terms): the same to within eps. Decoupled weight decay
   --weight-decay on the 2-D kernels of the dense layers only (not biases,
-  LayerNorms or embeddings). Gradients clipped to global norm --clip (0: off).
+  LayerNorms or embeddings; with --tie the head's weight is the token
+  table, an embedding: not decayed, as gputrain's no_decay: [embedding]
+  leaves a tied table). Gradients clipped to global norm --clip (0: off).
   Learning rate at step s (0-based): lr_at() below, a linear warmup over
   --warmup steps from 0, then a cosine from --lr to --min-lr at --steps.
 
@@ -55,7 +62,8 @@ Timing: tokens/s counts the training steps after the first 10 (warm-up,
 torch.compile), excluding the time spent evaluating; on CUDA each timed
 interval ends with a synchronize. MFU (with --peak-tflops) uses nanoGPT's
 estimate: 6 N + 12 L C T FLOPs per token, N = the parameters that are not
-embeddings (the head's included).
+embeddings (the head's included; with --tie the token table counts once,
+as the head, and only the positions are left out, as nanoGPT counts).
 
   python3 scripts/gpt_twin.py --text datasets/shakespeare/shakespeare.txt --preset small --threads 2 --json
 """
@@ -136,7 +144,7 @@ def read_tokens(path, tokenizer):
     return ids, int(vocab.size), f"{vocab.size} distinct characters{' (ASCII)' if ascii_only else ''}"
 
 
-def build_model(vocab, block, layers, heads, width, dropout):
+def build_model(vocab, block, layers, heads, width, dropout, tie=False):
     sdpa = getattr(F, "scaled_dot_product_attention", None)
 
     class Attention(nn.Module):
@@ -189,6 +197,8 @@ def build_model(vocab, block, layers, heads, width, dropout):
                 elif isinstance(module, nn.Linear):
                     nn.init.xavier_uniform_(module.weight)  # (out, in): the same limit as Keras's (in, out)
                     nn.init.zeros_(module.bias)
+            if tie:  # after the init: the shared table keeps the embedding's
+                self.head.weight = self.tok_emb.weight
 
         def forward(self, ids):
             t = ids.shape[1]
@@ -201,7 +211,9 @@ def build_model(vocab, block, layers, heads, width, dropout):
 
 
 def make_optimizer(model, args, device):
-    decay = [m.weight for m in model.modules() if isinstance(m, nn.Linear)]
+    # Dense kernels; a head tied to tok_emb (--tie) holds an embedding table.
+    tables = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    decay = [m.weight for m in model.modules() if isinstance(m, nn.Linear) and id(m.weight) not in tables]
     decay_ids = {id(p) for p in decay}
     rest = [p for p in model.parameters() if id(p) not in decay_ids]
     groups = [{"params": decay, "weight_decay": args.weight_decay}, {"params": rest, "weight_decay": 0.0}]
@@ -230,6 +242,8 @@ def parse_args(argv):
     p.add_argument("--heads", type=int, help="attention heads (default 4)")
     p.add_argument("--width", type=int, help="C, the embedding width (default 128)")
     p.add_argument("--dropout", type=float, help="dropout rate (default 0)")
+    p.add_argument("--tie", action="store_true",
+                   help="tie the head's weight to tok_emb (nanoGPT's weight tying; gputrain's tie_weights)")
     p.add_argument("--batch", type=int, help="windows per batch (default 12)")
     p.add_argument("--drop-last", action="store_true", help="skip each epoch's short last batch")
     p.add_argument("--steps", type=int, help="optimizer steps in all (default 2000)")
@@ -313,10 +327,10 @@ def run(args):
     inputs = all_tokens[:windows * T].view(windows, T)
     targets = all_tokens[1:windows * T + 1].view(windows, T)
 
-    model, attention = build_model(vocab, T, args.layers, args.heads, args.width, args.dropout)
+    model, attention = build_model(vocab, T, args.layers, args.heads, args.width, args.dropout, args.tie)
     model.to(device)
-    params = sum(p.numel() for p in model.parameters())
-    embedding_params = model.tok_emb.weight.numel() + model.pos_emb.weight.numel()
+    params = sum(p.numel() for p in model.parameters())  # a tied table once
+    embedding_params = model.pos_emb.weight.numel() + (0 if args.tie else model.tok_emb.weight.numel())
     flops_per_token = 6 * (params - embedding_params) + 12 * args.layers * args.width * T
     opt, fused = make_optimizer(model, args, device)
     step_model = torch.compile(model) if args.compile else model
@@ -348,7 +362,8 @@ def run(args):
     log = sys.stderr if args.json else sys.stdout
     print(f"gpt_twin: {args.text}: {n} tokens, {vocab_note}, vocabulary {vocab}; {windows} windows of {T}: "
           f"{n_train} train, {n_val} validation", file=log)
-    print(f"gpt_twin: {params} parameters (L {args.layers}, H {args.heads}, C {args.width}, dropout {args.dropout}); "
+    print(f"gpt_twin: {params} parameters (L {args.layers}, H {args.heads}, C {args.width}, dropout {args.dropout}"
+          f"{', head tied to tok_emb' if args.tie else ''}); "
           f"batch {B}, {args.steps} steps, lr {args.lr} -> {args.min_lr}, warmup {args.warmup}, "
           f"AdamW(0.9, {args.beta2}, eps {args.eps}{', fused' if fused else ''}), weight decay {args.weight_decay}, "
           f"clip {args.clip}; {attention}; torch {torch.__version__} on {device}"
@@ -425,7 +440,7 @@ def run(args):
         "flops_per_token": flops_per_token, "mfu": mfu, "peak_tflops": args.peak_tflops,
         "vocab": vocab, "tokens": n, "train_windows": n_train, "val_windows": n_val,
         "preset": args.preset, "block": T, "layers": args.layers, "heads": args.heads, "width": args.width,
-        "dropout": args.dropout, "batch": B, "lr": args.lr, "min_lr": args.min_lr, "warmup": args.warmup,
+        "dropout": args.dropout, "tie": args.tie, "batch": B, "lr": args.lr, "min_lr": args.min_lr, "warmup": args.warmup,
         "beta2": args.beta2, "eps": args.eps, "weight_decay": args.weight_decay, "clip": args.clip,
         "validation_split": args.validation_split, "tokenizer": args.tokenizer, "seed": args.seed,
         "device": str(device), "threads": torch.get_num_threads(), "bf16": args.bf16, "compile": args.compile,

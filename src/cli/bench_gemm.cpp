@@ -5,6 +5,7 @@
 
 #include "backend/buffer.hpp"
 #include "core/rng.hpp"
+#include "nn/dense.hpp"
 
 namespace gputrain::cli {
 
@@ -17,6 +18,15 @@ std::vector<GemmShape> dense_gemms(const nn::Model& model, int rows) {
         const int64_t in = in_shape.back();
         const int m = static_cast<int>(rows * (shape_elements(in_shape) / in));
         const int k = static_cast<int>(in), n = static_cast<int>(model.layer_output_shape(i).back());
+        // A layer tied to an embedding (tie_weights) multiplies by its table
+        // [n, k] transposed: x E^T, dE = dz^T x, dx = dz E.
+        const auto* dense = dynamic_cast<const nn::Dense*>(&layer);
+        if (dense && !dense->tied_to().empty()) {
+            out.push_back({i, "forward", false, true, m, n, k});
+            out.push_back({i, "weight grad", true, false, n, k, m});
+            if (model.computes_input_gradient(i)) out.push_back({i, "input grad", false, false, m, k, n});
+            continue;
+        }
         out.push_back({i, "forward", false, false, m, n, k});
         out.push_back({i, "weight grad", true, false, k, n, m});
         if (model.computes_input_gradient(i)) out.push_back({i, "input grad", false, true, m, k, n});

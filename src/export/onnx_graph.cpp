@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/error.hpp"
+#include "nn/dense.hpp"
 #include "nn/layer_args.hpp"
 #include "nn/spatial.hpp"
 
@@ -65,6 +66,18 @@ public:
         for (const auto& v : model_.state())
             if (v.name == full) return copy(model_.state_data() + v.offset, v, shape);
         return {};
+    }
+    // A tied dense layer's table: the initializer the embedding `layer`
+    // emitted (listed above it, so emitted already), or a copy of the model's tensor.
+    std::string tied_table(const std::string& layer) {
+        const std::string full = layer + "/embeddings";
+        for (const auto& t : g_.initializers)
+            if (t.name == full) return full;
+        for (const auto& v : model_.params())
+            if (v.name == full) return floats("tied_table", v.shape, copy(model_.param_data() + v.offset, v, nullptr));
+        for (const auto& v : model_.state())
+            if (v.name == full) return floats("tied_table", v.shape, copy(model_.state_data() + v.offset, v, nullptr));
+        fail("the checkpoint's model has no tensor '" + full + "' (its tie_weights)");
     }
     std::vector<float> required_weight(const std::string& part, Shape* shape = nullptr) const {
         std::vector<float> w = weight(part, shape);
@@ -167,10 +180,18 @@ nn::Padding padding_of(LayerEmitter& e) {
     e.fail("unknown padding '" + p + "'");
 }
 
-void emit_dense(LayerEmitter& e, const std::string& x, const std::string& out) {
-    Shape shape;
-    std::vector<float> kernel = e.required_weight("kernel", &shape);
-    std::string y = e.node("MatMul", {x, e.floats("kernel", shape, std::move(kernel))});
+// A tied layer (tie_weights) multiplies by its embedding's table transposed:
+// the table is stored once, in the graph as in the checkpoint.
+void emit_dense(LayerEmitter& e, const std::string& x, const std::string& tied_to, const std::string& out) {
+    std::string y;
+    if (!tied_to.empty()) {
+        const std::string table = e.tied_table(tied_to);
+        y = e.node("MatMul", {x, e.node("Transpose", {table}, {attr_ints("perm", {1, 0})})});
+    } else {
+        Shape shape;
+        std::vector<float> kernel = e.required_weight("kernel", &shape);
+        y = e.node("MatMul", {x, e.floats("kernel", shape, std::move(kernel))});
+    }
     Shape bias_shape;
     std::vector<float> bias = e.weight("bias", &bias_shape);
     if (!bias.empty()) y = e.node("Add", {y, e.floats("bias", bias_shape, std::move(bias))});
@@ -332,7 +353,8 @@ OnnxGraph onnx_graph(nn::Model& model, const config::RunConfig& cfg) {
         const std::string type = layer.type();
         Activation act;
         if (type == "dense") {
-            emit_dense(e, x, out);
+            const auto* dense = dynamic_cast<const nn::Dense*>(&layer);
+            emit_dense(e, x, dense ? dense->tied_to() : "", out);
         } else if (type == "conv2d") {
             emit_conv2d(e, x, in, out);
         } else if (type == "max_pool2d" || type == "avg_pool2d") {

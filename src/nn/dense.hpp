@@ -1,6 +1,16 @@
 // Dense: y = activation(x W + b) over the last axis (leading axes are rows).
 // Kernel Glorot-uniform, bias zeros, as in Keras.
+//
+// `tie_weights: NAME` (nanoGPT's lm_head.weight = wte.weight): the kernel is
+// the table E [units, in_features] of the embedding layer NAME, transposed,
+// y = activation(x E^T + b). The layer has no kernel of its own (its
+// param_specs are the bias alone); the model checks the tie and hands the
+// table over (tie()). Backward writes E's gradient dz^T x over the table's
+// gradient, to which the embedding's backward, run after it, adds its own.
 #pragma once
+
+#include <string>
+#include <utility>
 
 #include "nn/layer.hpp"
 
@@ -8,8 +18,18 @@ namespace gputrain::nn {
 
 class Dense : public UnaryLayer {
 public:
-    Dense(int64_t units, Activation activation, bool use_bias)
-        : units_(units), activation_(activation), use_bias_(use_bias) {}
+    Dense(int64_t units, Activation activation, bool use_bias, std::string tie_weights = "")
+        : units_(units), activation_(activation), use_bias_(use_bias), tied_to_(std::move(tie_weights)) {}
+
+    int64_t units() const { return units_; }
+    int64_t in_features() const { return in_features_; }
+    // The embedding layer whose table is the kernel ("" = a kernel of its own).
+    const std::string& tied_to() const { return tied_to_; }
+    // The tied table [units, in_features] and its gradient (null: none).
+    void tie(const float* table, float* table_grad) {
+        kernel_ = table;
+        kernel_grad_ = table_grad;
+    }
 
     std::string type() const override { return "dense"; }
     std::string detail() const override;
@@ -50,9 +70,11 @@ private:
     int64_t units_;
     Activation activation_;
     bool use_bias_;
+    std::string tied_to_;
+    bool tied() const { return !tied_to_.empty(); }
     int64_t in_features_ = 0;
     int64_t rows_per_sample_ = 1;  // product of the leading axes
-    float* kernel_ = nullptr;
+    const float* kernel_ = nullptr;  // [in, units], or the tied table [units, in]
     float* bias_ = nullptr;
     float* kernel_grad_ = nullptr;
     float* bias_grad_ = nullptr;

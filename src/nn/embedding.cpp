@@ -32,7 +32,8 @@ void Embedding::forward(const RunContext& ctx, const float* x, float* y, int row
 void Embedding::backward(const RunContext& ctx, const float* x, const float*, const float* dy, float* dx, int rows) {
     const size_t count = static_cast<size_t>(rows) * static_cast<size_t>(ids_per_sample_);
     if (table_grad_)
-        run_op(ctx.backend, ops::EmbeddingGrad{x, dy, table_grad_, count, static_cast<int>(vocab_), static_cast<int>(dim_)});
+        run_op(ctx.backend, ops::EmbeddingGrad{x, dy, table_grad_, count, static_cast<int>(vocab_), static_cast<int>(dim_),
+                                               adds_to_grad_});
     if (dx) ctx.backend.fill(dx, count, 0.0f);  // ids are not differentiable
 }
 

@@ -11,6 +11,12 @@
 // input. `length` (default: the input's T) is the most positions the model
 // takes; a model built on one position for sampling (RunContext::position)
 // reads the row of the absolute position.
+//
+// A dense layer with `tie_weights: NAME` (nn/dense.hpp) uses an embedding's
+// table, transposed, as its kernel: one tensor in the model, whose gradient
+// is the sum of that layer's and the lookup's. The dense layer runs backward
+// first (it comes later) and writes its part; the embedding then adds its
+// scatter (set_adds_to_grad).
 #pragma once
 
 #include "nn/layer.hpp"
@@ -24,6 +30,13 @@ public:
     std::string type() const override { return "embedding"; }
     std::string detail() const override;
     int64_t input_dim() const { return vocab_; }
+    int64_t output_dim() const { return dim_; }
+    // The table [input_dim, output_dim] and its gradient (null without one), once bound.
+    const float* table() const { return table_; }
+    float* table_grad() const { return table_grad_; }
+    // Backward adds the lookup's gradient to the table's instead of
+    // overwriting it: a tied dense layer has written its part there.
+    void set_adds_to_grad(bool adds) { adds_to_grad_ = adds; }
     Shape build(const Shape& input_shape) override;
     std::vector<ParamSpec> param_specs() const override;
     void bind(const std::vector<float*>& params, const std::vector<float*>& grads) override;
@@ -36,6 +49,7 @@ private:
     int64_t ids_per_sample_ = 0;
     float* table_ = nullptr;
     float* table_grad_ = nullptr;
+    bool adds_to_grad_ = false;
 };
 
 class PositionalEmbedding : public UnaryLayer {

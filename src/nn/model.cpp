@@ -9,7 +9,10 @@
 #include "backend/ops/elementwise.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
+#include "core/suggest.hpp"
 #include "nn/batch_norm.hpp"
+#include "nn/dense.hpp"
+#include "nn/embedding.hpp"
 #include "nn/graph.hpp"
 #include "nn/layer_args.hpp"
 #include "nn/layer_names.hpp"
@@ -26,6 +29,61 @@ constexpr int64_t kMaxParamElements = int64_t{1} << 34;
 // The most values of one activation buffer (4 TiB of fp32): sizes counted from
 // it in bytes stay far from overflowing.
 constexpr int64_t kMaxBufferElements = int64_t{1} << 40;
+
+// A dense layer's `tie_weights: NAME` (layer i, built): the embedding NAME
+// listed above it, whose table [units, input width] is its kernel
+// transposed, with the same trainable setting; no other dense layer tied to
+// it. Returns that embedding's index.
+size_t check_tie(const std::vector<std::unique_ptr<Layer>>& layers, const std::vector<std::string>& names,
+                 const config::LayerSpec& spec, size_t i, std::vector<int>& tied_by) {
+    const auto& dense = static_cast<const Dense&>(*layers[i]);
+    const std::string& target = dense.tied_to();
+    const LayerArgs args(spec, static_cast<int>(i));
+    const auto found = std::find(names.begin(), names.end(), target);
+    if (found == names.end()) {
+        std::vector<std::string> known;
+        for (size_t j = 0; j < i; ++j)
+            if (layers[j]->type() == "embedding") known.push_back(names[j]);
+        args.fail("tie_weights", "unknown layer '" + target + "'" + did_you_mean(target, known) +
+                                     "; name an embedding layer listed above it" +
+                                     (known.empty() ? std::string(" (the model has none)")
+                                                    : " (" + join_names(known) + ")"));
+    }
+    const size_t e = static_cast<size_t>(found - names.begin());
+    if (e == i) args.fail("tie_weights", "names this layer itself; name an embedding layer listed above it");
+    const Layer& layer = *layers[e];
+    if (layer.type() != "embedding")
+        args.fail("tie_weights", "'" + target + "' is a " + layer.type() +
+                                     " layer; name an embedding layer, whose table becomes this layer's kernel");
+    if (e > i)
+        args.fail("tie_weights", "embedding '" + target + "' is listed after this layer; a tied dense layer comes "
+                                 "after its embedding (list the embedding first)");
+    const auto& embedding = static_cast<const Embedding&>(layer);
+    const std::string table = "its table [" + std::to_string(embedding.input_dim()) + ", " +
+                              std::to_string(embedding.output_dim()) + "]";
+    if (dense.units() != embedding.input_dim())
+        args.fail("tie_weights", "units " + std::to_string(dense.units()) + " is not the input_dim " +
+                                     std::to_string(embedding.input_dim()) + " of embedding '" + target +
+                                     "' (the kernel is " + table + " transposed); set units: " +
+                                     std::to_string(embedding.input_dim()));
+    if (dense.in_features() != embedding.output_dim())
+        args.fail("tie_weights", "the input is " + std::to_string(dense.in_features()) +
+                                     " wide, and the output_dim of embedding '" + target + "' is " +
+                                     std::to_string(embedding.output_dim()) + " (the kernel is " + table +
+                                     " transposed); give this layer inputs " +
+                                     std::to_string(embedding.output_dim()) + " wide");
+    if (dense.frozen() != layer.frozen())
+        args.fail("tie_weights", std::string(dense.frozen() ? "this layer is frozen (trainable: false) and embedding '" +
+                                                                   target + "' is not"
+                                                             : "embedding '" + target +
+                                                                   "' is frozen (trainable: false) and this layer is not") +
+                                     "; the tied table is one weight: set trainable the same on both");
+    if (tied_by[e] >= 0)
+        args.fail("tie_weights", "embedding '" + target + "' is tied to '" + names[static_cast<size_t>(tied_by[e])] +
+                                     "' already; one dense layer ties to an embedding");
+    tied_by[e] = static_cast<int>(i);
+    return e;
+}
 
 }  // namespace
 
@@ -54,6 +112,8 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
     }
     graph_ = link_layers(model.layers, names);
     tensor_shapes_.push_back(input_shape_);
+    // Tied dense layers (tie_weights): layer -> its embedding's index (-1: none), and back.
+    std::vector<int> tied_to(model.layers.size(), -1), tied_by(model.layers.size(), -1);
     for (size_t i = 0; i < model.layers.size(); ++i) {
         const auto& spec = model.layers[i];
         Layer& layer = *layers_[i];
@@ -83,7 +143,10 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
                 LayerArgs(spec, static_cast<int>(i))
                     .fail("", "its " + p.name + " " + shape_to_string(p.shape, false) + " has more than " +
                                   std::to_string(kMaxParamElements) + " elements; use smaller sizes");
-        if (layer.frozen() && layer.param_specs().empty())
+        const auto* dense = dynamic_cast<const Dense*>(&layer);
+        if (dense && !dense->tied_to().empty())
+            tied_to[i] = static_cast<int>(check_tie(layers_, names, spec, i, tied_by));
+        if (layer.frozen() && layer.param_specs().empty() && tied_to[i] < 0)
             LayerArgs(spec, static_cast<int>(i))
                 .fail("trainable", "a " + layer.type() + " layer has no weights to freeze; remove trainable: false");
         shapes_.push_back(shape);
@@ -169,7 +232,9 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
     // needs one (nothing in front of the first trainable layer runs backward).
     needs_grad_.assign(tensor_shapes_.size(), 0);
     for (size_t i = 0; i < layers_.size(); ++i) {
-        bool needs = layer_offsets_[i + 1] > layer_offsets_[i];
+        // A tied dense layer has a trainable weight (its embedding's table)
+        // where its embedding is trainable (check_tie: both or neither).
+        bool needs = layer_offsets_[i + 1] > layer_offsets_[i] || (tied_to[i] >= 0 && !frozen_[i]);
         for (int t : graph_.inputs[i]) needs = needs || needs_grad_[static_cast<size_t>(t)];
         needs_grad_[i + 1] = needs;
     }
@@ -203,6 +268,15 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
         }
         layers_[i]->bind(p, g);
     }
+    // Tied kernels: the embedding's table and gradient (in whichever buffer
+    // holds them). The dense layer runs backward first and writes its part of
+    // the gradient; the embedding adds its own.
+    for (size_t i = 0; i < layers_.size(); ++i)
+        if (tied_to[i] >= 0) {
+            auto& embedding = static_cast<Embedding&>(*layers_[static_cast<size_t>(tied_to[i])]);
+            static_cast<Dense&>(*layers_[i]).tie(embedding.table(), embedding.table_grad());
+            embedding.set_adds_to_grad(true);
+        }
 
     // Activations, per-layer scratch and the two activation-gradient buffers.
     // Each layer's scratch block starts on a 256-byte boundary, as a block of

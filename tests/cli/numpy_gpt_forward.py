@@ -16,8 +16,9 @@ labelled with the next token; the last windows are held out by Keras' rule
 (train_count = int(W * (1 - data.validation_split))).
 
 Layers: embedding, positional_embedding, layer_norm, rms_norm,
-causal_self_attention, dense (linear, relu, gelu, tanh, sigmoid, softmax),
-dropout (identity), add. Prints the loss; with --expect, exits 1 when it
+causal_self_attention, dense (linear, relu, gelu, tanh, sigmoid, softmax;
+tie_weights: the embedding's table, transposed, read once from the
+checkpoint), dropout (identity), add. Prints the loss; with --expect, exits 1 when it
 differs from LOSS by more than TOL (default 1e-4).
 
 With --onnx MODEL.onnx (`gputrain export` of the checkpoint), ONNX Runtime
@@ -137,7 +138,10 @@ def run(layers, tensors, ids):
             y = causal_self_attention(a, p("qkv_kernel"), q("qkv_bias"), p("out_kernel"), q("out_bias"),
                                       int(layer["heads"]))
         elif kind == "dense":
-            z = a @ p("kernel")
+            # tie_weights: the kernel is the named embedding's table, transposed
+            # (stored once, as that layer's tensor).
+            tied = layer.get("tie_weights")
+            z = a @ (tensors[f"{tied}/embeddings"].T if tied else p("kernel"))
             if layer.get("use_bias", True):
                 z = z + p("bias")
             activation = layer.get("activation", "linear")

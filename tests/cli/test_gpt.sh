@@ -5,8 +5,10 @@
 # an independent NumPy forward pass's, tests/cli/numpy_gpt_forward.py),
 # generate (seeded, the prompt first, --tokens counted, greedy --top-k 1 that
 # is the full model's argmax at every token, through the key/value cache and
-# its refill), 2 replicas = 1, and the errors of text data, GPT layers and
-# generate as one-line messages (exit 2: config, 1: data).
+# its refill), 2 replicas = 1, a head tied to the token table (tie_weights:
+# the table once in the checkpoint, 2 replicas = 1, resume byte-identical,
+# NumPy, predict, ONNX and greedy generate), and the errors of text data, GPT
+# layers, tie_weights and generate as one-line messages (exit 2: config, 1: data).
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh" "$@"
@@ -217,6 +219,99 @@ safetensors close "$TMP/two/last.safetensors" "$ck" 1e-3 >"$TMP/close" || fail "
 tail -1 "$TMP/close"
 
 step "sentencepiece: a model trained from the text (data.vocab_size); generate decodes with the checkpoint's model"
+step "tie_weights: the head is the token table transposed; the table stored once; summary, fit, 2 replicas = 1, resume, NumPy, predict, ONNX, generate"
+tied=$TMP/tied.yaml
+sed "s/- {type: dense, units: $vocab}\$/- {type: dense, units: $vocab, tie_weights: embedding}/" "$cfg" >"$tied"
+grep -q "tie_weights: embedding" "$tied" || fail "the tied config was not written"
+run_expect 0 summary "$cfg"
+untied_total=$(sed -n 's/^Total params: \([0-9]*\) .*/\1/p' "$TMP/out")
+run_expect 0 summary "$tied"
+expect_in "$TMP/out" "dense (dense) tied to embedding"
+tied_total=$(sed -n 's/^Total params: \([0-9]*\) .*/\1/p' "$TMP/out")
+[ "$tied_total" -eq $((untied_total - vocab * 32)) ] ||
+    fail "the tied model has $tied_total parameters, expected $untied_total - $vocab x 32 (the kernel it no longer has)"
+run_expect 0 fit "$tied" --run-dir "$TMP/tied" --device cpu --replicas 1 --quiet
+tck=$TMP/tied/last.safetensors
+safetensors header "$tck" embedding/embeddings "$vocab,32" >/dev/null || fail "no embedding/embeddings [$vocab, 32]"
+safetensors names "$tck" >"$TMP/names"
+! grep -qxE "(optimizer/[a-z_]+/)?dense/kernel" "$TMP/names" || fail "the tied checkpoint stores a dense/kernel"
+grep -qx "optimizer/adam_m/embedding/embeddings" "$TMP/names" || fail "no optimizer state of the tied table"
+grep -qx "dense/bias" "$TMP/names" || fail "the tied head's bias is not in the checkpoint"
+python3 - "$TMP/tied/metrics.csv" <<'PY' || fail "the tied GPT's loss did not fall"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+first, last = float(rows[0]["loss"]), float(rows[-1]["loss"])
+assert len(rows) == 4 and first > last + 0.5, (first, last)
+print(f"tied: loss {first:.4f} -> {last:.4f}")
+PY
+# The tied table's gradient is the head's and the lookup's: 2 replicas sum both.
+run_expect 0 fit "$tied" --run-dir "$TMP/tied2" --device cpu --replicas 2 --quiet
+safetensors close "$TMP/tied2/last.safetensors" "$tck" 1e-3 >"$TMP/close" || fail "tied, 2 replicas: $(tail -1 "$TMP/close")"
+tail -1 "$TMP/close"
+# 2 epochs, and 1 epoch + --resume: the same bytes (weights and optimizer state).
+run_expect 0 fit "$tied" --run-dir "$TMP/tied-straight" --device cpu --replicas 1 --quiet --set training.epochs=2
+run_expect 0 fit "$tied" --run-dir "$TMP/tied-resumed" --device cpu --replicas 1 --quiet --set training.epochs=1
+run_expect 0 fit "$tied" --run-dir "$TMP/tied-resumed" --device cpu --replicas 1 --quiet --set training.epochs=2 --resume
+safetensors identical "$TMP/tied-straight/last.safetensors" "$TMP/tied-resumed/last.safetensors" ||
+    fail "the tied GPT resumed is not the tied GPT trained straight"
+run_expect 0 evaluate --json "$tied" --checkpoint "$tck" --device cpu
+tied_loss=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["loss"])' "$TMP/out")
+if "$PY" -c "import numpy, yaml" 2>/dev/null; then
+    "$PY" "$HERE/numpy_gpt_forward.py" "$tck" --expect "$tied_loss" --tolerance 1e-4 ||
+        fail "the tied GPT: gputrain evaluate's loss is not the NumPy forward pass's"
+fi
+run_expect 0 predict "$tied" --checkpoint "$tck" --input "$TMP/windows.npy" --output "$TMP/tied-next.npy" --device cpu
+"$PY" - "$TMP/tied-next.npy" "$TMP/labels.npy" "$tied_loss" <<'PY' || fail "the tied GPT: predict's probabilities are not evaluate's loss"
+import sys
+import numpy as np
+p, y = np.load(sys.argv[1]), np.load(sys.argv[2])
+loss = -np.log(np.take_along_axis(p.astype(np.float64), y[..., None], axis=-1)).mean()
+assert abs(loss - float(sys.argv[3])) < 1e-5, (loss, sys.argv[3])
+PY
+if ! "$GPUTRAIN" export "$tied" --checkpoint "$tck" --onnx "$TMP/tied.onnx" >"$TMP/out" 2>"$TMP/err" &&
+    grep -q "gputrain export: not in a sanitizer build" "$TMP/err"; then
+    echo "(a sanitizer build: the tied GPT's ONNX check is not run)"
+elif "$PY" -c "import numpy, yaml, onnx" 2>/dev/null; then
+    run_expect 0 export "$tied" --checkpoint "$tck" --onnx "$TMP/tied.onnx"
+    "$PY" "$HERE/onnx_check.py" "$TMP/tied.onnx" || fail "ONNX's checker refuses the tied GPT"
+    "$PY" - "$TMP/tied.onnx" <<'PY' || fail "the tied GPT's ONNX graph does not multiply by the table transposed"
+import sys
+import onnx
+g = onnx.load(sys.argv[1]).graph
+names = [t.name for t in g.initializer]
+assert "dense/kernel" not in names and names.count("embedding/embeddings") == 1, names
+transpose = [n for n in g.node if n.op_type == "Transpose" and list(n.input) == ["embedding/embeddings"]]
+assert len(transpose) == 1, "no Transpose of the table"
+assert any(n.op_type == "MatMul" and transpose[0].output[0] in n.input for n in g.node), "no MatMul by it"
+PY
+    code=0
+    "$PY" "$HERE/numpy_gpt_forward.py" "$tck" --expect "$tied_loss" --tolerance 1e-4 --onnx "$TMP/tied.onnx" || code=$?
+    [ "$code" -eq 0 ] || [ "$code" -eq 77 ] || fail "ONNX Runtime's tied GPT is not the NumPy forward pass's"
+fi
+gen_tied() { run_expect 0 generate "$tied" --checkpoint "$tck" --device cpu "$@"; }
+gen_tied --prompt "$prompt" --tokens 40 --top-k 1 --seed 1
+cp "$TMP/out" "$TMP/tied-greedy"
+if "$PY" -c "import numpy, yaml" 2>/dev/null; then
+    "$PY" "$HERE/numpy_gpt_forward.py" "$tck" --prompt "$prompt" --greedy "$TMP/tied-greedy" ||
+        fail "the tied GPT's greedy tokens are not the full model's most likely"
+fi
+
+step "errors of tie_weights: one line each, naming the layer and the key (exit 2)"
+expect_one_line_error 2 "--set model.layers[4].tie_weights=embeding: model.layers[17] (dense): tie_weights: unknown layer 'embeding' (did you mean 'embedding'?); name an embedding layer listed above it (embedding)" \
+    fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[4].tie_weights=embeding'
+expect_one_line_error 2 "model.layers[17] (dense): tie_weights: 'positional_embedding' is a positional_embedding layer; name an embedding layer, whose table becomes this layer's kernel" \
+    fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[4].tie_weights=positional_embedding'
+expect_one_line_error 2 "model.layers[17] (dense): tie_weights: units $((vocab + 1)) is not the input_dim $vocab of embedding 'embedding' (the kernel is its table [$vocab, 32] transposed); set units: $vocab" \
+    fit "$tied" --run-dir "$TMP/bad" --set "model.layers[4].units=$((vocab + 1))"
+expect_one_line_error 2 "model.layers[17] (dense): tie_weights: the input is 48 wide, and the output_dim of embedding 'embedding' is 32 (the kernel is its table [$vocab, 32] transposed); give this layer inputs 32 wide" \
+    fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[3]={type: dense, units: 48}'
+expect_one_line_error 2 "model.layers[17] (dense): tie_weights: embedding 'embedding' is frozen (trainable: false) and this layer is not; the tied table is one weight: set trainable the same on both" \
+    fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[0].trainable=false'
+expect_one_line_error 2 "model.layers[17] (dense): tie_weights: this layer is frozen (trainable: false) and embedding 'embedding' is not; the tied table is one weight: set trainable the same on both" \
+    fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[4].trainable=false'
+expect_one_line_error 2 "model.layers[17] (dense): tie_weights: is empty; name the embedding layer whose table is this layer's kernel, e.g. tie_weights: embedding" \
+    fit "$tied" --run-dir "$TMP/bad" --set "model.layers[4].tie_weights=''"
+
 run_expect 0 fit "$cfg" --run-dir "$TMP/spm" --device cpu --replicas 1 --set data.tokenizer=sentencepiece \
     --set data.vocab_size=60 --set 'model.layers[0].input_dim=61' --set 'model.layers[4].units=61' \
     --set training.epochs=2 --set logging.progress=none

@@ -8,7 +8,8 @@
 # dropout, 2-D batch norm), tests/cli/configs/tiny_resnet.yaml (blocks, add,
 # concatenate, global pooling), a graph of multiply, layer_norm, rms_norm and
 # activation layers, a GPT (against an independent NumPy forward pass), and
-# every config in configs/ trained briefly. Then the errors: a file in a
+# every config in configs/ trained briefly, and a GPT with its head tied to the
+# token table (tie_weights). Then the errors: a file in a
 # missing folder, --onnx naming an input, a checkpoint of another model.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
@@ -190,6 +191,28 @@ PY
             ;;
     esac
 done
+
+step "a GPT whose head is tied to the token table (tie_weights): a MatMul by the table transposed, the table stored once"
+name=shakespeare_char_small
+run_expect 0 fit "configs/$name.yaml" --run-dir "$TMP/tied" --device cpu --quiet --set "data.path=$TMP/play.txt" \
+    --set data.dataset=~ --set training.epochs=1 --set training.steps_per_epoch=1 --set training.batch_size=2 \
+    --set 'model.layers[4].tie_weights=embedding'
+if [ "$sanitized" = no ]; then
+    run_expect 0 export "$TMP/tied/config.yaml" --checkpoint "$TMP/tied/last.safetensors" --onnx "$TMP/tied.onnx"
+    "$PY" "$HERE/onnx_check.py" "$TMP/tied.onnx" || fail "tied: ONNX's checker refuses it"
+    "$PY" - "$TMP/tied.onnx" <<'PY' || fail "tied: the graph does not multiply by the table transposed, or stores it twice"
+import sys
+import onnx
+g = onnx.load(sys.argv[1]).graph
+names = [t.name for t in g.initializer]
+assert "dense/kernel" not in names and names.count("embedding/embeddings") == 1, names
+t = [n for n in g.node if n.op_type == "Transpose" and list(n.input) == ["embedding/embeddings"]]
+assert len(t) == 1 and any(n.op_type == "MatMul" and t[0].output[0] in n.input for n in g.node)
+PY
+    code=0
+    "$PY" "$HERE/numpy_gpt_forward.py" "$TMP/tied/last.safetensors" --onnx "$TMP/tied.onnx" || code=$?
+    [ "$code" -eq 0 ] || [ "$code" -eq 77 ] || fail "tied: ONNX Runtime's GPT is not the NumPy forward pass's"
+fi
 
 step "errors: a missing folder, --onnx naming the checkpoint or the config, a checkpoint of another model"
 run_expect 2 export "$cfg" --checkpoint "$TMP/mlp/last.safetensors" --onnx "$TMP/nowhere/m.onnx"

@@ -29,7 +29,7 @@ void embedding_lookup(Backend&, const ops::EmbeddingLookup& op) {
 
 void embedding_grad(Backend&, const ops::EmbeddingGrad& op) {
     const size_t d = static_cast<size_t>(op.dim);
-    std::fill_n(op.d_table, static_cast<size_t>(op.vocab) * d, 0.0f);
+    if (!op.accumulate) std::fill_n(op.d_table, static_cast<size_t>(op.vocab) * d, 0.0f);
     for (size_t n = 0; n < op.count; ++n) {
         const long id = id_of(op.ids[n], op.vocab);
         if (id < 0) continue;

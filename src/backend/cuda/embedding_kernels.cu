@@ -30,15 +30,17 @@ __global__ void lookup_kernel(const float* ids, const float* table, float* y, si
     }
 }
 
-// Block v sums the rows of dy whose id is v, each thread a column, n in order.
+// Block v sums the rows of dy whose id is v, each thread a column, n in order
+// (then adds the sum to what d_table holds, with `accumulate`).
 __global__ void ordered_grad_kernel(const float* ids, const float* dy, float* d_table, size_t count, int vocab,
-                                    int dim) {
+                                    int dim, bool accumulate) {
     for (int v = blockIdx.x; v < vocab; v += gridDim.x)
         for (int c = threadIdx.x; c < dim; c += blockDim.x) {
             float sum = 0.0f;
             for (size_t n = 0; n < count; ++n)
                 if (id_of(ids[n], vocab) == v) sum += dy[n * static_cast<size_t>(dim) + c];
-            d_table[static_cast<size_t>(v) * static_cast<size_t>(dim) + c] = sum;
+            float& out = d_table[static_cast<size_t>(v) * static_cast<size_t>(dim) + c];
+            out = accumulate ? out + sum : sum;
         }
 }
 
@@ -68,11 +70,13 @@ void embedding_grad(Backend& b, const ops::EmbeddingGrad& op) {
     if (op.vocab <= kOrderedGradVocab) {
         if (op.vocab <= 0 || op.dim <= 0) return;
         ordered_grad_kernel<<<static_cast<unsigned>(op.vocab), kBlockThreads, 0, stream>>>(op.ids, op.dy, op.d_table,
-                                                                                          op.count, op.vocab, op.dim);
+                                                                                          op.count, op.vocab, op.dim,
+                                                                                          op.accumulate);
         CUDA_CHECK(device_of(b), cudaGetLastError());
         return;
     }
-    CUDA_CHECK(device_of(b), cudaMemsetAsync(op.d_table, 0, elements(op.vocab, op.dim) * sizeof(float), stream));
+    if (!op.accumulate)
+        CUDA_CHECK(device_of(b), cudaMemsetAsync(op.d_table, 0, elements(op.vocab, op.dim) * sizeof(float), stream));
     const size_t n = elements(op.count, op.dim);
     CUDA_CHECK(device_of(b), launch_1d(stream, n, scatter_grad_kernel, op.ids, op.dy, op.d_table, op.count,
                                        op.vocab, op.dim));

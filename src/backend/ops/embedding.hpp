@@ -21,7 +21,9 @@ struct EmbeddingLookup {
 
 // d_table[v, :] = sum of dy[n, :] over the n with ids[n] == v (overwrites the
 // whole vocab x dim table; ids outside [0, vocab) add nothing). Summed in the
-// order of n, so the result is the same bits on every run.
+// order of n, so the result is the same bits on every run. With `accumulate`
+// the sums are added to what d_table holds (a table that is also a tied
+// dense layer's kernel: that layer's gradient is there already).
 struct EmbeddingGrad {
     static constexpr const char* kName = "embedding_grad";
     const float* ids;
@@ -30,6 +32,7 @@ struct EmbeddingGrad {
     size_t count;
     int vocab;
     int dim;
+    bool accumulate = false;
 };
 
 }  // namespace gputrain::ops

@@ -244,7 +244,7 @@ TEST_CASE("Graph errors name the layers, shapes and places") {
     // What Keras users write: input for inputs, concatenate's axis, two names in one string.
     CHECK(model_error(head + "    - {type: dense, units: 3, input: x}\n") ==
           "g.yaml:4:31: model.layers[0] (dense): input: unknown parameter for dense (did you mean 'inputs'?); it "
-          "takes: units, activation, use_bias, trainable, lr_multiplier");
+          "takes: units, activation, use_bias, tie_weights, trainable, lr_multiplier");
     CHECK(model_error(head + "    - {type: dense, units: 3}\n    - {type: concatenate, inputs: [input, dense], axis: -1}\n") ==
           "g.yaml:5:51: model.layers[1] (concatenate): axis: concatenate always joins the last axis (channels for "
           "images, Keras' axis=-1); remove axis");

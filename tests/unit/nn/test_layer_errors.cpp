@@ -97,7 +97,7 @@ TEST_CASE("Image layer parameters are checked key by key") {
             "padding, dilation_rate, use_bias, activation, trainable, lr_multiplier");
     REQUIRE(message_of({8, 8, 1}, {layer("dense", {{"unitz", "4"}, {"foo", "1"}})}) ==
             "test.yaml:3:13: model.layers[0] (dense): foo: unknown parameter for dense; it takes: units, activation, "
-            "use_bias, trainable, lr_multiplier");
+            "use_bias, tie_weights, trainable, lr_multiplier");
     REQUIRE(message_of({8, 8, 1}, {conv({{"padding", "sam"}})}) ==
             "test.yaml:3:17: model.layers[0] (conv2d): padding: expected same or valid, got 'sam' (did you mean "
             "'same'?)");

@@ -161,7 +161,7 @@ TEST_CASE("Model configuration errors name the layer and what to do") {
     REQUIRE(message_of(mc) == "test.yaml:3:15: model.layers[0] (dense): units: expected a positive integer, got '-2'");
     mc.layers = {specs::layer("dense", {{"units", "3"}, {"activaton", "relu"}})};
     REQUIRE(message_of(mc) == "test.yaml:3:19: model.layers[0] (dense): activaton: unknown parameter for dense (did "
-                              "you mean 'activation'?); it takes: units, activation, use_bias, trainable, lr_multiplier");
+                              "you mean 'activation'?); it takes: units, activation, use_bias, tie_weights, trainable, lr_multiplier");
     mc.layers = {specs::layer("dense", {{"units", "3"}, {"activation", "relux"}})};
     REQUIRE(message_of(mc) == "test.yaml:3:20: model.layers[0] (dense): activation: unknown activation 'relux' (did "
                               "you mean 'relu'?); known: linear, relu, sigmoid, tanh, softmax, gelu");
@@ -175,12 +175,12 @@ TEST_CASE("Model configuration errors name the layer and what to do") {
     mc.layers = {specs::layer("flatten"), specs::layer("dense", {{"unit", "32"}})};
     REQUIRE(message_of(mc) ==
             "test.yaml:3:14: model.layers[1] (dense): unit: unknown parameter for dense (did you mean 'units'?); it "
-            "takes: units, activation, use_bias, trainable, lr_multiplier");
+            "takes: units, activation, use_bias, tie_weights, trainable, lr_multiplier");
     // An unknown key that is no near-miss still comes before the missing one.
     mc.layers = {specs::layer("dense", {{"colour", "32"}})};
     REQUIRE(message_of(mc) ==
             "test.yaml:3:16: model.layers[0] (dense): colour: unknown parameter for dense; it takes: units, "
-            "activation, use_bias, trainable, lr_multiplier");
+            "activation, use_bias, tie_weights, trainable, lr_multiplier");
     mc.layers = {specs::layer("dense")};
     REQUIRE(message_of(mc) == "test.yaml:3:7: model.layers[0] (dense): units: missing; this layer needs it (e.g. units: 128)");
 }
