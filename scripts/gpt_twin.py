@@ -27,8 +27,10 @@ Model (width C, L layers, H heads, D = C / H, dropout p)
   with --tie its weight IS tok_emb's table, nanoGPT's lm_head.weight =
   wte.weight, gputrain's `tie_weights: embedding`: x tok_emb^T + b).
   attn: qkv = x Wqkv + bqkv, columns [q | k | v], head h uses columns
-  h*D..(h+1)*D of each; causal softmax(q k^T / sqrt(D)) v, heads concatenated,
-  then O Wo + bo. No dropout on the attention weights. LayerNorm eps 1e-5,
+  h*D..(h+1)*D of each; causal dropout(softmax(q k^T / sqrt(D))) v, heads
+  concatenated, then O Wo + bo: dropout p on the attention weights too in
+  training (nanoGPT's attn_dropout; gputrain's causal_self_attention
+  dropout: p, whose masks are its own hash, not PyTorch's). LayerNorm eps 1e-5,
   GELU exact (erf). F.scaled_dot_product_attention(is_causal=True) where
   PyTorch has it (2.x), else an explicit masked softmax (1.13).
   Init as gputrain's (Keras's): embeddings uniform(-0.05, 0.05), every dense
@@ -161,11 +163,11 @@ def build_model(vocab, block, layers, heads, width, dropout, tie=False):
             q, k, v = self.qkv(x).split(c, dim=2)
             q, k, v = (z.view(b, t, heads, d).transpose(1, 2) for z in (q, k, v))  # (b, heads, t, d)
             if sdpa is not None:
-                o = sdpa(q, k, v, dropout_p=0.0, is_causal=True)
+                o = sdpa(q, k, v, dropout_p=dropout if self.training else 0.0, is_causal=True)
             else:
                 att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))
                 att = att.masked_fill(~self.mask[:t, :t], float("-inf"))
-                o = torch.softmax(att, dim=-1) @ v
+                o = F.dropout(torch.softmax(att, dim=-1), p=dropout, training=self.training) @ v
             return self.out(o.transpose(1, 2).reshape(b, t, c))
 
     class Block(nn.Module):

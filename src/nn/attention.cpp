@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 
 #include "backend/ops/attention.hpp"
@@ -23,6 +24,11 @@ std::string CausalSelfAttention::me() const { return "layer '" + name_ + "' (cau
 std::string CausalSelfAttention::detail() const {
     std::string s = std::to_string(heads_) + " heads";
     if (!use_bias_) s += ", no bias";
+    if (dropout_ > 0.0f) {
+        char buf[32];
+        const auto end = std::to_chars(buf, buf + sizeof buf, dropout_).ptr;
+        s += ", dropout " + std::string(buf, end);
+    }
     if (cache_length() > 0) s += ", cache of " + std::to_string(cache_length());
     return s;
 }
@@ -74,6 +80,35 @@ void CausalSelfAttention::bind(const std::vector<float*>& params, const std::vec
 
 int64_t CausalSelfAttention::scratch_per_sample() const {
     return cache_per_sample() + T_ * 3 * C_ + T_ * C_ + heads_ * T_;
+}
+
+void CausalSelfAttention::set_scratch(float* scratch) {
+    if (dropout_ > 0.0f) {
+        key_ = reinterpret_cast<uint32_t*>(scratch);
+        scratch += kKeyFloats;
+    }
+    scratch_ = scratch;
+}
+
+uint64_t CausalSelfAttention::key_of(const RunContext& ctx) const {
+    // The dropout layer's derivation (nn/dropout.cpp) with another salt.
+    Rng keyed(ctx.seed);
+    const uint64_t key = keyed.split(static_cast<uint64_t>(index_) * 0x100000001ull + 0x2545f491u).next_u64() ^
+                         (static_cast<uint64_t>(ctx.epoch) << 40) ^ (static_cast<uint64_t>(ctx.step) << 8);
+    return Rng(key).next_u64();
+}
+
+void CausalSelfAttention::write_key(const RunContext& ctx) {
+    const uint64_t key = key_of(ctx);
+    if (key_written_ && key == written_key_) return;  // prepared for this step already
+    const uint32_t words[2] = {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)};
+    ctx.backend.upload(key_, words, sizeof words);
+    key_written_ = true;
+    written_key_ = key;
+}
+
+void CausalSelfAttention::prepare_step(const RunContext& ctx) {
+    if (ctx.training && dropout_ > 0.0f) write_key(ctx);
 }
 
 CausalSelfAttention::Parts CausalSelfAttention::parts(int rows) const {
@@ -159,7 +194,17 @@ void CausalSelfAttention::forward(const RunContext& ctx, const float* x, float* 
                     std::to_string(C_) + ")) with length > 1");
     const int m = rows * t;
     project_in(be, x, p.qkv, m);
-    run_op(be, ops::AttentionForward{p.qkv, 3 * c, p.o, c, p.lse, rows, t, h, d, w.tile});
+    ops::AttentionForward op{p.qkv, 3 * c, p.o, c, p.lse, rows, t, h, d, w.tile};
+    last_forward_training_ = ctx.training && dropout_ > 0.0f;
+    if (last_forward_training_) {
+        // Nothing to write when prepare_step ran for this step (always in
+        // training); a caller that skipped it still gets the step's mask.
+        write_key(ctx);
+        op.dropout_key = key_;
+        op.dropout_rate = dropout_;
+        op.first_sample = ctx.row_offset;
+    }
+    run_op(be, op);
     project_out(be, p.o, y, m);
 }
 
@@ -176,16 +221,22 @@ void CausalSelfAttention::backward(const RunContext& ctx, const float* x, const 
     be.gemm(true, false, c, c, m, 1.0f, p.o, c, dy, c, 0.0f, out_kernel_grad_, c);
     if (use_bias_) be.sum_rows(dy, out_bias_grad_, m, c);
     be.gemm(false, true, m, c, c, 1.0f, dy, c, out_kernel_, c, 0.0f, w.dout, c);
-    run_op(be, ops::AttentionBackward{p.qkv, c3, p.o, w.dout, c, p.lse, w.dqkv, c3, w.delta, rows, t, h, d, w.tile});
+    ops::AttentionBackward op{p.qkv, c3, p.o, w.dout, c, p.lse, w.dqkv, c3, w.delta, rows, t, h, d, w.tile};
+    if (last_forward_training_) {  // forward's mask, from the same key
+        op.dropout_key = key_;
+        op.dropout_rate = dropout_;
+        op.first_sample = ctx.row_offset;
+    }
+    run_op(be, op);
     // The input projection.
     be.gemm(true, false, c, c3, m, 1.0f, x, c, w.dqkv, c3, 0.0f, qkv_kernel_grad_, c3);
     if (use_bias_) be.sum_rows(w.dqkv, qkv_bias_grad_, m, c3);
     if (dx) be.gemm(false, true, m, c, c3, 1.0f, w.dqkv, c3, qkv_kernel_, c3, 0.0f, dx, c);
 }
 
-// causal_self_attention: heads, use_bias, length.
+// causal_self_attention: heads, use_bias, length, dropout.
 void add_attention_layer(LayerRegistry& registry) {
-    registry.add("causal_self_attention", {"heads", "use_bias", "length", "trainable", "lr_multiplier"},
+    registry.add("causal_self_attention", {"heads", "use_bias", "length", "dropout", "trainable", "lr_multiplier"},
                  [](LayerArgs& args) -> std::unique_ptr<Layer> {
                      const int64_t heads = args.positive_int("heads");
                      const bool use_bias = args.flag("use_bias", true);
@@ -198,8 +249,16 @@ void add_attention_layer(LayerRegistry& registry) {
                          length > kMaxSampleElements)
                          args.fail("length", "expected a positive integer (or 0: the input's positions), got '" +
                                                  text + "'");
+                     float dropout = 0.0f;
+                     if (args.has("dropout")) {
+                         const double rate = args.number("dropout", 0.0, 0.0, 1.0);
+                         if (static_cast<float>(rate) >= 1.0f)  // applied in fp32, where it would drop everything
+                             args.fail("dropout", "is 1 in float32, which drops every attention weight; give at most "
+                                                  "0.9999999");
+                         dropout = static_cast<float>(rate);
+                     }
                      args.finish();
-                     return std::make_unique<CausalSelfAttention>(heads, use_bias, length);
+                     return std::make_unique<CausalSelfAttention>(heads, use_bias, length, dropout);
                  });
 }
 

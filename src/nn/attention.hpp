@@ -1,8 +1,13 @@
 // CausalSelfAttention: GPT's masked multi-head self-attention (nanoGPT's
-// CausalSelfAttention without dropout) over an input of (T, C) per sample:
+// CausalSelfAttention) over an input of (T, C) per sample:
 //   qkv = x qkv_kernel + qkv_bias             (T x 3C: queries, keys, values)
-//   O_h = softmax(q_h k_h^T / sqrt(D), causal) v_h   for each head h (D = C / heads)
+//   O_h = dropout(softmax(q_h k_h^T / sqrt(D), causal)) v_h   for each head h (D = C / heads)
 //   y   = [O_0 .. O_{heads-1}] out_kernel + out_bias
+// `dropout` (nanoGPT's attn_dropout) drops attention probabilities in
+// training only; its mask is a hash of a per-step key (as the dropout
+// layer's: seed, layer, epoch, step) and each element's place, the sample's
+// place in the GLOBAL batch included, so it does not depend on the replicas
+// and backward regenerates it (ops/attention.hpp).
 // The attention itself is backend/ops/attention.hpp. Between forward and
 // backward the layer keeps qkv, O and each query row's log-sum-exp (no T x T
 // probabilities). Built on one position (input (1, C)) with length > 1, it
@@ -18,8 +23,9 @@ class CausalSelfAttention : public UnaryLayer {
 public:
     // heads: divides the width C (checked by build); length: the positions of
     // the generation cache (0: none; used only when built on input (1, C)).
-    CausalSelfAttention(int64_t heads, bool use_bias, int64_t length = 0)
-        : heads_(heads), use_bias_(use_bias), length_(length) {}
+    // dropout: the rate on the attention probabilities in training, in [0, 1).
+    CausalSelfAttention(int64_t heads, bool use_bias, int64_t length = 0, float dropout = 0.0f)
+        : heads_(heads), use_bias_(use_bias), length_(length), dropout_(dropout) {}
 
     std::string type() const override { return "causal_self_attention"; }
     std::string detail() const override;
@@ -28,9 +34,14 @@ public:
     std::vector<ParamSpec> param_specs() const override;
     void bind(const std::vector<float*>& params, const std::vector<float*>& grads) override;
     // Per sample: the caches (generation only: 2 * length * C), then qkv
-    // (3TC), O (TC) and the log-sum-exps (heads * T).
+    // (3TC), O (TC) and the log-sum-exps (heads * T). With dropout, the
+    // block starts with the step's mask key (two 32-bit words, padded to 256
+    // bytes: scratch_fixed).
     int64_t scratch_per_sample() const override;
-    void set_scratch(float* scratch) override { scratch_ = scratch; }
+    int64_t scratch_fixed() const override { return dropout_ > 0.0f ? kKeyFloats : 0; }
+    void set_scratch(float* scratch) override;
+    // The step's dropout key to backend memory (as the dropout layer's).
+    void prepare_step(const RunContext& ctx) override;
     size_t workspace_bytes(Backend& backend, int64_t max_rows) override;
     void set_workspace(void* workspace, size_t bytes) override {
         (void)bytes;
@@ -45,12 +56,19 @@ public:
                   int rows) override;
 
     int64_t heads() const { return heads_; }
+    float dropout() const { return dropout_; }
     bool generates() const { return cache_length() > 0; }
 
 private:
+    static constexpr int64_t kKeyFloats = 64;
     int64_t heads_;
     bool use_bias_;
     int64_t length_;
+    float dropout_;
+    uint32_t* key_ = nullptr;  // dropout's key words in backend memory
+    bool key_written_ = false;
+    uint64_t written_key_ = 0;
+    bool last_forward_training_ = false;
     int64_t T_ = 0, C_ = 0, D_ = 0;
     float* qkv_kernel_ = nullptr;
     float* qkv_bias_ = nullptr;
@@ -85,6 +103,8 @@ private:
     Work work(int rows) const;
     size_t tile_floats() const;
     std::string me() const;
+    uint64_t key_of(const RunContext& ctx) const;
+    void write_key(const RunContext& ctx);
     void project_in(Backend& be, const float* x, float* qkv, int m);
     void project_out(Backend& be, const float* o, float* y, int m);
 };

@@ -399,4 +399,45 @@ expect_one_line_error 2 "data.tokenizer: is only used with format: text; remove 
 expect_one_line_error 2 "model.layers[0]: the model's output has 8 positions of 4 scores, and synthetic train (500 samples, 4 classes, seed 7) has one label per sample; add a flatten layer before the last dense layer (one output per position is for format: text)" \
     fit "$syn" --run-dir "$TMP/bad" --set 'model.layers=[{type: dense, units: 4}]'
 
+step "attention dropout: summary, fit (1 epoch + --resume = 2 epochs, byte for byte; 2 replicas = 1), inference without it (NumPy), errors"
+adrop=$TMP/attn-dropout.yaml
+sed -e 's/params: {width: ~, hidden: ~, heads: ~}/params: {width: ~, hidden: ~, heads: ~, attn_dropout: 0.2}/' \
+    -e 's/- {type: causal_self_attention, heads: \$heads}/- {type: causal_self_attention, heads: $heads, dropout: $attn_dropout}/' \
+    "$cfg" >"$adrop"
+grep -q 'dropout: \$attn_dropout' "$adrop" || fail "the attention dropout config was not written"
+run_expect 0 summary "$adrop"
+expect_in "$TMP/out" "h/block2/causal_self_attention (causal_self_attention) 2 heads, dropout 0.2"
+run_expect 0 fit "$adrop" --run-dir "$TMP/ad-straight" --device cpu --replicas 1 --quiet --set training.epochs=2
+run_expect 0 fit "$adrop" --run-dir "$TMP/ad-resumed" --device cpu --replicas 1 --quiet --set training.epochs=1
+run_expect 0 fit "$adrop" --run-dir "$TMP/ad-resumed" --device cpu --replicas 1 --quiet --set training.epochs=2 --resume
+safetensors identical "$TMP/ad-straight/last.safetensors" "$TMP/ad-resumed/last.safetensors" ||
+    fail "the GPT with attention dropout resumed is not the one trained straight (the mask must come from the step)"
+# Each replica's mask is that of its samples' places in the global batch.
+run_expect 0 fit "$adrop" --run-dir "$TMP/ad-two" --device cpu --replicas 2 --quiet --set training.epochs=2
+safetensors close "$TMP/ad-two/last.safetensors" "$TMP/ad-straight/last.safetensors" 1e-3 >"$TMP/close" ||
+    fail "attention dropout, 2 replicas: $(tail -1 "$TMP/close")"
+tail -1 "$TMP/close"
+# The dropout acts: the same run without it trains other weights, and its first epoch's loss is lower.
+run_expect 0 fit "$cfg" --run-dir "$TMP/ad-none" --device cpu --replicas 1 --quiet --set training.epochs=2
+python3 - "$TMP/ad-straight/metrics.csv" "$TMP/ad-none/metrics.csv" <<'PY' || fail "attention dropout did not change training"
+import csv, sys
+dropped, plain = (list(csv.DictReader(open(p))) for p in sys.argv[1:3])
+a, b = float(dropped[0]["loss"]), float(plain[0]["loss"])
+print(f"first epoch's loss: {a:.4f} with attention dropout 0.2, {b:.4f} without")
+assert a != b, (a, b)
+PY
+# Inference has no dropout: evaluate is the NumPy forward pass (which has none).
+run_expect 0 evaluate --json "$adrop" --checkpoint "$TMP/ad-straight/last.safetensors" --device cpu
+ad_loss=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["loss"])' "$TMP/out")
+if "$PY" -c "import numpy, yaml" 2>/dev/null; then
+    "$PY" "$HERE/numpy_gpt_forward.py" "$TMP/ad-straight/last.safetensors" --expect "$ad_loss" --tolerance 1e-4 ||
+        fail "attention dropout: evaluate's loss is not the NumPy forward pass's (inference drops nothing)"
+fi
+expect_one_line_error 2 "(causal_self_attention 'h/block1/causal_self_attention'): dropout: must be in [0.0, 1.0), got 1" \
+    fit "$adrop" --run-dir "$TMP/bad" --set 'model.layers[2].attn_dropout=1'
+expect_one_line_error 2 "dropout: must be in [0.0, 1.0), got -0.5" \
+    fit "$adrop" --run-dir "$TMP/bad" --set 'model.layers[2].attn_dropout=-0.5'
+expect_one_line_error 2 "dropout: expected a number, got 'high'" \
+    fit "$adrop" --run-dir "$TMP/bad" --set 'model.layers[2].attn_dropout=high'
+
 echo "PASS"

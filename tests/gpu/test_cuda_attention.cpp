@@ -1,6 +1,7 @@
 // The attention ops (backend/ops/attention.hpp) on the GPU against the CPU's
 // kernels: forward (output and log-sum-exp), backward (dqkv) and decode (the
-// caches and the output), on leading dimensions wider than the rows.
+// caches and the output), on leading dimensions wider than the rows; with
+// dropout on P, the same key on both (the same mask).
 #include "backend/ops/attention.hpp"
 #include "parity.hpp"
 
@@ -52,6 +53,52 @@ TEST_CASE("attention forward and backward match the CPU") {
         require_close(lse_g, lse_c, 1e-5, 1e-5);
         // Sums over up to T terms in other orders.
         require_close(d_g, d_c, 1e-4, 1e-5 * std::sqrt(static_cast<double>(c.T)) + 1e-5);
+    }
+}
+
+TEST_CASE("attention dropout forward and backward match the CPU on the same key") {
+    for (const Case c : kCases) {
+        for (const float rate : {0.1f, 0.5f}) {
+            INFO("rows " << c.rows << " T " << c.T << " heads " << c.heads << " D " << c.D << " rate " << rate);
+            const int C = c.heads * c.D, ld_qkv = 3 * C + 5, ld_out = C + 3, ld_dqkv = 3 * C + 2;
+            const size_t m = static_cast<size_t>(c.rows) * c.T;
+            const size_t lse_n = static_cast<size_t>(c.rows) * c.heads * c.T;
+            const auto qkv = random_vector(m * ld_qkv, 11);
+            const auto dout = random_vector(m * ld_out, 12);
+            const std::vector<uint32_t> key{0x9e3779b9u, 0x7f4a7c15u};
+            const int64_t first_sample = 13;
+            const auto run = [&](Backend& be) {
+                Buffers buf(be);
+                const float* q = buf.upload(qkv);
+                const uint32_t* k = buf.upload(key);
+                float* out = buf.upload(std::vector<float>(m * ld_out, 7.0f));
+                float* lse = buf.zeros<float>(lse_n);
+                float* tile = buf.zeros<float>(ops::attention_cpu_tile_floats(c.T, c.T));
+                ops::AttentionForward fwd{q, ld_qkv, out, ld_out, lse, c.rows, c.T, c.heads, c.D, tile};
+                fwd.dropout_key = k;
+                fwd.dropout_rate = rate;
+                fwd.first_sample = first_sample;
+                run_op(be, fwd);
+                float* dqkv = buf.upload(std::vector<float>(m * ld_dqkv, 123.0f));
+                float* delta = buf.zeros<float>(lse_n);
+                ops::AttentionBackward bwd{q, ld_qkv, out, buf.upload(dout), ld_out, lse, dqkv, ld_dqkv, delta,
+                                           c.rows, c.T, c.heads, c.D, tile};
+                bwd.dropout_key = k;
+                bwd.dropout_rate = rate;
+                bwd.first_sample = first_sample;
+                run_op(be, bwd);
+                return std::make_tuple(buf.download(out, m * ld_out), buf.download(lse, lse_n),
+                                       buf.download(dqkv, m * ld_dqkv));
+            };
+            CpuBackend cpu;
+            CudaBackend gpu(0);
+            const auto [out_c, lse_c, d_c] = run(cpu);
+            const auto [out_g, lse_g, d_g] = run(gpu);
+            // A mask that differed anywhere would put whole terms of 1 / (1 - rate) P v apart.
+            require_close(out_g, out_c, 1e-4, 1e-5);
+            require_close(lse_g, lse_c, 1e-5, 1e-5);
+            require_close(d_g, d_c, 1e-4, 1e-5 * std::sqrt(static_cast<double>(c.T)) + 1e-5);
+        }
     }
 }
 

@@ -33,7 +33,34 @@ struct HeadView {
     float* lse;  // lse[i], or null
     int queries, first, D;
     float scale;
+    // Dropout on P: with `dropout`, query i's row of the mask starts at
+    // index mask_row + i * mask_stride of the hash (ops/attention.hpp).
+    bool dropout = false;
+    uint64_t key = 0, mask_row = 0, mask_stride = 0;
+    float rate = 0.0f, keep_scale = 1.0f;
 };
+
+struct Dropout {
+    bool on = false;
+    uint64_t key = 0;
+    float rate = 0.0f, keep_scale = 1.0f;
+};
+
+Dropout dropout_of(const uint32_t* key_words, float rate) {
+    Dropout d;
+    if (key_words == nullptr || !(rate > 0.0f)) return d;
+    d.on = true;
+    d.key = math::join_key_words(key_words);
+    d.rate = rate;
+    d.keep_scale = 1.0f / (1.0f - rate);
+    return d;
+}
+
+// The hash's index of P[0, 0] of head h of the sample at place g of the global batch.
+uint64_t mask_origin(int64_t g, int heads, int h, int T) {
+    return (static_cast<uint64_t>(g) * static_cast<uint64_t>(heads) + static_cast<uint64_t>(h)) *
+           static_cast<uint64_t>(T) * static_cast<uint64_t>(T);
+}
 
 // o = softmax(scale q k^T, causal) v, and lse, over blocks of query rows;
 // `tile` holds min(queries, kBlock) * (first + queries) floats.
@@ -50,7 +77,12 @@ void attend(Backend& be, const HeadView& h, float* tile) {
             const float mx = *std::max_element(row, row + visible);
             const float sum = cpu::exp_shifted_sum(row, static_cast<size_t>(visible), mx);
             const float inv = 1.0f / sum;
-            for (int j = 0; j < visible; ++j) row[j] *= inv;
+            if (h.dropout) {
+                const uint64_t at = h.mask_row + static_cast<uint64_t>(i0 + r) * h.mask_stride;
+                for (int j = 0; j < visible; ++j) row[j] *= inv * ops::attention_keep(h.key, at, j, h.rate, h.keep_scale);
+            } else {
+                for (int j = 0; j < visible; ++j) row[j] *= inv;
+            }
             std::fill(row + visible, row + keys, 0.0f);
             if (h.lse) h.lse[i0 + r] = mx + std::log(sum);
         }
@@ -61,6 +93,7 @@ void attend(Backend& be, const HeadView& h, float* tile) {
 
 void attention_forward(Backend& be, const ops::AttentionForward& op) {
     const int C = op.heads * op.D;
+    const Dropout drop = dropout_of(op.dropout_key, op.dropout_rate);
     for (int n = 0; n < op.rows; ++n) {
         const float* qkv = op.qkv + static_cast<size_t>(n) * op.T * op.ld_qkv;
         for (int hd = 0; hd < op.heads; ++hd) {
@@ -69,6 +102,14 @@ void attention_forward(Backend& be, const ops::AttentionForward& op) {
                        op.out + static_cast<size_t>(n) * op.T * op.ld_out + col, op.ld_out,
                        op.lse ? op.lse + (static_cast<size_t>(n) * op.heads + hd) * op.T : nullptr,
                        op.T, 0, op.D, scale_of(op.D)};
+            if (drop.on) {
+                h.dropout = true;
+                h.key = drop.key;
+                h.mask_row = mask_origin(op.first_sample + n, op.heads, hd, op.T);
+                h.mask_stride = static_cast<uint64_t>(op.T);
+                h.rate = drop.rate;
+                h.keep_scale = drop.keep_scale;
+            }
             attend(be, h, op.cpu_tile);
         }
     }
@@ -77,6 +118,7 @@ void attention_forward(Backend& be, const ops::AttentionForward& op) {
 void attention_backward(Backend& be, const ops::AttentionBackward& op) {
     const int C = op.heads * op.D, D = op.D, T = op.T;
     const float scale = scale_of(D);
+    const Dropout drop = dropout_of(op.dropout_key, op.dropout_rate);
     for (int n = 0; n < op.rows; ++n) {
         const size_t first_row = static_cast<size_t>(n) * T;
         for (int hd = 0; hd < op.heads; ++hd) {
@@ -105,6 +147,7 @@ void attention_backward(Backend& be, const ops::AttentionBackward& op) {
                 const int keys = i0 + bq;
                 float* p = op.cpu_tile;
                 float* ds = op.cpu_tile + static_cast<size_t>(bq) * keys;
+                float* z = ds + static_cast<size_t>(bq) * keys;  // a row's dropout factors
                 const float* q_blk = q + static_cast<size_t>(i0) * op.ld_qkv;
                 const float* dout_blk = dout + static_cast<size_t>(i0) * op.ld_out;
                 // P recomputed from the scores and forward's log-sum-exp.
@@ -116,11 +159,23 @@ void attention_backward(Backend& be, const ops::AttentionBackward& op) {
                     float* dsrow = ds + static_cast<size_t>(r) * keys;
                     const int visible = i0 + r + 1;
                     const float l = lse[i0 + r], dl = delta[i0 + r];
-                    cpu::softmax_grad_row(prow, dsrow, static_cast<size_t>(visible), l, dl);
+                    if (drop.on) {
+                        // dP = Z o (dO V^T); dS = P o (dP - delta); then P becomes Z o P for dV.
+                        const uint64_t at = mask_origin(op.first_sample + n, op.heads, hd, T) +
+                                            static_cast<uint64_t>(i0 + r) * static_cast<uint64_t>(T);
+                        for (int j = 0; j < visible; ++j) {
+                            z[j] = ops::attention_keep(drop.key, at, j, drop.rate, drop.keep_scale);
+                            dsrow[j] *= z[j];
+                        }
+                        cpu::softmax_grad_row(prow, dsrow, static_cast<size_t>(visible), l, dl);
+                        for (int j = 0; j < visible; ++j) prow[j] *= z[j];
+                    } else {
+                        cpu::softmax_grad_row(prow, dsrow, static_cast<size_t>(visible), l, dl);
+                    }
                     std::fill(prow + visible, prow + keys, 0.0f);
                     std::fill(dsrow + visible, dsrow + keys, 0.0f);
                 }
-                // dV += P^T dO, dQ = scale dS K, dK += scale dS^T Q
+                // dV += P^T dO (P with dropout's factors), dQ = scale dS K, dK += scale dS^T Q
                 be.gemm(true, false, keys, D, bq, 1.0f, p, keys, dout_blk, op.ld_out, 1.0f, dv, op.ld_dqkv);
                 be.gemm(false, false, bq, D, keys, scale, ds, keys, k, op.ld_qkv, 0.0f,
                         dq + static_cast<size_t>(i0) * op.ld_dqkv, op.ld_dqkv);

@@ -9,7 +9,9 @@
 // output columns lane, lane + 32, ... (D <= kMaxHeadSize) of its rows'
 // accumulators. The softmax runs online (forward) or from the log-sum-exp
 // (backward). Each output element is written by exactly one thread: no
-// atomics, the same bits every run.
+// atomics, the same bits every run. Dropout on P (ops/attention.hpp) hashes
+// each element's place where the element is formed; the key's words are read
+// from backend memory by every block.
 #include <cfloat>
 #include <cmath>
 #include <string>
@@ -66,7 +68,21 @@ struct ForwardArgs {
     float* lse;          // lse[(n * heads + h) * queries + i], or null
     int heads, D, queries, first;
     float scale;
+    // Dropout on P (training's forward only: queries = T, first = 0): the
+    // key's words or null, the rate, 1 / (1 - rate), sample 0's place in the
+    // global batch.
+    const uint32_t* dropout_key;
+    float rate, keep_scale;
+    long long first_sample;
 };
+
+// The hash's index of P[i, 0] of head h of the sample at place g of the global batch.
+__device__ __forceinline__ uint64_t mask_row(long long g, int heads, int h, int T, int i) {
+    return ((static_cast<uint64_t>(g) * static_cast<uint64_t>(heads) + static_cast<uint64_t>(h)) *
+                static_cast<uint64_t>(T) +
+            static_cast<uint64_t>(i)) *
+           static_cast<uint64_t>(T);
+}
 
 // Shared memory: own queries [kOwnRows][D], keys [kTile][padded(D)], values [kTile][D].
 size_t forward_shared_bytes(int d) {
@@ -86,6 +102,8 @@ __global__ void __launch_bounds__(kWarps * kWarpSize) attention_forward_kernel(F
     const float* q = a.q + n * a.q_sample + col;
     const float* k = a.k + n * a.kv_sample + col;
     const float* v = a.v + n * a.kv_sample + col;
+    const bool dropout = a.dropout_key != nullptr;
+    const uint64_t key = dropout ? math::join_key_words(a.dropout_key) : 0;
 
     for (int idx = threadIdx.x; idx < kOwnRows * D; idx += blockDim.x) {
         const int r = idx / D, d = idx % D, i = i0 + r;
@@ -119,13 +137,17 @@ __global__ void __launch_bounds__(kWarps * kWarpSize) attention_forward_kernel(F
             const float m_new = fmaxf(m[r], warp_max(s));  // key j0 is visible: finite
             const float p = visible ? expf(s - m_new) : 0.0f;
             const float corr = expf(m[r] - m_new);
-            l[r] = l[r] * corr + warp_sum(p);
+            l[r] = l[r] * corr + warp_sum(p);  // the undropped sum
             m[r] = m_new;
+            const float pd = dropout && visible
+                                 ? p * ops::attention_keep(key, mask_row(a.first_sample + n, a.heads, h, a.queries, i),
+                                                           j0 + lane, a.rate, a.keep_scale)
+                                 : p;
 #pragma unroll
             for (int c = 0; c < kLaneCols; ++c) acc[r][c] *= corr;
             const int count = min(kTile, limit - j0 + 1);
             for (int j = 0; j < count; ++j) {
-                const float pj = __shfl_sync(0xffffffffu, p, j);
+                const float pj = __shfl_sync(0xffffffffu, pd, j);
 #pragma unroll
                 for (int c = 0; c < kLaneCols; ++c) {
                     const int d = lane + c * kWarpSize;
@@ -161,6 +183,9 @@ struct BackwardArgs {
     int ld_dqkv;
     int rows, T, heads, D;
     float scale;
+    const uint32_t* dropout_key;  // as ForwardArgs
+    float rate, keep_scale;
+    long long first_sample;
 };
 
 // delta[(n * heads + h) * T + t] = sum over d of dout * out in head h's columns: one warp a row.
@@ -202,6 +227,8 @@ __global__ void __launch_bounds__(kWarps * kWarpSize) attention_dq_kernel(Backwa
     const float* dout = a.dout + first_row * a.ld_out + h * D;
     const float* lse = a.lse + (static_cast<long long>(n) * a.heads + h) * a.T;
     const float* delta = a.delta + (static_cast<long long>(n) * a.heads + h) * a.T;
+    const bool dropout = a.dropout_key != nullptr;
+    const uint64_t key = dropout ? math::join_key_words(a.dropout_key) : 0;
 
     for (int idx = threadIdx.x; idx < kOwnRows * D; idx += blockDim.x) {
         const int r = idx / D, d = idx % D, i = i0 + r;
@@ -235,7 +262,10 @@ __global__ void __launch_bounds__(kWarps * kWarpSize) attention_dq_kernel(Backwa
             const bool visible = j0 + lane <= i;
             const float s = dot(qs + own * D, ks + lane * dp, D) * a.scale;
             const float p = visible ? expf(s - row_lse[r]) : 0.0f;
-            const float dpv = dot(dos + own * D, vs + lane * dp, D);
+            float dpv = dot(dos + own * D, vs + lane * dp, D);
+            if (dropout && visible)  // dP = Z o (dO V^T)
+                dpv *= ops::attention_keep(key, mask_row(a.first_sample + n, a.heads, h, a.T, i), j0 + lane, a.rate,
+                                           a.keep_scale);
             const float ds = p * (dpv - row_delta[r]);
             const int count = min(kTile, i - j0 + 1);
             for (int j = 0; j < count; ++j) {
@@ -281,6 +311,8 @@ __global__ void __launch_bounds__(kWarps * kWarpSize) attention_dkv_kernel(Backw
     const float* dout = a.dout + first_row * a.ld_out + h * D;
     const float* lse = a.lse + (static_cast<long long>(n) * a.heads + h) * a.T;
     const float* delta = a.delta + (static_cast<long long>(n) * a.heads + h) * a.T;
+    const bool dropout = a.dropout_key != nullptr;
+    const uint64_t key = dropout ? math::join_key_words(a.dropout_key) : 0;
 
     for (int idx = threadIdx.x; idx < kOwnRows * D; idx += blockDim.x) {
         const int r = idx / D, d = idx % D, j = j0 + r;
@@ -318,9 +350,15 @@ __global__ void __launch_bounds__(kWarps * kWarpSize) attention_dkv_kernel(Backw
             const float s = dot(qs + lane * dp, ks + own * D, D) * a.scale;
             const float p = visible ? expf(s - lse_s[lane]) : 0.0f;
             const float dpv = dot(dos + lane * dp, vs + own * D, D);
-            const float ds = p * (dpv - delta_s[lane]);
+            // With dropout: dS = P o (Z o dP - delta), and dV takes Z o P.
+            const float z = dropout && visible ? ops::attention_keep(key, mask_row(a.first_sample + n, a.heads, h, a.T,
+                                                                                   query),
+                                                                     j, a.rate, a.keep_scale)
+                                               : 1.0f;
+            const float ds = p * (z * dpv - delta_s[lane]);
+            const float pd = p * z;
             for (int i = 0; i < count; ++i) {
-                const float pi = __shfl_sync(0xffffffffu, p, i);
+                const float pi = __shfl_sync(0xffffffffu, pd, i);
                 const float dsi = __shfl_sync(0xffffffffu, ds, i);
 #pragma unroll
                 for (int c = 0; c < kLaneCols; ++c) {
@@ -368,6 +406,16 @@ int device_of(Backend& backend) { return static_cast<CudaBackend&>(backend).devi
 
 float scale_of(int d) { return 1.0f / sqrtf(static_cast<float>(d)); }
 
+// Dropout's fields of ForwardArgs or BackwardArgs: none without a key or with rate 0.
+template <class Args>
+void set_dropout(Args& a, const uint32_t* key, float rate, int64_t first_sample) {
+    if (key == nullptr || !(rate > 0.0f)) return;
+    a.dropout_key = key;
+    a.rate = rate;
+    a.keep_scale = 1.0f / (1.0f - rate);
+    a.first_sample = static_cast<long long>(first_sample);
+}
+
 void require_head_size(Backend& b, const char* op, int d) {
     if (d < 1 || d > kMaxHeadSize)
         throw Error(b.name() + ": " + op + ": head size " + std::to_string(d) + " is outside 1.." +
@@ -395,15 +443,18 @@ void attention_forward(Backend& b, const ops::AttentionForward& op) {
     const long long t = op.T;
     ForwardArgs a{op.qkv,     t * op.ld_qkv, op.ld_qkv, op.qkv + C,   op.qkv + 2 * C, t * op.ld_qkv, op.ld_qkv,
                   op.out,     t * op.ld_out, op.ld_out, op.lse,       op.heads,       op.D,          op.T,
-                  0,          scale_of(op.D)};
+                  0,          scale_of(op.D), nullptr,   0.0f,         1.0f,           0};
+    set_dropout(a, op.dropout_key, op.dropout_rate, op.first_sample);
     launch_forward(b, a, op.rows);
 }
 
 void attention_backward(Backend& b, const ops::AttentionBackward& op) {
     if (op.rows <= 0 || op.T <= 0 || op.heads <= 0) return;
     require_head_size(b, "attention_backward", op.D);
-    BackwardArgs a{op.qkv,  op.ld_qkv, op.out,  op.dout, op.ld_out, op.lse,   op.delta,
-                   op.dqkv, op.ld_dqkv, op.rows, op.T,    op.heads,  op.D,     scale_of(op.D)};
+    BackwardArgs a{op.qkv,  op.ld_qkv,  op.out,  op.dout, op.ld_out, op.lse, op.delta,
+                   op.dqkv, op.ld_dqkv, op.rows, op.T,    op.heads,  op.D,   scale_of(op.D),
+                   nullptr, 0.0f,       1.0f,    0};
+    set_dropout(a, op.dropout_key, op.dropout_rate, op.first_sample);
     cudaStream_t s = stream_of(b);
     const size_t items = elements(op.rows, op.heads, op.T);
     attention_delta_kernel<<<blocks_for(items, kWarpsPerBlock), kBlockThreads, 0, s>>>(a);
@@ -424,7 +475,7 @@ void attention_decode(Backend& b, const ops::AttentionDecode& op) {
                                        op.v_cache, static_cast<long long>(op.cache_stride), op.position, C, n));
     ForwardArgs a{op.qkv,  op.ld_qkv, 0,         op.k_cache, op.v_cache, op.cache_stride, C,
                   op.out,  op.ld_out, op.ld_out, nullptr,    op.heads,   op.D,            1,
-                  op.position, scale_of(op.D)};
+                  op.position, scale_of(op.D), nullptr, 0.0f, 1.0f, 0};
     launch_forward(b, a, op.rows);
 }
 

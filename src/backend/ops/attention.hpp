@@ -11,11 +11,24 @@
 // P v goes to columns h*D .. of the output row. No T x T matrix is kept
 // between the ops: forward keeps each query row's log-sum-exp, from which
 // backward recomputes P (flash attention's backward).
+//
+// Dropout on P (forward and backward, training only: nanoGPT's attn_dropout):
+// with a key, element (t, j) of head h of the sample at place g of the
+// global batch (g = first_sample + n) is kept, times 1 / (1 - rate), when
+// math::hash_uniform(key, ((g * heads + h) * T + t) * T + j) >= rate, else
+// dropped (attention_keep below), so that the mask depends on the sample's
+// place in the global batch and not on the replica, and backward regenerates
+// it from the key instead of keeping it. The log-sum-exp is that of the
+// undropped P. With Z the factors and Pd = Z o P: out = Pd v; backward takes
+// dV = Pd^T dO, dP = Z o (dO V^T), dS = P o (dP - delta), and delta =
+// rowsum(dP o P) = rowsum(dO o out) still (sum_j P Z (dO . v_j) = dO . out).
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+
+#include "backend/math.hpp"
 
 namespace gputrain::ops {
 
@@ -25,7 +38,14 @@ constexpr int kAttentionCpuBlock = 64;
 // Floats of workspace the CPU's kernels need for `queries` query rows over at
 // most `keys` keys (one forward, backward or decode call); GPUs need none.
 inline size_t attention_cpu_tile_floats(int64_t queries, int64_t keys) {
-    return 2 * static_cast<size_t>(std::min<int64_t>(queries, kAttentionCpuBlock)) * static_cast<size_t>(keys);
+    // Two blocks of scores, and a row of dropout factors.
+    return (2 * static_cast<size_t>(std::min<int64_t>(queries, kAttentionCpuBlock)) + 1) * static_cast<size_t>(keys);
+}
+
+// Attention dropout's factor of P[t, j]: 0 or keep_scale (1 / (1 - rate)),
+// `row` = ((g * heads + h) * T + t) * T, the index of P[t, 0].
+GPUTRAIN_HD float attention_keep(uint64_t key, uint64_t row, int j, float rate, float keep_scale) {
+    return math::hash_uniform(key, row + static_cast<uint64_t>(j)) >= rate ? keep_scale : 0.0f;
 }
 
 // out = attention(qkv); lse[n, h, t] = log(sum over visible keys j of exp(S[t, j])).
@@ -38,6 +58,12 @@ struct AttentionForward {
     float* lse;        // rows x heads x T (overwritten), or null
     int rows, T, heads, D;
     float* cpu_tile;   // the CPU's workspace, attention_cpu_tile_floats(T, T) floats; GPUs ignore it
+    // Dropout on P (see above): the key's two 32-bit words in backend memory
+    // (math::join_key_words), or null for none; rate in (0, 1); the place of
+    // sample 0 in the global batch.
+    const uint32_t* dropout_key = nullptr;
+    float dropout_rate = 0.0f;
+    int64_t first_sample = 0;
 };
 
 // dqkv = d(loss)/d(qkv) from dout = d(loss)/d(out) (overwritten: every
@@ -55,6 +81,10 @@ struct AttentionBackward {
     float* delta;       // rows x heads x T floats of scratch: rowsum(dout * out) per head
     int rows, T, heads, D;
     float* cpu_tile;    // attention_cpu_tile_floats(T, T) floats on the CPU; GPUs ignore it
+    // Forward's dropout, the same three values.
+    const uint32_t* dropout_key = nullptr;
+    float dropout_rate = 0.0f;
+    int64_t first_sample = 0;
 };
 
 // Generation (a KV cache): one new position per sample at absolute index

@@ -1,6 +1,10 @@
 // causal_self_attention: forward against a naive reference, finite
 // differences of every gradient, generation through the key/value cache
-// against the full forward, and its error texts.
+// against the full forward, and its error texts. Attention dropout: the ops
+// against a naive reference with an explicit mask from the same hash
+// (forward and backward), finite differences with the mask fixed by its key,
+// a shard's mask as the whole batch's, inference without it, and its key's
+// errors.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -8,6 +12,7 @@
 #include <cstdio>
 
 #include "backend/cpu/sizing_backend.hpp"
+#include "backend/ops/attention.hpp"
 #include "core/error.hpp"
 #include "layer_harness.hpp"
 #include "model_specs.hpp"
@@ -19,8 +24,8 @@ using namespace gputrain;
 
 namespace {
 
-std::unique_ptr<nn::Layer> attention(int64_t heads, bool use_bias, int64_t length = 0) {
-    auto layer = std::make_unique<nn::CausalSelfAttention>(heads, use_bias, length);
+std::unique_ptr<nn::Layer> attention(int64_t heads, bool use_bias, int64_t length = 0, float dropout = 0.0f) {
+    auto layer = std::make_unique<nn::CausalSelfAttention>(heads, use_bias, length, dropout);
     layer->set_name("attn");
     return layer;
 }
@@ -236,4 +241,263 @@ TEST_CASE("causal_self_attention CPU timing", "[.][attention_timing]") {
     for (int i = 0; i < reps; ++i) step();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() / reps;
     std::printf("causal_self_attention rows %d T %d C %d heads %d: forward+backward %.3f ms\n", rows, T, C, heads, ms);
+}
+
+namespace {
+
+// The ops' reference in double: out and dqkv for qkv [rows * T, 3C] (ld 3C),
+// dout [rows * T, C], with dropout factors Z from ops::attention_keep (the
+// whole mask spelled out) and delta formed as rowsum(dP o P) directly, not
+// through the kernels' rowsum(dO o out).
+struct DropoutReference {
+    std::vector<double> out, dqkv;
+    size_t kept = 0, visible = 0;
+};
+DropoutReference dropout_reference(const std::vector<float>& qkv, const std::vector<float>& dout, int rows, int T,
+                                   int heads, int D, uint64_t key, float rate, int64_t first_sample) {
+    const int C = heads * D;
+    const float keep_scale = 1.0f / (1.0f - rate);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+    DropoutReference r;
+    r.out.assign(static_cast<size_t>(rows) * T * C, 0.0);
+    r.dqkv.assign(static_cast<size_t>(rows) * T * 3 * C, 0.0);
+    const auto at = [&](int n, int t, int col) { return (static_cast<size_t>(n) * T + t) * 3 * C + col; };
+    for (int n = 0; n < rows; ++n)
+        for (int h = 0; h < heads; ++h) {
+            std::vector<double> P(static_cast<size_t>(T) * T, 0.0), Z(P.size(), 0.0), dP(P.size(), 0.0);
+            for (int i = 0; i < T; ++i) {
+                const uint64_t row = ((static_cast<uint64_t>(first_sample + n) * heads + h) * T + i) * T;
+                double mx = -1e300;
+                for (int j = 0; j <= i; ++j) {
+                    double s = 0;
+                    for (int d = 0; d < D; ++d)
+                        s += static_cast<double>(qkv[at(n, i, h * D + d)]) * qkv[at(n, j, C + h * D + d)];
+                    P[i * T + j] = s * scale;
+                    mx = std::max(mx, P[i * T + j]);
+                }
+                double sum = 0;
+                for (int j = 0; j <= i; ++j) sum += (P[i * T + j] = std::exp(P[i * T + j] - mx));
+                for (int j = 0; j <= i; ++j) {
+                    P[i * T + j] /= sum;
+                    Z[i * T + j] = ops::attention_keep(key, row, j, rate, keep_scale);
+                    r.kept += Z[i * T + j] != 0.0;
+                    ++r.visible;
+                }
+                for (int d = 0; d < D; ++d) {
+                    double o = 0;
+                    for (int j = 0; j <= i; ++j) o += P[i * T + j] * Z[i * T + j] * qkv[at(n, j, 2 * C + h * D + d)];
+                    r.out[(static_cast<size_t>(n) * T + i) * C + h * D + d] = o;
+                }
+            }
+            for (int i = 0; i < T; ++i) {
+                const float* g = dout.data() + (static_cast<size_t>(n) * T + i) * C + h * D;
+                double delta = 0;
+                for (int j = 0; j <= i; ++j) {
+                    double dpd = 0;  // dO V^T
+                    for (int d = 0; d < D; ++d) dpd += static_cast<double>(g[d]) * qkv[at(n, j, 2 * C + h * D + d)];
+                    dP[i * T + j] = Z[i * T + j] * dpd;
+                    delta += dP[i * T + j] * P[i * T + j];
+                    for (int d = 0; d < D; ++d)  // dV = (Z o P)^T dO
+                        r.dqkv[at(n, j, 2 * C + h * D + d)] += Z[i * T + j] * P[i * T + j] * g[d];
+                }
+                for (int j = 0; j <= i; ++j) {
+                    const double ds = P[i * T + j] * (dP[i * T + j] - delta);
+                    for (int d = 0; d < D; ++d) {
+                        r.dqkv[at(n, i, h * D + d)] += scale * ds * qkv[at(n, j, C + h * D + d)];
+                        r.dqkv[at(n, j, C + h * D + d)] += scale * ds * qkv[at(n, i, h * D + d)];
+                    }
+                }
+            }
+        }
+    return r;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<double>& b, size_t* worst_at) {
+    double m = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+        if (std::abs(a[i] - b[i]) > m) {
+            m = std::abs(a[i] - b[i]);
+            *worst_at = i;
+        }
+    return m;
+}
+
+nn::RunContext training_step(Backend& be, int64_t epoch, int64_t step, int64_t row_offset = 0) {
+    nn::RunContext ctx{be};
+    ctx.training = true;
+    ctx.seed = 42;
+    ctx.epoch = epoch;
+    ctx.step = step;
+    ctx.row_offset = row_offset;
+    return ctx;
+}
+
+}  // namespace
+
+TEST_CASE("attention dropout: the CPU ops match a naive reference with the mask spelled out", "[attention]") {
+    struct Case {
+        int rows, T, heads, D;
+        float rate;
+        int64_t first_sample;
+    };
+    // T 70: more query rows than the CPU's block of 64.
+    const Case c = GENERATE(Case{2, 7, 2, 4, 0.3f, 0}, Case{3, 5, 1, 8, 0.5f, 17}, Case{1, 70, 2, 4, 0.2f, 3},
+                            Case{2, 1, 2, 3, 0.4f, 1});
+    INFO("rows " << c.rows << " T " << c.T << " heads " << c.heads << " D " << c.D << " rate " << c.rate
+                 << " first sample " << c.first_sample);
+    const int C = c.heads * c.D;
+    const size_t m = static_cast<size_t>(c.rows) * c.T;
+    const auto qkv = harness::random_vector(m * 3 * C, 5, -1.5f, 1.5f);
+    const auto dout = harness::random_vector(m * C, 6);
+    const uint64_t key = 0x0123456789abcdefull;
+    const uint32_t words[2] = {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)};
+    CpuBackend be;
+    std::vector<float> out(m * C), lse(m * c.heads), dqkv(m * 3 * C, 99.0f), delta(m * c.heads);
+    std::vector<float> tile(ops::attention_cpu_tile_floats(c.T, c.T));
+    ops::AttentionForward fwd{qkv.data(), 3 * C, out.data(), C, lse.data(), c.rows, c.T, c.heads, c.D, tile.data()};
+    fwd.dropout_key = words;
+    fwd.dropout_rate = c.rate;
+    fwd.first_sample = c.first_sample;
+    run_op(be, fwd);
+    ops::AttentionBackward bwd{qkv.data(), 3 * C, out.data(), dout.data(), C, lse.data(), dqkv.data(), 3 * C,
+                               delta.data(), c.rows, c.T, c.heads, c.D, tile.data()};
+    bwd.dropout_key = words;
+    bwd.dropout_rate = c.rate;
+    bwd.first_sample = c.first_sample;
+    run_op(be, bwd);
+
+    const auto ref = dropout_reference(qkv, dout, c.rows, c.T, c.heads, c.D, key, c.rate, c.first_sample);
+    // Some dropped, some kept.
+    if (ref.visible > 50) {
+        REQUIRE(ref.kept > 0);
+        REQUIRE(ref.kept < ref.visible);
+        const double kept = static_cast<double>(ref.kept) / static_cast<double>(ref.visible);
+        REQUIRE(std::abs(kept - (1.0 - c.rate)) < 0.1);
+    }
+    size_t at_out = 0, at_d = 0;
+    const double e_out = max_abs_diff(out, ref.out, &at_out), e_d = max_abs_diff(dqkv, ref.dqkv, &at_d);
+    std::printf("attention dropout vs reference (rows %d T %d heads %d D %d rate %.1f): out %.2e, dqkv %.2e\n",
+                c.rows, c.T, c.heads, c.D, static_cast<double>(c.rate), e_out, e_d);
+    INFO("out[" << at_out << "] off by " << e_out << "; dqkv[" << at_d << "] off by " << e_d);
+    REQUIRE(e_out < 1e-5);
+    REQUIRE(e_d < 1e-5);
+
+    // Without the key: the plain attention, which the reference gives at rate 0.
+    std::vector<float> plain(m * C);
+    run_op(be, ops::AttentionForward{qkv.data(), 3 * C, plain.data(), C, lse.data(), c.rows, c.T, c.heads, c.D,
+                                     tile.data()});
+    const auto none = dropout_reference(qkv, dout, c.rows, c.T, c.heads, c.D, key, 0.0f, 0);
+    REQUIRE(max_abs_diff(plain, none.out) < 1e-5);
+}
+
+TEST_CASE("attention dropout: gradients match finite differences with the step's mask", "[attention]") {
+    struct Case {
+        int T, C, heads, rows;
+        bool use_bias;
+        float rate;
+    };
+    const Case c = GENERATE(Case{7, 8, 2, 2, true, 0.3f}, Case{5, 6, 1, 3, false, 0.5f}, Case{70, 4, 2, 1, true, 0.1f});
+    INFO("T " << c.T << " C " << c.C << " heads " << c.heads << " rows " << c.rows << " rate " << c.rate);
+    harness::LayerUnderTest t(attention(c.heads, c.use_bias, 0, c.rate), {c.T, c.C}, c.rows, 11);
+    REQUIRE(t.layer->scratch_fixed() == 64);
+    nn::RunContext ctx = training_step(t.backend, 1, 3, 5);
+    t.layer->prepare_step(ctx);
+    harness::gradient_check(t, ctx);
+
+    // The largest error of dx against central differences, for the record.
+    std::vector<float> x = harness::random_vector(t.in_size(), 7);
+    const std::vector<float> w = harness::random_vector(t.out_size(), 8);
+    std::vector<float> y(t.out_size()), dx(t.in_size());
+    t.layer->forward(ctx, x.data(), y.data(), t.rows);
+    t.layer->backward(ctx, x.data(), y.data(), w.data(), dx.data(), t.rows);
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        const float keep = x[i], h = 1e-3f;
+        x[i] = keep + h;
+        const double up = t.objective(ctx, x, w);
+        x[i] = keep - h;
+        const double down = t.objective(ctx, x, w);
+        x[i] = keep;
+        worst = std::max(worst, std::abs(dx[i] - (up - down) / (2.0 * h)));
+    }
+    std::printf("attention dropout finite differences (T %d C %d heads %d rate %.1f): dx off by at most %.2e\n",
+                c.T, c.C, c.heads, static_cast<double>(c.rate), worst);
+    REQUIRE(worst < 1e-2);
+}
+
+TEST_CASE("attention dropout: a shard's mask is the whole batch's, inference has none, steps differ",
+          "[attention]") {
+    const int T = 9, C = 8, heads = 2, rows = 4;
+    harness::LayerUnderTest whole(attention(heads, true, 0, 0.25f), {T, C}, rows, 3);
+    harness::LayerUnderTest shard(attention(heads, true, 0, 0.25f), {T, C}, 2, 3);
+    harness::LayerUnderTest plain(attention(heads, true), {T, C}, rows, 3);
+    const auto x = harness::random_vector(whole.in_size(), 8);
+    const auto dy = harness::random_vector(whole.out_size(), 9);
+    std::vector<float> y(whole.out_size()), dx(whole.in_size());
+    nn::RunContext ctx = training_step(whole.backend, 0, 7);
+    whole.layer->prepare_step(ctx);
+    whole.layer->forward(ctx, x.data(), y.data(), rows);
+    whole.layer->backward(ctx, x.data(), y.data(), dy.data(), dx.data(), rows);
+
+    // Samples 2 and 3 on a replica of their own (row_offset 2): the same bits.
+    const size_t half = whole.in_size() / 2;
+    std::vector<float> ys(half), dxs(half);
+    nn::RunContext sctx = training_step(shard.backend, 0, 7, 2);
+    shard.layer->prepare_step(sctx);
+    shard.layer->forward(sctx, x.data() + half, ys.data(), 2);
+    shard.layer->backward(sctx, x.data() + half, ys.data(), dy.data() + half, dxs.data(), 2);
+    REQUIRE(std::equal(ys.begin(), ys.end(), y.begin() + static_cast<ptrdiff_t>(half)));
+    REQUIRE(std::equal(dxs.begin(), dxs.end(), dx.begin() + static_cast<ptrdiff_t>(half)));
+
+    // Inference: no dropout, as the layer without it.
+    std::vector<float> yi(y.size()), yp(y.size());
+    nn::RunContext infer{whole.backend};
+    whole.layer->forward(infer, x.data(), yi.data(), rows);
+    nn::RunContext pctx{plain.backend};
+    plain.layer->forward(pctx, x.data(), yp.data(), rows);
+    REQUIRE(yi == yp);
+    REQUIRE(y != yp);
+
+    // The same step again gives the same output; another step (or epoch) another mask.
+    std::vector<float> again(y.size()), next(y.size()), other_epoch(y.size());
+    whole.layer->forward(ctx, x.data(), again.data(), rows);
+    REQUIRE(again == y);
+    nn::RunContext step8 = training_step(whole.backend, 0, 8);
+    whole.layer->prepare_step(step8);
+    whole.layer->forward(step8, x.data(), next.data(), rows);
+    REQUIRE(next != y);
+    nn::RunContext epoch1 = training_step(whole.backend, 1, 7);
+    whole.layer->prepare_step(epoch1);
+    whole.layer->forward(epoch1, x.data(), other_epoch.data(), rows);
+    REQUIRE(other_epoch != y);
+    REQUIRE(other_epoch != next);
+}
+
+TEST_CASE("attention dropout: the key's errors and its resolved form", "[attention]") {
+    using specs::layer;
+    const auto attn = [](std::map<std::string, std::string> p) { return layer("causal_self_attention", p); };
+    REQUIRE(message_of({4, 8}, {attn({{"heads", "2"}, {"dropout", "1.5"}})}) ==
+            "test.yaml:3:17: model.layers[0] (causal_self_attention): dropout: must be in [0.0, 1.0), got 1.5");
+    REQUIRE(message_of({4, 8}, {attn({{"heads", "2"}, {"dropout", "1"}})}) ==
+            "test.yaml:3:17: model.layers[0] (causal_self_attention): dropout: must be in [0.0, 1.0), got 1");
+    REQUIRE(message_of({4, 8}, {attn({{"heads", "2"}, {"dropout", "-0.1"}})}) ==
+            "test.yaml:3:17: model.layers[0] (causal_self_attention): dropout: must be in [0.0, 1.0), got -0.1");
+    REQUIRE(message_of({4, 8}, {attn({{"heads", "2"}, {"dropout", "lots"}})}) ==
+            "test.yaml:3:17: model.layers[0] (causal_self_attention): dropout: expected a number, got 'lots'");
+    REQUIRE(message_of({4, 8}, {attn({{"heads", "2"}, {"dropout", "0.99999999"}})}) ==
+            "test.yaml:3:17: model.layers[0] (causal_self_attention): dropout: is 1 in float32, which drops every "
+            "attention weight; give at most 0.9999999");
+    REQUIRE(message_of({4, 8}, {attn({{"heads", "2"}, {"dropout", "0"}})}) == "no error");
+    REQUIRE(message_of({4, 8}, {attn({{"heads", "2"}, {"dropout", "0.2"}})}) == "no error");
+
+    std::vector<std::pair<std::string, std::string>> taken;
+    const auto made = nn::builtin_layers().create(attn({{"heads", "2"}, {"dropout", "0.2"}}), 0, &taken);
+    REQUIRE(taken == std::vector<std::pair<std::string, std::string>>{
+                         {"heads", "2"}, {"use_bias", "true"}, {"length", "0"}, {"dropout", "0.2"}});
+    REQUIRE(static_cast<nn::CausalSelfAttention&>(*made).dropout() == 0.2f);
+    made->build(Shape{4, 8});
+    REQUIRE(made->detail() == "2 heads, dropout 0.2");
+    REQUIRE(made->scratch_fixed() == 64);
+    const auto none = nn::builtin_layers().create(attn({{"heads", "2"}}), 0, nullptr);
+    REQUIRE(none->scratch_fixed() == 0);
 }
