@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -23,6 +24,7 @@
 #include "data/synthetic.hpp"
 #include "data/sentencepiece_text.hpp"
 #include "data/text_reader.hpp"
+#include "data/token_cache.hpp"
 
 namespace gputrain::data {
 namespace {
@@ -390,17 +392,23 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
         const std::string path = cfg.path.empty() ? resolve_dataset_dir(cfg.dataset, format) : cfg.path;
         source = cfg.path.empty() ? cfg.dataset : "data.path";
         const std::vector<std::string> files = text_files(path);
-        std::string model;  // sentencepiece: the model's bytes, read or trained
+        // sentencepiece: the model's bytes, read (its hash is in the token cache's
+        // key) or trained from the text, which the cache spares when it holds the text.
+        std::string identity;
+        std::function<std::string()> model;
         if (cfg.tokenizer == config::Tokenizer::sentencepiece) {
             if (!cfg.tokenizer_model.empty()) {
                 std::ifstream in(cfg.tokenizer_model, std::ios::binary);
                 if (!in) throw DataError("data.tokenizer_model: " + cfg.tokenizer_model + ": cannot be read");
-                model.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+                std::string bytes(std::istreambuf_iterator<char>(in), {});
+                identity = model_identity(bytes);
+                model = [bytes = std::move(bytes)] { return bytes; };
             } else {
-                model = SentencePieceText::train(files, cfg.vocab_size);
+                identity = fmt::format("trained from the text, data.vocab_size {}", cfg.vocab_size);
+                model = [&files, &cfg] { return SentencePieceText::train(files, cfg.vocab_size); };
             }
         }
-        const TextTokens tokens = read_text(files, cfg.tokenizer, model);
+        const TextTokens tokens = cached_text_tokens(files, cfg.tokenizer, identity, model, default_cache_dir());
         const int64_t positions = model_input_shape[0];
         const int64_t windows = window_count(tokens, positions);
         if (windows < 1)

@@ -67,6 +67,11 @@ std::string vocabulary_metadata(const Dataset& d) {
     return vocabulary_utf8(d.vocabulary);
 }
 
+std::string files_description(const std::vector<std::string>& files) {
+    if (files.empty()) return "";
+    return files.size() == 1 ? files[0] : fmt::format("{} files, {} ...", files.size(), files[0]);
+}
+
 TextTokens read_text(const std::vector<std::string>& files, config::Tokenizer tokenizer, const std::string& model) {
     TextTokens out;
     out.tokenizer = tokenizer;
@@ -74,15 +79,12 @@ TextTokens read_text(const std::vector<std::string>& files, config::Tokenizer to
         const SentencePieceText pieces(model, "data.tokenizer_model");
         out.tokenizer_model = model;
         out.vocab_size = pieces.vocab_size();
-        out.files = files.size() == 1 ? files[0] : fmt::format("{} files, {} ...", files.size(), files[0]);
-        for (const std::string& file : files) {
-            const std::vector<uint32_t> ids = pieces.encode(read_file(file));
-            out.ids.insert(out.ids.end(), ids.begin(), ids.end());
-        }
+        out.files = files_description(files);
+        for (const std::string& file : files) out.ids.append(pieces.encode(read_file(file)));
         if (out.ids.empty()) throw DataError(out.files + ": the text is empty");
         return out;
     }
-    out.files = files.size() == 1 ? files[0] : fmt::format("{} files, {} ...", files.size(), files[0]);
+    out.files = files_description(files);
     std::u32string points;  // chars: every character, then mapped to ids
     for (const std::string& file : files) {
         const std::string text = read_file(file);
@@ -137,13 +139,16 @@ Dataset text_windows(const TextTokens& tokens, int64_t positions, int64_t begin,
     const size_t count = static_cast<size_t>(std::max<int64_t>(0, end - begin));
     d.inputs.resize(count * per);
     d.labels.resize(count * per);
-    for (size_t w = 0; w < count; ++w) {
-        const size_t first = (static_cast<size_t>(begin) + w) * per;
-        for (size_t t = 0; t < per; ++t) {
-            d.inputs[w * per + t] = static_cast<float>(tokens.ids[first + t]);
-            d.labels[w * per + t] = static_cast<int32_t>(tokens.ids[first + t + 1]);
+    // The ids as stored (held uint32, or a mapped cache's uint16/uint32), widened here.
+    tokens.ids.visit([&](auto ids) {
+        for (size_t w = 0; w < count; ++w) {
+            const size_t first = (static_cast<size_t>(begin) + w) * per;
+            for (size_t t = 0; t < per; ++t) {
+                d.inputs[w * per + t] = static_cast<float>(ids[first + t]);
+                d.labels[w * per + t] = static_cast<int32_t>(ids[first + t + 1]);
+            }
         }
-    }
+    });
     return d;
 }
 

@@ -13,6 +13,7 @@ set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
 source "$(dirname "$0")/lib.sh" "$@"
 PY=$(test_python)
+export GPUTRAIN_CACHE=$TMP/cache  # the token caches of the texts made here, not in ~/.cache
 
 # ~6 KB of "NAME:\nWords words.\n\n" from a linear congruential generator (UTF-8).
 python3 - "$TMP/play.txt" <<'PY'
@@ -439,5 +440,40 @@ expect_one_line_error 2 "dropout: must be in [0.0, 1.0), got -0.5" \
     fit "$adrop" --run-dir "$TMP/bad" --set 'model.layers[2].attn_dropout=-0.5'
 expect_one_line_error 2 "dropout: expected a number, got 'high'" \
     fit "$adrop" --run-dir "$TMP/bad" --set 'model.layers[2].attn_dropout=high'
+
+step "token cache: the second fit maps the ids the first tokenized (GPUTRAIN_CACHE), 2 bytes a token; the same weights"
+tcache=$TMP/token-cache
+cp "$TMP/play.txt" "$TMP/cached-play.txt"
+tc_fit() {
+    GPUTRAIN_CACHE=$tcache run_expect 0 fit "$cfg" --run-dir "$1" --device cpu --replicas 1 --set training.epochs=1 \
+        --set data.path="$TMP/cached-play.txt" --set logging.progress=none
+}
+tc_fit "$TMP/tc1"
+expect_in "$TMP/out" "$TMP/cached-play.txt: $chars tokens, tokenized in "
+expect_in "$TMP/out" "written to the token cache $tcache/cached-play-"
+tc_fit "$TMP/tc2"
+expect_in "$TMP/out" "$TMP/cached-play.txt: $chars tokens from the token cache $tcache/cached-play-"
+grep -q "tokenized in" "$TMP/out" && fail "the second fit tokenized the text again: $(cat "$TMP/out")"
+safetensors identical "$TMP/tc1/last.safetensors" "$TMP/tc2/last.safetensors" ||
+    fail "a fit from the token cache trained other weights than the fit that tokenized"
+[ "$(safetensors metadata "$TMP/tc2/last.safetensors" vocabulary)" = "$(safetensors metadata "$ck" vocabulary)" ] ||
+    fail "the cached run's checkpoint has another vocabulary"
+ls "$tcache" >"$TMP/tc-files"
+[ "$(wc -l <"$TMP/tc-files")" -eq 1 ] || fail "expected one file in the token cache: $(cat "$TMP/tc-files")"
+size=$(stat -c %s "$tcache"/cached-play-*.tokens)
+# $chars ids of 2 bytes, after a header of 64 bytes, the key (paths, sizes, times) and the characters.
+[ "$size" -ge $((2 * chars + 64)) ] && [ "$size" -lt $((2 * chars + 1024)) ] ||
+    fail "the token cache holds $size bytes for $chars tokens of a $vocab-character vocabulary (2 bytes a token and a header expected)"
+# A text touched since: tokenized again and rewritten; a cache cut short: the same.
+touch -d "+1 minute" "$TMP/cached-play.txt"
+tc_fit "$TMP/tc3"
+expect_in "$TMP/out" "$TMP/cached-play.txt changed since it was written; the text is tokenized again"
+safetensors identical "$TMP/tc1/last.safetensors" "$TMP/tc3/last.safetensors" || fail "the text tokenized again trained other weights"
+truncate -s -1 "$tcache"/cached-play-*.tokens
+tc_fit "$TMP/tc4"
+expect_in "$TMP/out" "not whole ($((size - 1)) bytes where its header says $size); the text is tokenized again"
+[ "$(stat -c %s "$tcache"/cached-play-*.tokens)" -eq "$size" ] || fail "the cut token cache was not rewritten"
+tc_fit "$TMP/tc5"
+expect_in "$TMP/out" "$chars tokens from the token cache"
 
 echo "PASS"

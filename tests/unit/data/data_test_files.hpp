@@ -92,6 +92,28 @@ inline void write_idx_split(const std::string& dir, const std::string& prefix, u
     write_idx(dir + "/" + prefix + "-labels-idx1-ubyte" + ext, {count}, labels);
 }
 
+// $GPUTRAIN_CACHE (the token and image caches' folder) set to a temporary
+// folder while it lives, then as it was: a test writes no cache into ~/.cache.
+class ScopedCacheDir {
+public:
+    ScopedCacheDir() {
+        if (const char* old = std::getenv("GPUTRAIN_CACHE")) had_ = true, old_ = old;
+        ::setenv("GPUTRAIN_CACHE", dir_.path().c_str(), 1);
+    }
+    ~ScopedCacheDir() {
+        if (had_)
+            ::setenv("GPUTRAIN_CACHE", old_.c_str(), 1);
+        else
+            ::unsetenv("GPUTRAIN_CACHE");
+    }
+    const fs::path& path() const { return dir_.path(); }
+
+private:
+    TempDir dir_;
+    bool had_ = false;
+    std::string old_;
+};
+
 inline void write_text(const std::string& path, const std::string& text) {
     std::ofstream out(path);
     out << text;
