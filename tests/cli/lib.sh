@@ -10,6 +10,8 @@ fi
 GPUTRAIN=$1
 HERE=$(cd "$(dirname "$0")" && pwd)
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/gputrain-cli.XXXXXX")
+# Caches (decoded image folders, token ids of texts) go with the test, never to ~/.cache.
+export GPUTRAIN_CACHE=$TMP/cache
 trap 'rm -rf "$TMP"' EXIT
 
 # Prints the step a test is at, so a failure's log reads as a story.
