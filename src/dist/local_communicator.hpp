@@ -11,25 +11,45 @@
 // nothing else to do share the work instead of watching one rank do it.
 // Posting, claiming and finishing are lock-free; waits spin briefly, then
 // sleep (spin_wait.hpp).
+//
+// The stall warning: a rank that has waited stall_warning_seconds in a
+// collective logs which collective, the step (stall_watch.hpp) and which
+// ranks have arrived and which have not, and again every interval while it
+// waits; it never gives up (a failing replica aborts the group instead). Each
+// rank publishes how far it has got (a relaxed store to a cache line of its
+// own per collective), read only by a rank that reports a stall.
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "dist/abortable_barrier.hpp"
 #include "dist/communicator.hpp"
+#include "dist/spin_wait.hpp"
 
 namespace gputrain::dist {
 
 class LocalGroup {
 public:
-    explicit LocalGroup(int size);
+    // stall_warning_seconds: how long a rank waits in a collective before it
+    // says so (and again every as many seconds); 0: never.
+    explicit LocalGroup(int size, double stall_warning_seconds = 0);
     int size() const { return size_; }
 
 private:
     friend class LocalCommunicator;
     int size_;
+    double stall_warning_seconds_;
+    // How far each rank has got, by rank, for the stall warning: counts that
+    // only its rank writes, on a cache line of its own.
+    struct alignas(64) Progress {
+        std::atomic<uint64_t> rounds{0};      // barrier rounds entered
+        std::atomic<uint64_t> posted{0};      // asynchronous all-reduces whose buffer it has posted
+        std::atomic<uint64_t> released{0};    // asynchronous all-reduces it has finished waiting for
+    };
+    std::unique_ptr<Progress[]> progress_;
     AbortableBarrier barrier_;
     std::vector<float*> float_buffers_;
     std::vector<double*> double_buffers_;
@@ -56,7 +76,7 @@ private:
         uint32_t chunks = 0;
     };
     std::unique_ptr<Slot[]> slots_;
-    std::atomic<uint32_t> async_changes_{0};  // bumped whenever a waiter's condition may have become true
+    ChangeCounter async_changes_;  // bumped whenever a waiter's condition may have become true
     std::atomic<bool> async_aborted_{false};
     bool spin_;
 };
@@ -76,18 +96,29 @@ public:
 
 private:
     template <typename T>
-    void allreduce(T* data, size_t count, std::vector<T*>& buffers, std::vector<T>& sum);
+    void allreduce(T* data, size_t count, std::vector<T*>& buffers, std::vector<T>& sum, const char* what);
+    // One round of the group's barrier, inside the collective `what`.
+    void meet(const char* what);
+    // Waits until done(), watched: what() names the collective and
+    // arrived(rank) says who has reached it, for the warning only.
+    template <typename Done, typename What, typename Arrived>
+    void wait_watched(Done done, What what, Arrived arrived);
+    // The stall warning's line.
+    template <typename Arrived>
+    void warn_stall(double waited, const std::string& what, Arrived arrived) const;
 
     std::shared_ptr<LocalGroup> group_;
     int rank_;
     // Sums chunks of `slot` until none is left to claim.
-    static void sum_chunks(LocalGroup::Slot& slot, int ranks, std::atomic<uint32_t>& changes);
+    static void sum_chunks(LocalGroup::Slot& slot, int ranks, ChangeCounter& changes);
 
     uint64_t next_async_ = 0;   // this rank's count of started asynchronous all-reduces
     uint64_t next_wait_ = 0;    // ... and of those it has waited for (in start order)
+    uint64_t rounds_ = 0;       // ... and of the barrier rounds it has entered
 };
 
-// N communicators sharing one group, rank i at index i.
-std::vector<std::unique_ptr<Communicator>> make_local_communicators(int size);
+// N communicators sharing one group, rank i at index i. stall_warning_seconds:
+// see LocalGroup (strategy.stall_warning_seconds; 0: never).
+std::vector<std::unique_ptr<Communicator>> make_local_communicators(int size, double stall_warning_seconds = 0);
 
 }  // namespace gputrain::dist
