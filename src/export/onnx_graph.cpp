@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <sstream>
 
+#include "backend/ops/attention.hpp"
 #include "core/error.hpp"
+#include "nn/attention.hpp"
 #include "nn/dense.hpp"
 #include "nn/layer_args.hpp"
 #include "nn/spatial.hpp"
@@ -282,7 +284,7 @@ void emit_rms_norm(LayerEmitter& e, const std::string& x, const std::string& out
 // GPT's masked multi-head self-attention (nn/attention.hpp) on (N, T, C):
 // qkv = x W + b split into q, k, v; per head softmax(q k^T / sqrt(D) + mask) v;
 // the heads side by side, then the output projection.
-void emit_attention(LayerEmitter& e, const std::string& x, const Shape& in, const std::string& out) {
+void emit_attention(LayerEmitter& e, const std::string& x, const Shape& in, const std::string& out, bool rotary) {
     const int64_t T = in[0], C = in[1], H = e.integer("heads"), D = C / H;
     Shape qkv_shape, out_shape;
     std::vector<float> qkv_kernel = e.required_weight("qkv_kernel", &qkv_shape);
@@ -298,9 +300,38 @@ void emit_attention(LayerEmitter& e, const std::string& x, const Shape& in, cons
     };
     // Gather with a 1-element index keeps that axis: (1, N, H, T, D); squeeze it.
     const std::string axis0 = e.ints("axis0", {0});
-    const std::string q = e.node("Squeeze", {part(0, "q"), axis0});
-    const std::string k = e.node("Squeeze", {part(1, "k"), axis0});
+    std::string q = e.node("Squeeze", {part(0, "q"), axis0});
+    std::string k = e.node("Squeeze", {part(1, "k"), axis0});
     const std::string v = e.node("Squeeze", {part(2, "v"), axis0});
+    if (rotary) {
+        // RoPE (GPT-NeoX's half split, ops/attention.hpp) as x * cos + rotate_half(x) * sin,
+        // rotate_half(x) = [-x[D/2:], x[:D/2]], with constants cos and sin [T, D] (pair i's
+        // angle at columns i and i + D/2) broadcast over (N, H).
+        const int64_t half = D / 2;
+        std::vector<float> cosines(static_cast<size_t>(T * D)), sines(cosines.size());
+        for (int64_t t = 0; t < T; ++t)
+            for (int64_t i = 0; i < half; ++i) {
+                float c = 0.0f, s = 0.0f;
+                ops::rotary_cos_sin(t, static_cast<int>(i), static_cast<int>(D), &c, &s);
+                const size_t at = static_cast<size_t>(t * D + i);
+                cosines[at] = cosines[at + static_cast<size_t>(half)] = c;
+                sines[at] = sines[at + static_cast<size_t>(half)] = s;
+            }
+        const std::string cos_t = e.floats("rotary_cos", {T, D}, std::move(cosines));
+        const std::string sin_t = e.floats("rotary_sin", {T, D}, std::move(sines));
+        const std::string last_axis = e.ints("rotary_axes", {-1});
+        const std::string at_0 = e.ints("rotary_start", {0}), at_half = e.ints("rotary_half", {half}),
+                          at_end = e.ints("rotary_end", {D});
+        const auto turn = [&](const std::string& x) {
+            const std::string first = e.node("Slice", {x, at_0, at_half, last_axis});
+            const std::string second = e.node("Slice", {x, at_half, at_end, last_axis});
+            const std::string rotated =
+                e.node("Concat", {e.node("Neg", {second}), first}, {attr_int("axis", -1)});
+            return e.node("Add", {e.node("Mul", {x, cos_t}), e.node("Mul", {rotated, sin_t})});
+        };
+        q = turn(q);
+        k = turn(k);
+    }
     const std::string kt = e.node("Transpose", {k}, {attr_ints("perm", {0, 1, 3, 2})});
     const std::string scores = e.node(
         "Mul", {e.node("MatMul", {q, kt}), e.floats("scale", {}, {1.0f / std::sqrt(static_cast<float>(D))})});
@@ -402,7 +433,8 @@ OnnxGraph onnx_graph(nn::Model& model, const config::RunConfig& cfg) {
             emit_rms_norm(e, x, out);
         } else if (type == "causal_self_attention") {
             if (in.size() != 2) e.fail("attention over an input of shape " + shape_to_string(in) + " has no ONNX form");
-            emit_attention(e, x, in, out);
+            const auto* attention = dynamic_cast<const nn::CausalSelfAttention*>(&layer);
+            emit_attention(e, x, in, out, attention && attention->rotary());
         } else if (parse_activation(type, act)) {
             e.activation(act, x, out);
         } else {

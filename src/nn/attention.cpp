@@ -29,6 +29,7 @@ std::string CausalSelfAttention::detail() const {
         const auto end = std::to_chars(buf, buf + sizeof buf, dropout_).ptr;
         s += ", dropout " + std::string(buf, end);
     }
+    if (rotary_) s += ", rotary";
     if (cache_length() > 0) s += ", cache of " + std::to_string(cache_length());
     return s;
 }
@@ -51,6 +52,10 @@ Shape CausalSelfAttention::build(const Shape& input_shape) {
                           std::to_string(C_) + "; use a divisor of it such as " + such);
     }
     D_ = C_ / heads_;
+    if (rotary_ && D_ % 2 != 0)
+        throw ConfigError(me() + "rotary turns pairs of a head's columns, and its head size (width " +
+                          std::to_string(C_) + " / heads " + std::to_string(heads_) + ") is " + std::to_string(D_) +
+                          ", odd; choose heads so that width / heads is even");
     return input_shape;
 }
 
@@ -182,6 +187,8 @@ void CausalSelfAttention::forward(const RunContext& ctx, const float* x, float* 
                         std::to_string(cache_length()) + " positions; generate at most " +
                         std::to_string(cache_length()) + " positions or give the layer a larger length");
         project_in(be, x, p.qkv, rows);
+        // The new position's query and key turned by its absolute position (the cache keeps turned keys).
+        if (rotary_) run_op(be, ops::AttentionRotary{p.qkv, 3 * c, rows, 1, h, d, ctx.position, false});
         float* k_cache = scratch_;
         run_op(be, ops::AttentionDecode{p.qkv, 3 * c, k_cache, k_cache + cache_length() * C_, cache_per_sample(),
                                         p.o, c, rows, h, d, static_cast<int>(ctx.position), w.tile});
@@ -194,6 +201,8 @@ void CausalSelfAttention::forward(const RunContext& ctx, const float* x, float* 
                     std::to_string(C_) + ")) with length > 1");
     const int m = rows * t;
     project_in(be, x, p.qkv, m);
+    // qkv keeps the turned queries and keys, which backward reads.
+    if (rotary_) run_op(be, ops::AttentionRotary{p.qkv, 3 * c, rows, t, h, d, 0, false});
     ops::AttentionForward op{p.qkv, 3 * c, p.o, c, p.lse, rows, t, h, d, w.tile};
     last_forward_training_ = ctx.training && dropout_ > 0.0f;
     if (last_forward_training_) {
@@ -228,15 +237,18 @@ void CausalSelfAttention::backward(const RunContext& ctx, const float* x, const 
         op.first_sample = ctx.row_offset;
     }
     run_op(be, op);
+    // d(qkv) of the queries and keys before they were turned: turned back.
+    if (rotary_) run_op(be, ops::AttentionRotary{w.dqkv, c3, rows, t, h, d, 0, true});
     // The input projection.
     be.gemm(true, false, c, c3, m, 1.0f, x, c, w.dqkv, c3, 0.0f, qkv_kernel_grad_, c3);
     if (use_bias_) be.sum_rows(w.dqkv, qkv_bias_grad_, m, c3);
     if (dx) be.gemm(false, true, m, c, c3, 1.0f, w.dqkv, c3, qkv_kernel_, c3, 0.0f, dx, c);
 }
 
-// causal_self_attention: heads, use_bias, length, dropout.
+// causal_self_attention: heads, use_bias, length, dropout, rotary.
 void add_attention_layer(LayerRegistry& registry) {
-    registry.add("causal_self_attention", {"heads", "use_bias", "length", "dropout", "trainable", "lr_multiplier"},
+    registry.add("causal_self_attention",
+                 {"heads", "use_bias", "length", "dropout", "rotary", "trainable", "lr_multiplier"},
                  [](LayerArgs& args) -> std::unique_ptr<Layer> {
                      const int64_t heads = args.positive_int("heads");
                      const bool use_bias = args.flag("use_bias", true);
@@ -257,8 +269,10 @@ void add_attention_layer(LayerRegistry& registry) {
                                                   "0.9999999");
                          dropout = static_cast<float>(rate);
                      }
+                     // Read only when given, as dropout: a config without it resolves (and digests) as before.
+                     const bool rotary = args.has("rotary") && args.flag("rotary", false);
                      args.finish();
-                     return std::make_unique<CausalSelfAttention>(heads, use_bias, length, dropout);
+                     return std::make_unique<CausalSelfAttention>(heads, use_bias, length, dropout, rotary);
                  });
 }
 

@@ -7,7 +7,10 @@
 // training only; its mask is a hash of a per-step key (as the dropout
 // layer's: seed, layer, epoch, step) and each element's place, the sample's
 // place in the GLOBAL batch included, so it does not depend on the replicas
-// and backward regenerates it (ops/attention.hpp).
+// and backward regenerates it (ops/attention.hpp). `rotary` turns each
+// head's queries and keys by their position first (RoPE, GPT-NeoX's half
+// split: ops::AttentionRotary), in training, inference and generation alike;
+// backward turns the gradients of q and k back.
 // The attention itself is backend/ops/attention.hpp. Between forward and
 // backward the layer keeps qkv, O and each query row's log-sum-exp (no T x T
 // probabilities). Built on one position (input (1, C)) with length > 1, it
@@ -23,9 +26,10 @@ class CausalSelfAttention : public UnaryLayer {
 public:
     // heads: divides the width C (checked by build); length: the positions of
     // the generation cache (0: none; used only when built on input (1, C)).
-    // dropout: the rate on the attention probabilities in training, in [0, 1).
-    CausalSelfAttention(int64_t heads, bool use_bias, int64_t length = 0, float dropout = 0.0f)
-        : heads_(heads), use_bias_(use_bias), length_(length), dropout_(dropout) {}
+    // dropout: the rate on the attention probabilities in training, in [0, 1);
+    // rotary: RoPE on the queries and keys (the head size must be even).
+    CausalSelfAttention(int64_t heads, bool use_bias, int64_t length = 0, float dropout = 0.0f, bool rotary = false)
+        : heads_(heads), use_bias_(use_bias), length_(length), dropout_(dropout), rotary_(rotary) {}
 
     std::string type() const override { return "causal_self_attention"; }
     std::string detail() const override;
@@ -57,6 +61,7 @@ public:
 
     int64_t heads() const { return heads_; }
     float dropout() const { return dropout_; }
+    bool rotary() const { return rotary_; }
     bool generates() const { return cache_length() > 0; }
 
 private:
@@ -65,6 +70,7 @@ private:
     bool use_bias_;
     int64_t length_;
     float dropout_;
+    bool rotary_;
     uint32_t* key_ = nullptr;  // dropout's key words in backend memory
     bool key_written_ = false;
     uint64_t written_key_ = 0;

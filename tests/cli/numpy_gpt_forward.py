@@ -16,7 +16,8 @@ labelled with the next token; the last windows are held out by Keras' rule
 (train_count = int(W * (1 - data.validation_split))).
 
 Layers: embedding, positional_embedding, layer_norm, rms_norm,
-causal_self_attention, dense (linear, relu, gelu, tanh, sigmoid, softmax;
+causal_self_attention (rotary: RoPE, GPT-NeoX's half split; its dropout is
+training's only), dense (linear, relu, gelu, tanh, sigmoid, softmax;
 tie_weights: the embedding's table, transposed, read once from the
 checkpoint), dropout (identity), add. Prints the loss; with --expect, exits 1 when it
 differs from LOSS by more than TOL (default 1e-4).
@@ -91,7 +92,18 @@ def rms_norm(x, gamma, eps):
     return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * gamma
 
 
-def causal_self_attention(x, qkv_kernel, qkv_bias, out_kernel, out_bias, heads):
+def rotate(x):
+    """RoPE, GPT-NeoX's half split (base 10000), on x (N, H, T, D): column i < D/2
+    pairs with i + D/2 and turns by position * 10000^(-2i/D). The cosines and
+    sines in float64, rounded to float32 as gputrain rounds them."""
+    t, d = x.shape[-2], x.shape[-1]
+    angle = np.arange(t, dtype=np.float64)[:, None] * 10000.0 ** (-2.0 * np.arange(d // 2) / d)
+    cos, sin = np.cos(angle).astype(np.float32), np.sin(angle).astype(np.float32)
+    a, b = x[..., :d // 2], x[..., d // 2:]
+    return np.concatenate([a * cos - b * sin, b * cos + a * sin], axis=-1)
+
+
+def causal_self_attention(x, qkv_kernel, qkv_bias, out_kernel, out_bias, heads, rotary=False):
     """x: (N, T, C). qkv columns [q | k | v]; head h takes columns h*D..(h+1)*D of each."""
     n, t, c = x.shape
     d = c // heads
@@ -100,6 +112,8 @@ def causal_self_attention(x, qkv_kernel, qkv_bias, out_kernel, out_bias, heads):
         qkv = qkv + qkv_bias
     # (N, T, 3, H, D) -> q, k, v of (N, H, T, D)
     q, k, v = qkv.reshape(n, t, 3, heads, d).transpose(2, 0, 3, 1, 4)
+    if rotary:
+        q, k = rotate(q), rotate(k)
     scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)          # (N, H, T, T)
     future = np.triu(np.ones((t, t), dtype=bool), k=1)           # key j after query i
     scores = np.where(future, -np.inf, scores)
@@ -136,7 +150,7 @@ def run(layers, tensors, ids):
             y = rms_norm(a, p("gamma"), float(layer.get("epsilon", 1e-6)))
         elif kind == "causal_self_attention":
             y = causal_self_attention(a, p("qkv_kernel"), q("qkv_bias"), p("out_kernel"), q("out_bias"),
-                                      int(layer["heads"]))
+                                      int(layer["heads"]), str(layer.get("rotary", False)).lower() == "true")
         elif kind == "dense":
             # tie_weights: the kernel is the named embedding's table, transposed
             # (stored once, as that layer's tensor).

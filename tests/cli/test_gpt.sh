@@ -476,4 +476,33 @@ expect_in "$TMP/out" "not whole ($((size - 1)) bytes where its header says $size
 tc_fit "$TMP/tc5"
 expect_in "$TMP/out" "$chars tokens from the token cache"
 
+step "rotary: RoPE on the queries and keys instead of a positional_embedding; summary, fit, evaluate = NumPy, greedy generate (the cache's positions) = the full model, errors"
+rope=$TMP/rotary.yaml
+sed -e 's/- {type: causal_self_attention, heads: \$heads}/- {type: causal_self_attention, heads: $heads, rotary: true}/' \
+    -e '/- {type: positional_embedding}/d' "$cfg" >"$rope"
+grep -q 'rotary: true' "$rope" && ! grep -q positional_embedding "$rope" || fail "the rotary config was not written"
+run_expect 0 summary "$rope"
+expect_in "$TMP/out" "h/block2/causal_self_attention (causal_self_attention) 2 heads, rotary"
+run_expect 0 fit "$rope" --run-dir "$TMP/rope" --device cpu --replicas 1 --quiet
+rck=$TMP/rope/last.safetensors
+python3 - "$TMP/rope/metrics.csv" <<'PY' || fail "the rotary GPT's loss did not fall"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+first, last = float(rows[0]["loss"]), float(rows[-1]["loss"])
+assert len(rows) == 4 and first > last + 0.5, (first, last)
+print(f"rotary: loss {first:.4f} -> {last:.4f}")
+PY
+run_expect 0 evaluate --json "$rope" --checkpoint "$rck" --device cpu
+rope_loss=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["loss"])' "$TMP/out")
+run_expect 0 generate "$rope" --checkpoint "$rck" --device cpu --prompt "$prompt" --tokens 60 --top-k 1 --seed 1
+cp "$TMP/out" "$TMP/rope-greedy"
+if "$PY" -c "import numpy, yaml" 2>/dev/null; then
+    "$PY" "$HERE/numpy_gpt_forward.py" "$rck" --expect "$rope_loss" --tolerance 1e-4 ||
+        fail "the rotary GPT: gputrain evaluate's loss is not the NumPy forward pass's"
+    "$PY" "$HERE/numpy_gpt_forward.py" "$rck" --prompt "$prompt" --greedy "$TMP/rope-greedy" ||
+        fail "the rotary GPT's greedy tokens are not the full model's most likely"
+fi
+expect_one_line_error 2 "layer 'h/block1/causal_self_attention' (causal_self_attention): rotary turns pairs of a head's columns, and its head size (width 32 / heads 32) is 1, odd; choose heads so that width / heads is even" \
+    fit "$rope" --run-dir "$TMP/bad" --set 'model.layers[1].heads=32'
+
 echo "PASS"

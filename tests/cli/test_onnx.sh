@@ -214,6 +214,30 @@ PY
     [ "$code" -eq 0 ] || [ "$code" -eq 77 ] || fail "tied: ONNX Runtime's GPT is not the NumPy forward pass's"
 fi
 
+step "a GPT with rotary position embeddings (no positional_embedding): RoPE as Slice/Neg/Concat, Mul and Add with cos and sin constants"
+name=shakespeare_char_small
+sed -e 's/- {type: causal_self_attention, heads: \$heads}/- {type: causal_self_attention, heads: $heads, rotary: true}/' \
+    -e '/- {type: positional_embedding}/d' "configs/$name.yaml" >"$TMP/rotary.yaml"
+grep -q 'rotary: true' "$TMP/rotary.yaml" || fail "the rotary config was not written"
+run_expect 0 fit "$TMP/rotary.yaml" --run-dir "$TMP/rotary" --device cpu --quiet --set "data.path=$TMP/play.txt" \
+    --set data.dataset=~ --set training.epochs=1 --set training.steps_per_epoch=2 --set training.batch_size=2
+if [ "$sanitized" = no ]; then
+    run_expect 0 export "$TMP/rotary/config.yaml" --checkpoint "$TMP/rotary/last.safetensors" --onnx "$TMP/rotary.onnx"
+    "$PY" "$HERE/onnx_check.py" "$TMP/rotary.onnx" || fail "rotary: ONNX's checker refuses it"
+    "$PY" - "$TMP/rotary.onnx" <<'PY' || fail "rotary: the graph has no cos and sin constants per attention layer"
+import sys
+import onnx
+g = onnx.load(sys.argv[1]).graph
+cos = [t for t in g.initializer if t.name.endswith("/rotary_cos")]
+assert len(cos) == 4 and list(cos[0].dims) == [64, 32], [(t.name, list(t.dims)) for t in cos]
+assert sum(n.op_type == "Neg" for n in g.node) == 8, "a Neg per query and key of each layer"
+assert not any("positional_embedding" in t.name for t in g.initializer)
+PY
+    code=0
+    "$PY" "$HERE/numpy_gpt_forward.py" "$TMP/rotary/last.safetensors" --onnx "$TMP/rotary.onnx" || code=$?
+    [ "$code" -eq 0 ] || [ "$code" -eq 77 ] || fail "rotary: ONNX Runtime's GPT is not the NumPy forward pass's"
+fi
+
 step "errors: a missing folder, --onnx naming the checkpoint or the config, a checkpoint of another model"
 run_expect 2 export "$cfg" --checkpoint "$TMP/mlp/last.safetensors" --onnx "$TMP/nowhere/m.onnx"
 expect_in "$TMP/err" "gputrain: error: --onnx '$TMP/nowhere/m.onnx': the folder '$TMP/nowhere' does not exist; create it or give another path"

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "backend/backend.hpp"
 #include "backend/cpu/cpu_kernels.hpp"
@@ -203,12 +204,40 @@ void attention_decode(Backend& be, const ops::AttentionDecode& op) {
     }
 }
 
+// The angles of the block's positions are shared by every sample and head:
+// a table of T x D/2 cosines and sines first.
+void attention_rotary(Backend&, const ops::AttentionRotary& op) {
+    const int half = op.D / 2, C = op.heads * op.D;
+    thread_local std::vector<float> table;
+    table.resize(2 * static_cast<size_t>(op.T) * static_cast<size_t>(half));
+    for (int t = 0; t < op.T; ++t)
+        for (int i = 0; i < half; ++i) {
+            const size_t at = 2 * (static_cast<size_t>(t) * half + i);
+            ops::rotary_cos_sin(op.first_position + t, i, op.D, &table[at], &table[at + 1]);
+            if (op.inverse) table[at + 1] = -table[at + 1];
+        }
+    for (int n = 0; n < op.rows; ++n)
+        for (int t = 0; t < op.T; ++t) {
+            float* row = op.qkv + (static_cast<size_t>(n) * op.T + t) * op.ld;
+            const float* cs = table.data() + 2 * static_cast<size_t>(t) * half;
+            for (int part = 0; part < 2 * C; part += op.D) {  // every head of the queries, then of the keys
+                float* x = row + part;
+                for (int i = 0; i < half; ++i) {
+                    const float c = cs[2 * i], s = cs[2 * i + 1], a = x[i], b = x[i + half];
+                    x[i] = a * c - b * s;
+                    x[i + half] = b * c + a * s;
+                }
+            }
+        }
+}
+
 }  // namespace
 
 void add_attention(KernelTable& table) {
     table.add<ops::AttentionForward, &attention_forward>();
     table.add<ops::AttentionBackward, &attention_backward>();
     table.add<ops::AttentionDecode, &attention_decode>();
+    table.add<ops::AttentionRotary, &attention_rotary>();
 }
 
 }  // namespace gputrain::cpu_kernels

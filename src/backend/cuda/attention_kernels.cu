@@ -399,6 +399,28 @@ __global__ void attention_cache_kernel(const float* qkv, int ld_qkv, float* k_ca
     }
 }
 
+// RoPE on the queries and keys (ops::AttentionRotary): one thread a pair
+// (sample row, query or key, head, i < D/2), its angle formed in double as
+// the CPU forms it.
+__global__ void attention_rotary_kernel(float* qkv, int ld, int T, int heads, int D, long long first_position,
+                                        bool inverse, size_t n) {
+    const int half = D / 2;
+    for (size_t idx = thread_index(); idx < n; idx += thread_count()) {
+        const int i = static_cast<int>(idx % half);
+        const size_t rest = idx / half;
+        const int part = static_cast<int>(rest % (2 * heads));  // head, of the queries then of the keys
+        const size_t row = rest / (2 * heads);
+        const int t = static_cast<int>(row % T);
+        float c, s;
+        ops::rotary_cos_sin(first_position + t, i, D, &c, &s);
+        if (inverse) s = -s;
+        float* x = qkv + row * ld + static_cast<size_t>(part) * D;
+        const float a = x[i], b = x[i + half];
+        x[i] = a * c - b * s;
+        x[i + half] = b * c + a * s;
+    }
+}
+
 cudaStream_t stream_of(Backend& backend) {
     return static_cast<cudaStream_t>(static_cast<CudaBackend&>(backend).stream_handle());
 }
@@ -479,12 +501,20 @@ void attention_decode(Backend& b, const ops::AttentionDecode& op) {
     launch_forward(b, a, op.rows);
 }
 
+void attention_rotary(Backend& b, const ops::AttentionRotary& op) {
+    if (op.rows <= 0 || op.T <= 0 || op.heads <= 0 || op.D < 2) return;
+    const size_t n = elements(op.rows, op.T, 2 * op.heads, op.D / 2);
+    CUDA_CHECK(device_of(b), launch_1d(stream_of(b), n, attention_rotary_kernel, op.qkv, op.ld, op.T, op.heads, op.D,
+                                       static_cast<long long>(op.first_position), op.inverse, n));
+}
+
 }  // namespace
 
 void add_attention(KernelTable& table) {
     table.add<ops::AttentionForward, &attention_forward>();
     table.add<ops::AttentionBackward, &attention_backward>();
     table.add<ops::AttentionDecode, &attention_decode>();
+    table.add<ops::AttentionRotary, &attention_rotary>();
 }
 
 }  // namespace gputrain::cuda_kernels

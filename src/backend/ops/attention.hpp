@@ -22,6 +22,16 @@
 // undropped P. With Z the factors and Pd = Z o P: out = Pd v; backward takes
 // dV = Pd^T dO, dP = Z o (dO V^T), dS = P o (dP - delta), and delta =
 // rowsum(dP o P) = rowsum(dO o out) still (sum_j P Z (dO . v_j) = dO . out).
+//
+// Rotary position embeddings (AttentionRotary, before the attention ops):
+// RoPE in GPT-NeoX's and LLaMA's (Hugging Face) half-split form. Within each
+// head's D columns of a query or key at position t, column i < D/2 pairs
+// with column i + D/2 and the pair turns by the angle t * 10000^(-2i/D):
+//   x'[i]       = x[i] cos - x[i + D/2] sin
+//   x'[i + D/2] = x[i + D/2] cos + x[i] sin
+// (not GPT-J's and Meta LLaMA's interleaved pairs 2i, 2i + 1). The angle's
+// cosine and sine are formed in double and rounded to float, the same on
+// every backend (rotary_cos_sin).
 #pragma once
 
 #include <algorithm>
@@ -40,6 +50,17 @@ constexpr int kAttentionCpuBlock = 64;
 inline size_t attention_cpu_tile_floats(int64_t queries, int64_t keys) {
     // Two blocks of scores, and a row of dropout factors.
     return (2 * static_cast<size_t>(std::min<int64_t>(queries, kAttentionCpuBlock)) + 1) * static_cast<size_t>(keys);
+}
+
+// RoPE's base (GPT-NeoX, LLaMA).
+constexpr double kRotaryBase = 10000.0;
+
+// The cosine and sine of the angle of pair i (< D/2) at `position`.
+GPUTRAIN_HD void rotary_cos_sin(int64_t position, int i, int D, float* c, float* s) {
+    const double angle =
+        static_cast<double>(position) * pow(kRotaryBase, -2.0 * static_cast<double>(i) / static_cast<double>(D));
+    *c = static_cast<float>(cos(angle));
+    *s = static_cast<float>(sin(angle));
 }
 
 // Attention dropout's factor of P[t, j]: 0 or keep_scale (1 / (1 - rate)),
@@ -102,6 +123,20 @@ struct AttentionDecode {
     int rows, heads, D;
     int position;
     float* cpu_tile;         // attention_cpu_tile_floats(1, position + 1) floats on the CPU; GPUs ignore it
+};
+
+// Rotary position embeddings on the queries and keys of qkv, in place:
+// columns [0, 2C) of `rows` samples of T rows; row t of a sample is at
+// position first_position + t. `inverse` turns each pair back (by the
+// negative angle): the gradient of the rotation, for d(qkv) after backward.
+// Columns [2C, 3C) (the values) are left alone. D must be even.
+struct AttentionRotary {
+    static constexpr const char* kName = "attention_rotary";
+    float* qkv;  // [rows * T, ld], ld >= 2C
+    int ld;
+    int rows, T, heads, D;
+    int64_t first_position;
+    bool inverse;
 };
 
 }  // namespace gputrain::ops

@@ -24,16 +24,27 @@ using namespace gputrain;
 
 namespace {
 
-std::unique_ptr<nn::Layer> attention(int64_t heads, bool use_bias, int64_t length = 0, float dropout = 0.0f) {
-    auto layer = std::make_unique<nn::CausalSelfAttention>(heads, use_bias, length, dropout);
+std::unique_ptr<nn::Layer> attention(int64_t heads, bool use_bias, int64_t length = 0, float dropout = 0.0f,
+                                     bool rotary = false) {
+    auto layer = std::make_unique<nn::CausalSelfAttention>(heads, use_bias, length, dropout, rotary);
     layer->set_name("attn");
     return layer;
 }
 
+// RoPE in double (GPT-NeoX's half split, base 10000) on the D columns at x.
+void rotate_reference(double* x, int position, int D) {
+    for (int i = 0; i < D / 2; ++i) {
+        const double angle = position * std::pow(10000.0, -2.0 * i / D);
+        const double a = x[i], b = x[i + D / 2];
+        x[i] = a * std::cos(angle) - b * std::sin(angle);
+        x[i + D / 2] = b * std::cos(angle) + a * std::sin(angle);
+    }
+}
+
 // y for every sample of x (rows x T x C), in double with triple loops, from the
-// layer's parameters as the harness drew them.
+// layer's parameters as the harness drew them (rotary: RoPE on q and k first).
 std::vector<double> reference(const harness::LayerUnderTest& t, const std::vector<float>& x, int T, int C, int heads,
-                              bool use_bias) {
+                              bool use_bias, bool rotary = false) {
     const int D = C / heads;
     const auto& wqkv = t.params[0];
     const std::vector<float>* bqkv = use_bias ? &t.params[1] : nullptr;
@@ -49,6 +60,9 @@ std::vector<double> reference(const harness::LayerUnderTest& t, const std::vecto
                 for (int c = 0; c < C; ++c) s += static_cast<double>(xs[i * C + c]) * wqkv[c * 3 * C + j];
                 qkv[i * 3 * C + j] = s;
             }
+        if (rotary)
+            for (int i = 0; i < T; ++i)
+                for (int part = 0; part < 2 * C; part += D) rotate_reference(&qkv[i * 3 * C + part], i, D);
         for (int h = 0; h < heads; ++h)
             for (int i = 0; i < T; ++i) {
                 std::vector<double> p(static_cast<size_t>(i) + 1);
@@ -264,7 +278,8 @@ DropoutReference dropout_reference(const std::vector<float>& qkv, const std::vec
     const auto at = [&](int n, int t, int col) { return (static_cast<size_t>(n) * T + t) * 3 * C + col; };
     for (int n = 0; n < rows; ++n)
         for (int h = 0; h < heads; ++h) {
-            std::vector<double> P(static_cast<size_t>(T) * T, 0.0), Z(P.size(), 0.0), dP(P.size(), 0.0);
+            const size_t TT = static_cast<size_t>(T) * static_cast<size_t>(T);
+            std::vector<double> P(TT), Z(TT), dP(TT);
             for (int i = 0; i < T; ++i) {
                 const uint64_t row = ((static_cast<uint64_t>(first_sample + n) * heads + h) * T + i) * T;
                 double mx = -1e300;
@@ -500,4 +515,130 @@ TEST_CASE("attention dropout: the key's errors and its resolved form", "[attenti
     REQUIRE(made->scratch_fixed() == 64);
     const auto none = nn::builtin_layers().create(attn({{"heads", "2"}}), 0, nullptr);
     REQUIRE(none->scratch_fixed() == 0);
+}
+
+TEST_CASE("rotary: the op turns each head's query and key pairs by position, and back", "[attention]") {
+    const int rows = 2, T = 5, heads = 2, D = 6, C = heads * D, ld = 3 * C + 2;
+    const int64_t first = GENERATE(0, 37);
+    INFO("first position " << first);
+    const auto qkv = harness::random_vector(static_cast<size_t>(rows) * T * ld, 4);
+    CpuBackend be;
+    std::vector<float> turned = qkv;
+    run_op(be, ops::AttentionRotary{turned.data(), ld, rows, T, heads, D, first, false});
+    double worst = 0;
+    for (int n = 0; n < rows; ++n)
+        for (int t = 0; t < T; ++t) {
+            const size_t row = (static_cast<size_t>(n) * T + t) * ld;
+            for (int col = 0; col < ld; col += 1) {
+                if (col >= 2 * C) {  // values and the padding: untouched
+                    REQUIRE(turned[row + col] == qkv[row + col]);
+                    continue;
+                }
+                if (col % D != 0) continue;
+                std::vector<double> x(qkv.begin() + static_cast<ptrdiff_t>(row + col),
+                                      qkv.begin() + static_cast<ptrdiff_t>(row + col + D));
+                rotate_reference(x.data(), static_cast<int>(first + t), D);
+                for (int d = 0; d < D; ++d) worst = std::max(worst, std::abs(turned[row + col + d] - x[d]));
+            }
+        }
+    std::printf("rotary op vs double reference (first position %lld): %.2e\n", static_cast<long long>(first), worst);
+    REQUIRE(worst < 1e-6);
+    if (first == 0)  // position 0 turns nothing
+        for (int c = 0; c < 2 * C; ++c) REQUIRE(turned[c] == qkv[c]);
+    std::vector<float> back = turned;
+    run_op(be, ops::AttentionRotary{back.data(), ld, rows, T, heads, D, first, true});
+    for (size_t i = 0; i < back.size(); ++i) REQUIRE(std::abs(back[i] - qkv[i]) < 1e-6);
+}
+
+TEST_CASE("rotary: the layer matches a naive reference, and its gradients finite differences", "[attention]") {
+    struct Case {
+        int T, C, heads, rows;
+        bool use_bias;
+        float dropout;
+    };
+    const Case c = GENERATE(Case{7, 8, 2, 2, true, 0.0f}, Case{5, 12, 3, 1, false, 0.0f},
+                            Case{70, 4, 2, 1, true, 0.0f}, Case{6, 8, 2, 2, true, 0.3f});
+    INFO("T " << c.T << " C " << c.C << " heads " << c.heads << " dropout " << c.dropout);
+    {
+        harness::LayerUnderTest t(attention(c.heads, c.use_bias, 0, 0.0f, true), {c.T, c.C}, c.rows, 2);
+        const auto x = harness::random_vector(t.in_size(), 3);
+        std::vector<float> y(t.out_size());
+        nn::RunContext ctx{t.backend};
+        t.layer->forward(ctx, x.data(), y.data(), t.rows);
+        const double e = max_abs_diff(y, reference(t, x, c.T, c.C, c.heads, c.use_bias, true));
+        std::printf("rotary attention vs double reference (T %d C %d heads %d): %.2e\n", c.T, c.C, c.heads, e);
+        REQUIRE(e < 1e-5);
+        if (c.T > 1) REQUIRE(max_abs_diff(y, reference(t, x, c.T, c.C, c.heads, c.use_bias, false)) > 1e-3);
+    }
+    harness::LayerUnderTest t(attention(c.heads, c.use_bias, 0, c.dropout, true), {c.T, c.C}, c.rows, 11);
+    nn::RunContext ctx = training_step(t.backend, 0, 2, 1);
+    t.layer->prepare_step(ctx);
+    harness::gradient_check(t, ctx);
+    std::vector<float> x = harness::random_vector(t.in_size(), 7);
+    const std::vector<float> w = harness::random_vector(t.out_size(), 8);
+    std::vector<float> y(t.out_size()), dx(t.in_size());
+    t.layer->forward(ctx, x.data(), y.data(), t.rows);
+    t.layer->backward(ctx, x.data(), y.data(), w.data(), dx.data(), t.rows);
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+        const float keep = x[i], h = 1e-3f;
+        x[i] = keep + h;
+        const double up = t.objective(ctx, x, w);
+        x[i] = keep - h;
+        const double down = t.objective(ctx, x, w);
+        x[i] = keep;
+        worst = std::max(worst, std::abs(dx[i] - (up - down) / (2.0 * h)));
+    }
+    std::printf("rotary finite differences (T %d C %d heads %d dropout %.1f): dx off by at most %.2e\n", c.T, c.C,
+                c.heads, static_cast<double>(c.dropout), worst);
+    REQUIRE(worst < 1e-2);
+}
+
+TEST_CASE("rotary: generation turns each position by its absolute index, as the full forward", "[attention]") {
+    const int T = 9, C = 8, heads = 2, rows = 2;
+    harness::LayerUnderTest full(attention(heads, true, 0, 0.0f, true), {T, C}, rows, 5);
+    harness::LayerUnderTest gen(attention(heads, true, T, 0.0f, true), {1, C}, rows, 99);
+    for (size_t i = 0; i < full.params.size(); ++i)
+        std::copy(full.params[i].begin(), full.params[i].end(), gen.params[i].begin());
+    const auto x = harness::random_vector(full.in_size(), 21);
+    std::vector<float> y(full.out_size());
+    nn::RunContext ctx{full.backend};
+    full.layer->forward(ctx, x.data(), y.data(), rows);
+    nn::RunContext gctx{gen.backend};
+    double worst = 0;
+    for (int p = 0; p < T; ++p) {
+        std::vector<float> xp(static_cast<size_t>(rows) * C), yp(xp.size());
+        for (int n = 0; n < rows; ++n)
+            std::copy_n(x.begin() + (static_cast<ptrdiff_t>(n) * T + p) * C, C, xp.begin() + n * C);
+        gctx.position = p;
+        gen.layer->forward(gctx, xp.data(), yp.data(), rows);
+        for (int n = 0; n < rows; ++n)
+            for (int c = 0; c < C; ++c)
+                worst = std::max(worst, static_cast<double>(std::abs(yp[n * C + c] -
+                                                                     y[(static_cast<size_t>(n) * T + p) * C + c])));
+    }
+    std::printf("rotary: generation vs the full forward: %.2e\n", worst);
+    REQUIRE(worst < 1e-5);
+}
+
+TEST_CASE("rotary: the key, its errors and its resolved form", "[attention]") {
+    using specs::layer;
+    const auto attn = [](std::map<std::string, std::string> p) { return layer("causal_self_attention", p); };
+    REQUIRE(message_of({4, 6}, {attn({{"heads", "2"}, {"rotary", "true"}})}) ==
+            "test.yaml:3:7: layer 'causal_self_attention' (causal_self_attention): rotary turns pairs of a head's "
+            "columns, and its head size (width 6 / heads 2) is 3, odd; choose heads so that width / heads is even");
+    REQUIRE(message_of({4, 8}, {attn({{"heads", "2"}, {"rotary", "maybe"}})}) ==
+            "test.yaml:3:16: model.layers[0] (causal_self_attention): rotary: expected true or false, got 'maybe'");
+    REQUIRE(message_of({4, 8}, {attn({{"heads", "2"}, {"rotary", "true"}})}) == "no error");
+    REQUIRE(message_of({4, 6}, {attn({{"heads", "2"}, {"rotary", "false"}})}) == "no error");
+
+    std::vector<std::pair<std::string, std::string>> taken;
+    const auto made = nn::builtin_layers().create(attn({{"heads", "2"}, {"rotary", "true"}}), 0, &taken);
+    REQUIRE(taken == std::vector<std::pair<std::string, std::string>>{
+                         {"heads", "2"}, {"use_bias", "true"}, {"length", "0"}, {"rotary", "true"}});
+    REQUIRE(static_cast<nn::CausalSelfAttention&>(*made).rotary());
+    made->build(Shape{4, 8});
+    REQUIRE(made->detail() == "2 heads, rotary");
+    const auto plain = nn::builtin_layers().create(attn({{"heads", "2"}}), 0, &taken);
+    REQUIRE_FALSE(static_cast<nn::CausalSelfAttention&>(*plain).rotary());
 }
