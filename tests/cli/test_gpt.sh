@@ -219,7 +219,6 @@ run_expect 0 fit "$cfg" --run-dir "$TMP/two" --device cpu --replicas 2 --quiet
 safetensors close "$TMP/two/last.safetensors" "$ck" 1e-3 >"$TMP/close" || fail "2 replicas: $(tail -1 "$TMP/close")"
 tail -1 "$TMP/close"
 
-step "sentencepiece: a model trained from the text (data.vocab_size); generate decodes with the checkpoint's model"
 step "tie_weights: the head is the token table transposed; the table stored once; summary, fit, 2 replicas = 1, resume, NumPy, predict, ONNX, generate"
 tied=$TMP/tied.yaml
 sed "s/- {type: dense, units: $vocab}\$/- {type: dense, units: $vocab, tie_weights: embedding}/" "$cfg" >"$tied"
@@ -313,6 +312,7 @@ expect_one_line_error 2 "model.layers[17] (dense): tie_weights: this layer is fr
 expect_one_line_error 2 "model.layers[17] (dense): tie_weights: is empty; name the embedding layer whose table is this layer's kernel, e.g. tie_weights: embedding" \
     fit "$tied" --run-dir "$TMP/bad" --set "model.layers[4].tie_weights=''"
 
+step "sentencepiece: a model trained from the text (data.vocab_size); generate decodes with the checkpoint's model"
 run_expect 0 fit "$cfg" --run-dir "$TMP/spm" --device cpu --replicas 1 --set data.tokenizer=sentencepiece \
     --set data.vocab_size=60 --set 'model.layers[0].input_dim=61' --set 'model.layers[4].units=61' \
     --set training.epochs=2 --set logging.progress=none
