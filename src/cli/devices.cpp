@@ -24,8 +24,10 @@ int run_devices(const DevicesOptions& options) {
                              : options.topology ? device::render_topology(d)
                                                 : device::render_table(d);
     std::fputs(text.c_str(), stdout);
-    if (!options.json && !options.topology)
+    if (!options.json && !options.topology) {
         std::printf("CPU convolutions: %s\n", cpu_conv_description().c_str());
+        std::printf("CPU GEMMs: %s\n", cpu_gemm_description().c_str());
+    }
     return 0;
 }
 

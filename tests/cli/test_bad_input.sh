@@ -140,6 +140,8 @@ cases=(
 "0|out|Done: 1 epoch|HOME=/nonexistent TMPDIR=/nonexistent|fit @CFG@ --run-dir @TMP@/run --set training.epochs=1"
 "1|err|environment variable GPUTRAIN_CPU_CONV='fast': expected auto, onednn or im2col|GPUTRAIN_CPU_CONV=fast|fit @CFG@ $run"
 "0|out|Done: 1 epoch|GPUTRAIN_CPU_CONV=im2col|fit @CFG@ --run-dir @TMP@/run --set training.epochs=1"
+"1|err|environment variable GPUTRAIN_CPU_GEMM='mkl': expected auto, onednn or openblas|GPUTRAIN_CPU_GEMM=mkl|fit @CFG@ $run"
+"0|out|Done: 1 epoch|GPUTRAIN_CPU_GEMM=openblas|fit @CFG@ --run-dir @TMP@/run --set training.epochs=1"
 )
 
 # The libcuda.so.1 stand-in of the device unit tests, when built: a driver with

@@ -12,8 +12,13 @@ grep -q '^No GPU' "$TMP/out" || grep -q '^GPU ' "$TMP/out" || fail "neither 'No 
 grep -q '^CPU ' "$TMP/out" || fail "no CPU line"
 grep -Eq '^CPU convolutions: (oneDNN [0-9.]+ where it has a fast kernel|im2col \+ OpenBLAS \(this build has no oneDNN)' "$TMP/out" ||
     fail "no 'CPU convolutions:' line saying oneDNN or im2col"
+grep -Eq "^CPU GEMMs: (oneDNN|OpenBLAS), small shapes by gputrain's own kernel" "$TMP/out" ||
+    fail "no 'CPU GEMMs:' line"
 GPUTRAIN_CPU_CONV=im2col run_expect 0 devices
 grep -q '^CPU convolutions: im2col + OpenBLAS' "$TMP/out" || fail "GPUTRAIN_CPU_CONV=im2col not shown by devices"
+GPUTRAIN_CPU_GEMM=openblas run_expect 0 devices
+grep -q "^CPU GEMMs: OpenBLAS (GPUTRAIN_CPU_GEMM=openblas), small shapes by gputrain's own kernel" "$TMP/out" ||
+    fail "GPUTRAIN_CPU_GEMM=openblas not shown by devices"
 
 step "devices --json"
 run_expect 0 devices --json

@@ -108,6 +108,7 @@ private:
     bool use_onednn(const Conv2dGeometry& g);
     std::unique_ptr<OneDnnConvolutions> onednn_;
     CpuConvPath conv_path_ = cpu_conv_path_from_environment();
+    bool gemm_onednn_ = cpu_gemm_uses_onednn();
 };
 
 #if defined(__SANITIZE_THREAD__)

@@ -155,6 +155,13 @@ std::string cpu_conv_description() {
     return onednn + " where it has a fast kernel, im2col + OpenBLAS elsewhere";
 }
 
+bool onednn_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                  const float* b, int ldb, float beta, float* c, int ldc) {
+    apply_threads();
+    return dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) ==
+           dnnl_success;
+}
+
 void set_onednn_threads(int threads) { g_threads.store(kBlasOnCallingThread ? 1 : std::max(1, threads)); }
 
 struct OneDnnConvolutions::Impl {

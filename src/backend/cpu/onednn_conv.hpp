@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "backend/conv_geometry.hpp"
 
@@ -44,6 +45,19 @@ private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };
+
+// Which library runs the CPU's GEMMs that the small-GEMM kernel does not:
+// oneDNN where the build has it, else OpenBLAS. The environment variable
+// GPUTRAIN_CPU_GEMM (auto, onednn, openblas) overrides it for benchmarks
+// (read once). `gputrain devices` prints cpu_gemm_description() (conv_description.hpp).
+bool cpu_gemm_uses_onednn();
+
+// C = alpha op(A) op(B) + beta C, row-major with leading dimensions, as
+// cblas_sgemm(CblasRowMajor, ...), through oneDNN's sgemm (its just-in-time
+// kernels, on the calling thread's oneDNN threads). False when the build has
+// no oneDNN or oneDNN refused the call: the caller then runs OpenBLAS.
+bool onednn_sgemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda,
+                  const float* b, int ldb, float beta, float* c, int ldc);
 
 // Threads each oneDNN call may use on the calling thread (OpenMP's team size);
 // set by set_cpu_blas_threads, one under ThreadSanitizer.

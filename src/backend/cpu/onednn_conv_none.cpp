@@ -9,6 +9,9 @@ namespace gputrain {
 bool have_onednn() { return false; }
 std::string cpu_conv_description() { return "im2col + OpenBLAS (this build has no oneDNN: meson -Donednn=enabled)"; }
 void set_onednn_threads(int) {}
+bool onednn_sgemm(bool, bool, int, int, int, float, const float*, int, const float*, int, float, float*, int) {
+    return false;
+}
 
 struct OneDnnConvolutions::Impl {};
 OneDnnConvolutions::OneDnnConvolutions() = default;
