@@ -188,6 +188,18 @@ DataConfig read_data(const Section& top) {
     out.tokenizer = s.choice("tokenizer", out.tokenizer);
     if (s.has("tokenizer") && out.format != DataFormat::text)
         s.value("tokenizer").fail("is only used with format: text", "remove it or set format: text");
+    // Token ids are taken as they are: a scale or normalization would be ignored. A scale of 1, or
+    // 1/255 (the default that resolved configs of text runs wrote before 2026-12-07), says nothing.
+    if (out.format == DataFormat::text) {
+        const bool said_nothing = out.scale == 1.0 || out.scale == 1.0 / 255.0;
+        if (s.has("scale") && (out.scale_auto || !said_nothing))
+            s.value("scale").fail("is not used with format: text (the model takes token ids as they are)", "remove it");
+        if (s.has("normalize"))
+            s.value("normalize").fail("is not used with format: text (the model takes token ids as they are)",
+                                      "remove it");
+        out.scale = 1.0;
+        out.scale_auto = false;
+    }
     out.tokenizer_model = s.text("tokenizer_model", out.tokenizer_model);
     out.vocab_size = s.count("vocab_size", out.vocab_size);
     const bool pieces = out.tokenizer == Tokenizer::sentencepiece;

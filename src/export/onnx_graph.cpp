@@ -456,16 +456,18 @@ OnnxGraph onnx_graph(nn::Model& model, const config::RunConfig& cfg) {
     std::ostringstream scale;
     scale.precision(9);
     scale << cfg.data.scale_for(false);
+    // A text model takes token ids as they are: no scale or normalization to tell of.
+    const bool text = cfg.data.format == config::DataFormat::text;
     g.metadata = {{"gputrain.config", cfg.source_file},
-                  {"gputrain.scale", cfg.data.scale_auto ? "auto" : scale.str()},
                   {"gputrain.output", probabilities || softmax_layer ? "probabilities" : "outputs"}};
-    if (!cfg.data.normalize_mean.empty()) {
+    if (!text) g.metadata.insert(g.metadata.begin() + 1, {"gputrain.scale", cfg.data.scale_auto ? "auto" : scale.str()});
+    if (!text && !cfg.data.normalize_mean.empty()) {
         g.metadata.push_back({"gputrain.normalize_mean", text_of(cfg.data.normalize_mean)});
         g.metadata.push_back({"gputrain.normalize_std", text_of(cfg.data.normalize_std)});
     }
     g.doc = "gputrain model '" + g.name + "': input (N" ;
     for (int64_t d : g.input_dims) g.doc += ", " + std::to_string(d);
-    g.doc += ") float32 after data.scale and data.normalize (see metadata); output (N";
+    g.doc += text ? ") float32 token ids; output (N" : ") float32 after data.scale and data.normalize (see metadata); output (N";
     for (int64_t d : g.output_dims) g.doc += ", " + std::to_string(d);
     g.doc += std::string(") ") + (probabilities || softmax_layer ? "class probabilities" : "outputs");
     return g;

@@ -161,6 +161,13 @@ elif "$PY" -c "import numpy, yaml, onnx" 2>/dev/null; then
     run_expect 0 export "$cfg" --checkpoint "$ck" --onnx "$TMP/gpt.onnx"
     expect_in "$TMP/out" "input 'input' (None, 16) float32, output 'output' (None, 16, $vocab)"
     "$PY" "$HERE/onnx_check.py" "$TMP/gpt.onnx" || fail "ONNX's checker refuses the GPT"
+    # A client that prepares the input as the file's metadata says (token ids as they are: no
+    # gputrain.scale) gets predict's probabilities.
+    code=0
+    "$PY" "$HERE/onnx_check.py" "$TMP/gpt.onnx" --inputs "$TMP/windows.npy" --expect "$TMP/next.npy" || code=$?
+    [ "$code" -eq 0 ] || [ "$code" -eq 77 ] || fail "ONNX Runtime, fed as the metadata says, is not predict"
+    "$PY" -c "import onnx, sys; m = {p.key for p in onnx.load(sys.argv[1]).metadata_props}; assert 'gputrain.scale' not in m, m" \
+        "$TMP/gpt.onnx" || fail "a text model's ONNX file should not tell of data.scale"
     code=0
     "$PY" "$HERE/numpy_gpt_forward.py" "$ck" --expect "$loss" --tolerance 1e-4 --onnx "$TMP/gpt.onnx" || code=$?
     [ "$code" -eq 0 ] || [ "$code" -eq 77 ] || fail "ONNX Runtime's GPT is not the NumPy forward pass's"
@@ -397,6 +404,10 @@ expect_one_line_error 2 "optimizer.no_decay[1]: expected bias, norm or embedding
     fit "$cfg" --run-dir "$TMP/bad" --set 'optimizer.no_decay=[bias, weights]'
 expect_one_line_error 2 "data.tokenizer: is only used with format: text; remove it or set format: text" \
     fit "$syn" --run-dir "$TMP/bad" --set data.tokenizer=chars
+expect_one_line_error 2 "data.scale: is not used with format: text (the model takes token ids as they are); remove it" \
+    fit "$cfg" --run-dir "$TMP/bad" --set data.scale=0.5
+expect_one_line_error 2 "data.normalize: is not used with format: text (the model takes token ids as they are); remove it" \
+    fit "$cfg" --run-dir "$TMP/bad" --set 'data.normalize={mean: [1], std: [2]}'
 expect_one_line_error 2 "model.layers[0]: the model's output has 8 positions of 4 scores, and synthetic train (500 samples, 4 classes, seed 7) has one label per sample; add a flatten layer before the last dense layer (one output per position is for format: text)" \
     fit "$syn" --run-dir "$TMP/bad" --set 'model.layers=[{type: dense, units: 4}]'
 
