@@ -52,10 +52,20 @@ Shape CausalSelfAttention::build(const Shape& input_shape) {
                           std::to_string(C_) + "; use a divisor of it such as " + such);
     }
     D_ = C_ / heads_;
-    if (rotary_ && D_ % 2 != 0)
+    if (rotary_ && D_ % 2 != 0) {
+        // The head counts nearest `heads` that leave an even head size (none when the width is odd).
+        std::string such;
+        for (int64_t d = 1; d <= C_ && such.empty(); ++d)
+            for (const int64_t h : {heads_ - d, heads_ + d})
+                if (h >= 1 && h <= C_ && C_ % h == 0 && (C_ / h) % 2 == 0) {
+                    such = ", such as heads: " + std::to_string(h);
+                    break;
+                }
         throw ConfigError(me() + "rotary turns pairs of a head's columns, and its head size (width " +
                           std::to_string(C_) + " / heads " + std::to_string(heads_) + ") is " + std::to_string(D_) +
-                          ", odd; choose heads so that width / heads is even");
+                          ", odd; choose heads so that width / heads is even" +
+                          (such.empty() ? " (the width is odd: make it even)" : such));
+    }
     return input_shape;
 }
 

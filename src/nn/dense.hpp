@@ -20,6 +20,7 @@ class Dense : public UnaryLayer {
 public:
     Dense(int64_t units, Activation activation, bool use_bias, std::string tie_weights = "")
         : units_(units), activation_(activation), use_bias_(use_bias), tied_to_(std::move(tie_weights)) {}
+    bool use_bias() const { return use_bias_; }
 
     int64_t units() const { return units_; }
     int64_t in_features() const { return in_features_; }

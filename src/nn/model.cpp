@@ -78,6 +78,10 @@ size_t check_tie(const std::vector<std::unique_ptr<Layer>>& layers, const std::v
                                                              : "embedding '" + target +
                                                                    "' is frozen (trainable: false) and this layer is not") +
                                      "; the tied table is one weight: set trainable the same on both");
+    if (!dense.use_bias() && dense.lr_multiplier() != 1.0)
+        args.fail("lr_multiplier", "this layer has no parameters of its own: its kernel is the table of embedding '" +
+                                       target + "' (tie_weights) and it has no bias; set lr_multiplier on '" + target +
+                                       "'");
     if (tied_by[e] >= 0)
         args.fail("tie_weights", "embedding '" + target + "' is tied to '" + names[static_cast<size_t>(tied_by[e])] +
                                      "' already; one dense layer ties to an embedding");

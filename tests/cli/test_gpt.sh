@@ -318,6 +318,8 @@ expect_one_line_error 2 "model.layers[17] (dense): tie_weights: this layer is fr
     fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[4].trainable=false'
 expect_one_line_error 2 "model.layers[17] (dense): tie_weights: is empty; name the embedding layer whose table is this layer's kernel, e.g. tie_weights: embedding" \
     fit "$tied" --run-dir "$TMP/bad" --set "model.layers[4].tie_weights=''"
+expect_one_line_error 2 "model.layers[17] (dense): lr_multiplier: this layer has no parameters of its own: its kernel is the table of embedding 'embedding' (tie_weights) and it has no bias; set lr_multiplier on 'embedding'" \
+    fit "$tied" --run-dir "$TMP/bad" --set "model.layers[4].use_bias=false" --set "model.layers[4].lr_multiplier=2"
 
 step "sentencepiece: a model trained from the text (data.vocab_size); generate decodes with the checkpoint's model"
 run_expect 0 fit "$cfg" --run-dir "$TMP/spm" --device cpu --replicas 1 --set data.tokenizer=sentencepiece \
@@ -513,7 +515,7 @@ if "$PY" -c "import numpy, yaml" 2>/dev/null; then
     "$PY" "$HERE/numpy_gpt_forward.py" "$rck" --prompt "$prompt" --greedy "$TMP/rope-greedy" ||
         fail "the rotary GPT's greedy tokens are not the full model's most likely"
 fi
-expect_one_line_error 2 "layer 'h/block1/causal_self_attention' (causal_self_attention): rotary turns pairs of a head's columns, and its head size (width 32 / heads 32) is 1, odd; choose heads so that width / heads is even" \
+expect_one_line_error 2 "layer 'h/block1/causal_self_attention' (causal_self_attention): rotary turns pairs of a head's columns, and its head size (width 32 / heads 32) is 1, odd; choose heads so that width / heads is even, such as heads: 16" \
     fit "$rope" --run-dir "$TMP/bad" --set 'model.layers[1].heads=32'
 
 echo "PASS"

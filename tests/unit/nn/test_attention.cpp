@@ -626,7 +626,12 @@ TEST_CASE("rotary: the key, its errors and its resolved form", "[attention]") {
     const auto attn = [](std::map<std::string, std::string> p) { return layer("causal_self_attention", p); };
     REQUIRE(message_of({4, 6}, {attn({{"heads", "2"}, {"rotary", "true"}})}) ==
             "test.yaml:3:7: layer 'causal_self_attention' (causal_self_attention): rotary turns pairs of a head's "
-            "columns, and its head size (width 6 / heads 2) is 3, odd; choose heads so that width / heads is even");
+            "columns, and its head size (width 6 / heads 2) is 3, odd; choose heads so that width / heads is even, "
+            "such as heads: 1");
+    REQUIRE(message_of({4, 5}, {attn({{"heads", "1"}, {"rotary", "true"}})}) ==
+            "test.yaml:3:7: layer 'causal_self_attention' (causal_self_attention): rotary turns pairs of a head's "
+            "columns, and its head size (width 5 / heads 1) is 5, odd; choose heads so that width / heads is even "
+            "(the width is odd: make it even)");
     REQUIRE(message_of({4, 8}, {attn({{"heads", "2"}, {"rotary", "maybe"}})}) ==
             "test.yaml:3:16: model.layers[0] (causal_self_attention): rotary: expected true or false, got 'maybe'");
     REQUIRE(message_of({4, 8}, {attn({{"heads", "2"}, {"rotary", "true"}})}) == "no error");
