@@ -163,9 +163,22 @@ void check_classes(const data::Dataset& data, int64_t model_classes, const confi
             if (layer.type != "embedding" || dim == layer.params.end()) continue;
             if (std::stoll(dim->second) < data.num_classes) {
                 const auto at = layer.where.count("input_dim") ? layer.where.at("input_dim") : cfg.source_file;
+                // A dense layer tied to this embedding (tie_weights) must follow: say so at once.
+                const auto name_of = [](const config::LayerSpec& l) {
+                    return l.resolved_name.empty() ? l.name : l.resolved_name;
+                };
+                std::string tied;
+                for (const config::LayerSpec& other : cfg.model.layers) {
+                    const auto tie = other.params.find("tie_weights");
+                    if (other.type == "dense" && tie != other.params.end() && !name_of(layer).empty() &&
+                        tie->second == name_of(layer))
+                        tied = ", and units: " + std::to_string(data.num_classes) + " on '" + name_of(other) +
+                               "', whose kernel is its table (tie_weights)";
+                }
                 throw ConfigError(at + ": model.layers[" + std::to_string(i) + "] (embedding): input_dim " +
                                   dim->second + " is smaller than the vocabulary of " + std::to_string(data.num_classes) +
-                                  " tokens (" + data.description + "); set input_dim: " + std::to_string(data.num_classes));
+                                  " tokens (" + data.description + "); set input_dim: " +
+                                  std::to_string(data.num_classes) + tied);
             }
         }
         if (model_positions != data.label_width)

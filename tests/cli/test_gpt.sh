@@ -386,6 +386,8 @@ expect_one_line_error 2 "loss.from_logits is false, but the last layer does not 
     fit "$cfg" --run-dir "$TMP/bad" --set loss.from_logits=false
 expect_one_line_error 2 "model.layers[0] (embedding): input_dim 20 is smaller than the vocabulary of $vocab tokens (data.path ($TMP/play.txt, $chars tokens, chars vocabulary)); set input_dim: $vocab" \
     fit "$cfg" --run-dir "$TMP/bad" --set 'model.layers[0].input_dim=20'
+expect_one_line_error 2 "model.layers[0] (embedding): input_dim 20 is smaller than the vocabulary of $vocab tokens (data.path ($TMP/play.txt, $chars tokens, chars vocabulary)); set input_dim: $vocab, and units: $vocab on 'dense', whose kernel is its table (tie_weights)" \
+    fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[0].input_dim=20' --set 'model.layers[4].units=20'
 expect_one_line_error 2 "layer 'h/block1/causal_self_attention' (causal_self_attention): heads 3 does not divide the width 32; use a divisor of it such as 2 or 4" \
     fit "$cfg" --run-dir "$TMP/bad" --set 'model.layers[2].heads=3'
 expect_one_line_error 2 "--input '$TMP/play.txt': a model of format text takes windows of token ids, an NPY array of shape (N, 16) of whole numbers (the ids its tokenizer makes of the text)" \
