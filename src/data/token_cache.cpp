@@ -262,7 +262,7 @@ std::optional<TextTokens> read_token_cache(const std::string& path, const std::s
     const int map_errno = errno;
     ::close(fd);
     if (map->address == MAP_FAILED) {
-        why = "cannot be mapped: " + error_text(map_errno);
+        why = fs::is_directory(path) ? std::string("is a folder, not a file") : "cannot be mapped: " + error_text(map_errno);
         return std::nullopt;
     }
     Header h;
@@ -351,8 +351,10 @@ TextTokens cached_text_tokens(const std::vector<std::string>& files, config::Tok
                      tokens.files, tokens.ids.size(), took, path, tokens.vocab_size <= 65536 ? 2 : 4);
     else
         spdlog::warn("warning: could not write the token cache ({}); the text will be tokenized again next time "
-                     "(set GPUTRAIN_CACHE to a writable folder)",
-                     failed);
+                     "({})",
+                     failed,
+                     fs::is_directory(path) ? "a folder has the cache file's name: remove " + path
+                                            : std::string("set GPUTRAIN_CACHE to a writable folder"));
     return tokens;
 }
 

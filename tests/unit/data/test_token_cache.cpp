@@ -311,3 +311,23 @@ TEST_CASE("token cache: tokenizing vs mapping datasets/shakespeare", "[.][bench]
                          windows_held * 1e3, windows_mapped * 1e3));
     }
 }
+
+TEST_CASE("token cache: a folder with the cache file's name is neither read nor written over", "[text][cache]") {
+    TempDir dir;
+    const std::string path = dir / "folder.tokens";
+    fs::create_directories(path);
+    std::string why;
+    REQUIRE_FALSE(read_token_cache(path, "the key\n", "files", why));
+    REQUIRE(why == "is a folder, not a file");
+    TextTokens t;
+    t.tokenizer = config::Tokenizer::bytes;
+    t.vocab_size = 256;
+    t.ids = std::vector<uint32_t>{1, 2, 3};
+    const std::string failed = write_token_cache(path, "the key\n", t);
+    REQUIRE_THAT(failed, Catch::StartsWith("cannot rename "));
+    REQUIRE(fs::is_directory(path));
+    // No temporary file is left beside it.
+    size_t entries = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir.path())) ++entries;
+    REQUIRE(entries == 1);
+}
