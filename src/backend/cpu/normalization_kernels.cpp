@@ -79,14 +79,26 @@ static_assert(kLanes == 8, "lane_sums adds eight lanes");
                 sums[cols + c] += static_cast<double>(dy[c]);
             }
         if (!op.dx) continue;
-        double row_sums[2];  // of g, of g * xhat
-        lane_sums(cols, row_sums, [&](size_t c, size_t l, double (&acc)[2][kLanes]) {
-            const float xhat = (x[c] - m) * rstd;
-            const float g = op.gamma ? dy[c] * op.gamma[c] : dy[c];
-            acc[0][l] += static_cast<double>(g);
-            acc[1][l] += static_cast<double>(g * xhat);
-        });
-        const double sum_g = row_sums[0], sum_gx = row_sums[1];
+        // Sums of g and of g * xhat, lane c % kLanes as lane_sums adds them, in
+        // plain local arrays and with gamma's test outside the loop, so that
+        // the compiler vectorizes them (through lane_sums' lambda it did not).
+        double a0[kLanes] = {}, a1[kLanes] = {};
+        const auto add_row = [&](const float* gamma) {
+            const auto term = [&](size_t c, size_t l) {
+                const float xhat = (x[c] - m) * rstd;
+                const float g = gamma ? dy[c] * gamma[c] : dy[c];
+                a0[l] += static_cast<double>(g);
+                a1[l] += static_cast<double>(g * xhat);
+            };
+            size_t c = 0;
+            for (; c + kLanes <= cols; c += kLanes)
+                for (size_t l = 0; l < kLanes; ++l) term(c + l, l);
+            for (size_t l = 0; c < cols; ++c, ++l) term(c, l);
+        };
+        if (op.gamma) add_row(op.gamma);
+        else add_row(nullptr);
+        const auto lanes = [](const double* a) { return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7])); };
+        const double sum_g = lanes(a0), sum_gx = lanes(a1);
         const float mean_g = op.rms ? 0.0f : static_cast<float>(sum_g / static_cast<double>(cols));
         const float mean_gx = static_cast<float>(sum_gx / static_cast<double>(cols));
         float* dx = op.dx + r * cols;
