@@ -174,12 +174,28 @@ InitReport init_from_file(const config::RunConfig& cfg, std::vector<std::unique_
                                 "; the file is damaged, use another checkpoint");
         used.insert(&t);
     }
-    if (!missing.empty())
+    if (!missing.empty()) {
+        // A head tied to its embedding in the file (tie_weights) stores no kernel: its kernel is an
+        // embedding table transposed, which init_map cannot turn.
+        std::string tied;
+        for (const std::string& name : missing) {
+            const Shape& want = targets.at(name).view->shape;
+            if (!name.ends_with("/kernel") || want.size() != 2) continue;
+            for (const auto& t : contents.tensors)
+                if (t.name.ends_with("/embeddings") && t.shape.size() == 2 && t.shape[0] == want[1] &&
+                    t.shape[1] == want[0]) {
+                    tied = " (the file's " + t.name + " is " + name + " transposed: its head was tied to the "
+                           "embedding; tie this model's too, tie_weights on '" + layer_of(name) + "')";
+                    break;
+                }
+            if (!tied.empty()) break;
+        }
         throw DataError("model.init_from: " + path + " lacks " + std::to_string(missing.size()) + " tensor" +
-                        (missing.size() == 1 ? "" : "s") + " of the model: " + some_names(missing) +
+                        (missing.size() == 1 ? "" : "s") + " of the model: " + some_names(missing) + tied +
                         "; keep their initializers with model.init_skip (e.g. init_skip: [" + layer_of(missing[0]) +
                         "]) or name the file's tensors for them in model.init_map (the file has: " +
                         some_names(file_names, 6) + ")");
+    }
 
     for (auto& r : replicas) {
         nn::Model& m = r->model();

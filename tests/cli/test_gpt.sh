@@ -318,6 +318,8 @@ expect_one_line_error 2 "model.layers[17] (dense): tie_weights: this layer is fr
     fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[4].trainable=false'
 expect_one_line_error 2 "model.layers[17] (dense): tie_weights: is empty; name the embedding layer whose table is this layer's kernel, e.g. tie_weights: embedding" \
     fit "$tied" --run-dir "$TMP/bad" --set "model.layers[4].tie_weights=''"
+expect_one_line_error 1 "lacks 1 tensor of the model: dense/kernel (the file's embedding/embeddings is dense/kernel transposed: its head was tied to the embedding; tie this model's too, tie_weights on 'dense'); keep their initializers" \
+    fit "$cfg" --run-dir "$TMP/bad" --set "model.init_from=$tck"
 expect_one_line_error 2 "model.layers[17] (dense): lr_multiplier: this layer has no parameters of its own: its kernel is the table of embedding 'embedding' (tie_weights) and it has no bias; set lr_multiplier on 'embedding'" \
     fit "$tied" --run-dir "$TMP/bad" --set "model.layers[4].use_bias=false" --set "model.layers[4].lr_multiplier=2"
 
