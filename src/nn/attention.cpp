@@ -8,6 +8,7 @@
 #include "backend/ops/attention.hpp"
 #include "core/error.hpp"
 #include "core/shape.hpp"
+#include "nn/dropout.hpp"
 #include "nn/registry.hpp"
 
 namespace gputrain::nn {
@@ -105,21 +106,11 @@ void CausalSelfAttention::set_scratch(float* scratch) {
     scratch_ = scratch;
 }
 
-uint64_t CausalSelfAttention::key_of(const RunContext& ctx) const {
-    // The dropout layer's derivation (nn/dropout.cpp) with another salt.
-    Rng keyed(ctx.seed);
-    const uint64_t key = keyed.split(static_cast<uint64_t>(index_) * 0x100000001ull + 0x2545f491u).next_u64() ^
-                         (static_cast<uint64_t>(ctx.epoch) << 40) ^ (static_cast<uint64_t>(ctx.step) << 8);
-    return Rng(key).next_u64();
-}
+// The dropout layer's key derivation and upload (nn/dropout.hpp), with another salt.
+uint64_t CausalSelfAttention::key_of(const RunContext& ctx) const { return step_mask_key(ctx, index_, 0x2545f491u); }
 
 void CausalSelfAttention::write_key(const RunContext& ctx) {
-    const uint64_t key = key_of(ctx);
-    if (key_written_ && key == written_key_) return;  // prepared for this step already
-    const uint32_t words[2] = {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)};
-    ctx.backend.upload(key_, words, sizeof words);
-    key_written_ = true;
-    written_key_ = key;
+    upload_mask_key(ctx, key_, key_of(ctx), key_written_, written_key_);
 }
 
 void CausalSelfAttention::prepare_step(const RunContext& ctx) {

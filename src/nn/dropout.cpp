@@ -20,21 +20,24 @@ Shape Dropout::build(const Shape& input_shape) {
     return input_shape;
 }
 
-uint64_t Dropout::key_of(const RunContext& ctx) const {
+uint64_t step_mask_key(const RunContext& ctx, int index, uint32_t salt) {
     Rng keyed(ctx.seed);
-    const uint64_t key = keyed.split(static_cast<uint64_t>(index_) * 0x100000001ull + 0x5bd1e995u).next_u64() ^
+    const uint64_t key = keyed.split(static_cast<uint64_t>(index) * 0x100000001ull + salt).next_u64() ^
                          (static_cast<uint64_t>(ctx.epoch) << 40) ^ (static_cast<uint64_t>(ctx.step) << 8);
     return Rng(key).next_u64();
 }
 
-void Dropout::write_key(const RunContext& ctx) {
-    const uint64_t key = key_of(ctx);
-    if (key_written_ && key == written_key_) return;  // prepared for this step already
-    const uint32_t words[2] = {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)};
-    ctx.backend.upload(key_, words, sizeof words);
-    key_written_ = true;
-    written_key_ = key;
+void upload_mask_key(const RunContext& ctx, uint32_t* words, uint64_t key, bool& written, uint64_t& held) {
+    if (written && key == held) return;  // prepared for this step already
+    const uint32_t halves[2] = {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)};
+    ctx.backend.upload(words, halves, sizeof halves);
+    written = true;
+    held = key;
 }
+
+uint64_t Dropout::key_of(const RunContext& ctx) const { return step_mask_key(ctx, index_, 0x5bd1e995u); }
+
+void Dropout::write_key(const RunContext& ctx) { upload_mask_key(ctx, key_, key_of(ctx), key_written_, written_key_); }
 
 void Dropout::prepare_step(const RunContext& ctx) {
     if (ctx.training && rate_ > 0.0f) write_key(ctx);

@@ -8,6 +8,13 @@
 
 namespace gputrain::nn {
 
+// The mask key of the layer at `index` for this step: the run's seed split by
+// the layer (and `salt`, one per kind of layer), with the epoch and the step.
+uint64_t step_mask_key(const RunContext& ctx, int index, uint32_t salt);
+// Writes `key` as two 32-bit words to `words` (backend memory, read by the
+// mask kernels in stream order) unless they hold it already (`held`, valid once `written`).
+void upload_mask_key(const RunContext& ctx, uint32_t* words, uint64_t key, bool& written, uint64_t& held);
+
 class Dropout : public UnaryLayer {
 public:
     explicit Dropout(float rate) : rate_(rate) {}
