@@ -71,7 +71,8 @@ HostBatches make_batches(const data::Dataset& train, int64_t batch, int replicas
             const int64_t src = (s * batch + r) % train.size();
             const std::vector<float> row = data::model_inputs(train, src, src + 1);  // as the model reads it
             std::copy_n(row.begin(), per, x.begin() + r * per);
-            std::copy_n(train.labels.begin() + src * width, width, y.begin() + r * width);
+            const std::vector<int32_t> labels = data::sample_labels(train, src, src + 1);
+            std::copy_n(labels.begin(), width, y.begin() + r * width);
         }
         b.inputs.push_back(std::move(x));
         b.labels.push_back(std::move(y));
@@ -87,6 +88,7 @@ void add_stored_batches(HostBatches& b, const data::Dataset& train) {
         batch.step = static_cast<int64_t>(s);
         batch.size = b.batch;
         batch.type = train.type;
+        batch.row_bytes = train.row_bytes();
         batch.shard_begin = b.shard_begin;
         batch.labels = b.labels[s];
         batch.label_width = b.label_width;
@@ -96,8 +98,8 @@ void add_stored_batches(HostBatches& b, const data::Dataset& train) {
             std::vector<char> stored(train.row_bytes());
             train.read_rows(src, 1, stored.data());
             const char* row = stored.data();
-            if (train.type == data::SampleType::u8)
-                batch.pixels.insert(batch.pixels.end(), row, row + per);
+            if (train.type != data::SampleType::f32)
+                batch.stored.insert(batch.stored.end(), row, row + train.row_bytes());
             else
                 batch.inputs.insert(batch.inputs.end(), reinterpret_cast<const float*>(row),
                                     reinterpret_cast<const float*>(row) + per);

@@ -86,9 +86,10 @@ void describe(const char* split, const data::Dataset& d, double scale) {
                                                                                     : std::string(split) + ": " + d.description;
     if (d.text) {  // windows of token ids: the vocabulary, not channel statistics
         std::printf("%s\n  %lld windows of %lld tokens, the next token of each position its label; %lld tokens in "
-                    "the vocabulary\n",
+                    "the vocabulary; ids stored as uint%d%s\n",
                     what.c_str(), static_cast<long long>(d.size()), static_cast<long long>(d.sample_elements()),
-                    static_cast<long long>(d.num_classes));
+                    static_cast<long long>(d.num_classes), d.tokens->width() * 8,
+                    d.tokens->mapped() ? ", memory-mapped from the token cache" : "");
         if (!d.vocabulary.empty()) {
             std::string shown;
             for (char32_t c : d.vocabulary) {

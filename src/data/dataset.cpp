@@ -23,6 +23,11 @@ FileRows::~FileRows() {
 void Dataset::read_rows(int64_t first, int64_t count, void* out) const {
     const size_t bytes = static_cast<size_t>(count) * row_bytes();
     if (count <= 0) return;
+    if (type == SampleType::token) {  // windows overlap by their last id
+        for (int64_t i = 0; i < count; ++i)
+            std::memcpy(static_cast<char*>(out) + static_cast<size_t>(i) * row_bytes(), row(first + i), row_bytes());
+        return;
+    }
     if (!file) {
         std::memcpy(out, row(first), bytes);
         return;
@@ -54,6 +59,7 @@ double normalized(double v, const std::vector<double>& mean, const std::vector<d
 void make_table(Dataset& d, double scale, const std::vector<double>& mean, const std::vector<double>& std) {
     d.channels = channels_of(d.sample_shape);
     d.table.clear();
+    if (d.type == SampleType::token) return;  // ids are read as they are
     for (int c = 0; c < d.channels; ++c) {
         if (d.type == SampleType::f32) {
             d.table.push_back(static_cast<float>(normalized(0.0, mean, std, c)));
@@ -73,6 +79,14 @@ void normalize_floats(Dataset& d, const std::vector<double>& mean, const std::ve
 std::vector<float> model_inputs(const Dataset& d, int64_t begin, int64_t end) {
     const size_t n = static_cast<size_t>(d.sample_elements());
     std::vector<float> out(static_cast<size_t>(end - begin) * n);
+    if (d.type == SampleType::token) {
+        for (int64_t i = begin; i < end; ++i)
+            d.tokens->visit([&](auto ids) {
+                const size_t first = static_cast<size_t>((d.window_first + i) * d.sample_elements());
+                for (size_t t = 0; t < n; ++t) out[static_cast<size_t>(i - begin) * n + t] = static_cast<float>(ids[first + t]);
+            });
+        return out;
+    }
     if (d.type == SampleType::f32) {
         if (!out.empty() && d.streamed()) d.read_rows(begin, end - begin, out.data());
         else if (!out.empty()) std::memcpy(out.data(), d.inputs.data() + static_cast<size_t>(begin) * n, out.size() * sizeof(float));
@@ -86,6 +100,22 @@ std::vector<float> model_inputs(const Dataset& d, int64_t begin, int64_t end) {
     }
     const uint8_t* bytes = d.streamed() ? read.data() : d.pixels.data() + static_cast<size_t>(begin) * n;
     for (size_t i = 0; i < out.size(); ++i) out[i] = d.table[(i % channels) * 256 + bytes[i]];
+    return out;
+}
+
+std::vector<int32_t> sample_labels(const Dataset& d, int64_t begin, int64_t end) {
+    const size_t width = static_cast<size_t>(d.label_width);
+    if (d.type != SampleType::token)
+        return std::vector<int32_t>(d.labels.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(begin) * width),
+                                    d.labels.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(end) * width));
+    std::vector<int32_t> out(static_cast<size_t>(end - begin) * width);
+    d.tokens->visit([&](auto ids) {
+        for (int64_t i = begin; i < end; ++i) {
+            const size_t first = static_cast<size_t>((d.window_first + i) * d.sample_elements()) + 1;
+            for (size_t t = 0; t < width; ++t)
+                out[static_cast<size_t>(i - begin) * width + t] = static_cast<int32_t>(ids[first + t]);
+        }
+    });
     return out;
 }
 

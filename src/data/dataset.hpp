@@ -12,6 +12,7 @@
 
 #include "config/run_config.hpp"
 #include "core/shape.hpp"
+#include "data/token_ids.hpp"
 
 namespace gputrain::data {
 
@@ -25,7 +26,9 @@ struct DatasetPart {
     int64_t whole = 0;
 };
 
-enum class SampleType { f32, u8 };
+// How a data set stores its samples: floats, bytes (images), or token ids
+// (format: text: windows of a text's ids, uint16 or uint32 as TokenIds holds them).
+enum class SampleType { f32, u8, token };
 
 // data.stream: rows of bytes read from a file when they are needed (pread),
 // so that the samples never sit in memory; `offset` is where row 0 starts.
@@ -66,30 +69,49 @@ struct Dataset {
     std::vector<std::string> target_names;  // real targets from a CSV with a header: their columns' names
     std::vector<std::string> columns;       // a CSV's header line (empty without one): the file's layout
     std::vector<std::string> class_names;   // image folders: class i's folder name; empty where unnamed
-    // format: text: windows of token ids (held as floats) with the next token
-    // of each position as its label (label_width = positions); `vocabulary`
-    // holds, with the chars tokenizer, the character of each id in id order.
+    // format: text (type token): `windows` windows of the shared `tokens`,
+    // window i the ids [(window_first + i) * T, ... + T] (T = positions, and
+    // one more id: the label of the last position). Nothing is copied: the
+    // labels (label_width = T, `labels` empty) are the ids one further on,
+    // and the model's inputs the ids as floats, made per batch
+    // (ops::PrepareInputs). `vocabulary` holds, with the chars tokenizer, the
+    // character of each id in id order.
     bool text = false;
+    std::shared_ptr<const TokenIds> tokens;
+    int64_t window_first = 0;
+    int64_t windows = 0;
     config::Tokenizer tokenizer = config::Tokenizer::chars;
     std::u32string vocabulary;
     std::string tokenizer_model;  // sentencepiece: the model's bytes
     std::string description;       // "fashion-mnist train (/usr/share/datasets/fashion-mnist)"
     DatasetPart part;              // the training set of a worker with data.shard_files
 
-    int64_t size() const { return static_cast<int64_t>(labels.size()) / label_width; }
+    int64_t size() const {
+        return type == SampleType::token ? windows : static_cast<int64_t>(labels.size()) / label_width;
+    }
     // Target j of sample i (real_targets).
     float target(int64_t i, int j) const {
         return std::bit_cast<float>(labels[static_cast<size_t>(i * label_width + j)]);
     }
     int64_t sample_elements() const { return shape_elements(sample_shape); }
-    size_t element_bytes() const { return type == SampleType::u8 ? 1 : sizeof(float); }
-    size_t row_bytes() const { return static_cast<size_t>(sample_elements()) * element_bytes(); }
+    size_t element_bytes() const {
+        return type == SampleType::u8      ? 1
+               : type == SampleType::token ? static_cast<size_t>(tokens->width())
+                                           : sizeof(float);
+    }
+    // The values of a row as stored: a sample's, and for token windows one id more (the last label).
+    int64_t stored_elements() const { return sample_elements() + (type == SampleType::token ? 1 : 0); }
+    size_t row_bytes() const { return static_cast<size_t>(stored_elements()) * element_bytes(); }
     bool streamed() const { return file != nullptr; }
-    // Copies samples [first, first + count) as stored (bytes or floats) into
-    // `out` (count * row_bytes()): from memory, or read from the file.
+    // Copies samples [first, first + count) as stored (bytes, floats or ids)
+    // into `out` (count * row_bytes()): from memory, or read from the file.
     void read_rows(int64_t first, int64_t count, void* out) const;
-    // The storage of sample i (bytes or floats); not for a streamed set.
+    // The storage of sample i (bytes, floats or ids); not for a streamed set.
+    // Token windows overlap: sample i + 1 starts sample_elements() ids on.
     const void* row(int64_t i) const {
+        if (type == SampleType::token)
+            return static_cast<const char*>(tokens->data()) +
+                   static_cast<size_t>((window_first + i) * sample_elements()) * element_bytes();
         return type == SampleType::u8 ? static_cast<const void*>(pixels.data() + static_cast<size_t>(i) * row_bytes())
                                       : static_cast<const void*>(inputs.data() + i * sample_elements());
     }
@@ -105,6 +127,8 @@ void make_table(Dataset& d, double scale, const std::vector<double>& mean, const
 void normalize_floats(Dataset& d, const std::vector<double>& mean, const std::vector<double>& std);
 // Samples [begin, end) as the model reads them (no augmentation): floats.
 std::vector<float> model_inputs(const Dataset& d, int64_t begin, int64_t end);
+// The labels of samples [begin, end): label_width values each (token windows: the next ids).
+std::vector<int32_t> sample_labels(const Dataset& d, int64_t begin, int64_t end);
 
 struct DataSplits {
     Dataset train;

@@ -24,6 +24,12 @@ Dataset slice(const Dataset& dataset, int64_t begin, int64_t end) {
     out.tokenizer = dataset.tokenizer;
     out.vocabulary = dataset.vocabulary;
     out.tokenizer_model = dataset.tokenizer_model;
+    if (dataset.type == SampleType::token) {  // the same ids, from window `begin` on
+        out.tokens = dataset.tokens;
+        out.window_first = dataset.window_first + begin;
+        out.windows = end - begin;
+        return out;
+    }
     out.labels.assign(dataset.labels.begin() + begin * dataset.label_width,
                       dataset.labels.begin() + end * dataset.label_width);
     if (dataset.streamed()) {  // the same file, from row `begin` on
@@ -38,6 +44,10 @@ Dataset slice(const Dataset& dataset, int64_t begin, int64_t end) {
 
 void keep_first(Dataset& dataset, int64_t n) {
     if (n <= 0 || n >= dataset.size()) return;
+    if (dataset.type == SampleType::token) {
+        dataset.windows = n;
+        return;
+    }
     dataset.labels.resize(static_cast<size_t>(n * dataset.label_width));
     const size_t values = static_cast<size_t>(n * dataset.sample_elements());
     if (dataset.streamed()) {

@@ -408,17 +408,19 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
                 model = [&files, &cfg] { return SentencePieceText::train(files, cfg.vocab_size); };
             }
         }
-        const TextTokens tokens = cached_text_tokens(files, cfg.tokenizer, identity, model, default_cache_dir());
+        TextTokens tokens = cached_text_tokens(files, cfg.tokenizer, identity, model, default_cache_dir());
+        // The splits are windows of one copy of the ids (mapped, or held once).
+        const auto ids = std::make_shared<const TokenIds>(std::move(tokens.ids));
         const int64_t positions = model_input_shape[0];
-        const int64_t windows = window_count(tokens, positions);
+        const int64_t windows = (static_cast<int64_t>(ids->size()) - 1) / positions;
         if (windows < 1)
             throw DataError(fmt::format("{}: {} tokens make no sample of {} positions (and the label of the last); "
                                         "give a longer text or a smaller model.input_shape",
-                                        tokens.files, tokens.ids.size(), positions));
+                                        tokens.files, ids->size(), positions));
         const std::string description = fmt::format("{} ({}, {} tokens, {} vocabulary)", source, tokens.files,
-                                                    tokens.ids.size(), config::name_of(cfg.tokenizer));
+                                                    ids->size(), config::name_of(cfg.tokenizer));
         if (want_train) {
-            splits.train = text_windows(tokens, positions, 0, windows);
+            splits.train = text_windows(tokens, ids, positions, 0, windows);
             splits.train.description = description;
         }
         if (want_test) {
@@ -427,7 +429,8 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
                 throw ConfigError("format text: evaluate reads the last data.validation_split of the text's windows, "
                                   "and data.validation_split is 0; set it (e.g. 0.1) as training did");
             const int64_t used = cfg.limit > 0 ? std::min(windows, cfg.limit) : windows;
-            splits.test = text_windows(tokens, positions, training_count(used, cfg.validation_split, description), used);
+            splits.test =
+                text_windows(tokens, ids, positions, training_count(used, cfg.validation_split, description), used);
             splits.test.description = "the last " + std::to_string(splits.test.size()) + " windows of " + description;
         }
     } else if (format == config::DataFormat::synthetic) {

@@ -19,18 +19,20 @@ std::shared_ptr<Batch> gather_rows(const Dataset& dataset, const std::vector<int
     auto batch = std::make_shared<Batch>();
     const int64_t elements = dataset.sample_elements();
     batch->type = dataset.type;
-    if (dataset.type == SampleType::u8)
-        batch->pixels.resize(static_cast<size_t>(rows * elements));
-    else
+    batch->row_bytes = dataset.row_bytes();
+    if (dataset.type == SampleType::f32)
         batch->inputs.resize(static_cast<size_t>(rows * elements));
+    else
+        batch->stored.resize(static_cast<size_t>(rows) * batch->row_bytes);
     const int width = dataset.label_width;
+    const bool labelled = dataset.type != SampleType::token;
     batch->label_width = width;
-    batch->labels.resize(static_cast<size_t>(rows * width));
+    if (labelled) batch->labels.resize(static_cast<size_t>(rows * width));
     batch->ids.resize(static_cast<size_t>(rows));
     for (int64_t row = 0; row < rows; ++row) {
         const int64_t sample = order[static_cast<size_t>(begin + row)];
-        dataset.read_rows(sample, 1, const_cast<void*>(batch->row(row, elements)));
-        std::copy_n(dataset.labels.begin() + sample * width, width, batch->labels.begin() + row * width);
+        dataset.read_rows(sample, 1, const_cast<void*>(batch->row(row)));
+        if (labelled) std::copy_n(dataset.labels.begin() + sample * width, width, batch->labels.begin() + row * width);
         batch->ids[static_cast<size_t>(row)] = static_cast<int32_t>(first_id + sample);
     }
     return batch;

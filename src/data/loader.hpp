@@ -26,10 +26,15 @@ struct Batch {
     int64_t step = 0;                    // index of the batch within its epoch
     int64_t epoch = 0;
     int64_t size = 0;                    // samples in this global batch (last may be smaller)
-    SampleType type = SampleType::f32;   // the data set's: inputs (f32) or pixels (u8) hold the rows
-    std::vector<float> inputs;           // size * sample_elements
-    std::vector<uint8_t> pixels;         // size * sample_elements
-    std::vector<int32_t> labels;         // size * label_width (Dataset::labels)
+    // The rows, typed as the data set stores them: floats (f32) in `inputs`,
+    // or the bytes of u8 pixels or token ids in `stored` (row_bytes a row).
+    SampleType type = SampleType::f32;
+    std::vector<float> inputs;           // f32: size * sample_elements
+    std::vector<uint8_t> stored;         // u8, token: size * row_bytes
+    size_t row_bytes = 0;                // Dataset::row_bytes
+    // size * label_width (Dataset::labels); empty for token windows, whose
+    // labels are their rows' ids one further on (made with the inputs).
+    std::vector<int32_t> labels;
     int label_width = 1;
     std::vector<int32_t> ids;            // size: each row's index in the data set (augmentation's key)
     std::vector<int64_t> shard_begin;    // replicas + 1 offsets: replica r owns rows [shard_begin[r], shard_begin[r+1])
@@ -37,10 +42,10 @@ struct Batch {
     // them (first_row 0), or with data.shard_files only this worker's replicas' rows.
     int64_t first_row = 0;
 
-    // The storage of row i of this Batch (bytes or floats).
-    const void* row(int64_t i, int64_t sample_elements) const {
-        return type == SampleType::u8 ? static_cast<const void*>(pixels.data() + i * sample_elements)
-                                      : static_cast<const void*>(inputs.data() + i * sample_elements);
+    // The storage of row i of this Batch (floats, bytes or ids).
+    const void* row(int64_t i) const {
+        return type == SampleType::f32 ? static_cast<const void*>(reinterpret_cast<const char*>(inputs.data()) + i * row_bytes)
+                                       : static_cast<const void*>(stored.data() + i * row_bytes);
     }
 };
 

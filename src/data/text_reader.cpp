@@ -125,7 +125,8 @@ int64_t window_count(const TextTokens& tokens, int64_t positions) {
     return (static_cast<int64_t>(tokens.ids.size()) - 1) / positions;
 }
 
-Dataset text_windows(const TextTokens& tokens, int64_t positions, int64_t begin, int64_t end) {
+Dataset text_windows(const TextTokens& tokens, std::shared_ptr<const TokenIds> ids, int64_t positions,
+                     int64_t begin, int64_t end) {
     Dataset d;
     d.text = true;
     d.tokenizer = tokens.tokenizer;
@@ -133,23 +134,16 @@ Dataset text_windows(const TextTokens& tokens, int64_t positions, int64_t begin,
     d.tokenizer_model = tokens.tokenizer_model;
     d.sample_shape = {positions};
     d.num_classes = tokens.vocab_size;
-    d.type = SampleType::f32;
+    d.type = SampleType::token;
     d.label_width = static_cast<int>(positions);
-    const size_t per = static_cast<size_t>(positions);
-    const size_t count = static_cast<size_t>(std::max<int64_t>(0, end - begin));
-    d.inputs.resize(count * per);
-    d.labels.resize(count * per);
-    // The ids as stored (held uint32, or a mapped cache's uint16/uint32), widened here.
-    tokens.ids.visit([&](auto ids) {
-        for (size_t w = 0; w < count; ++w) {
-            const size_t first = (static_cast<size_t>(begin) + w) * per;
-            for (size_t t = 0; t < per; ++t) {
-                d.inputs[w * per + t] = static_cast<float>(ids[first + t]);
-                d.labels[w * per + t] = static_cast<int32_t>(ids[first + t + 1]);
-            }
-        }
-    });
+    d.tokens = std::move(ids);
+    d.window_first = begin;
+    d.windows = std::max<int64_t>(0, end - begin);
     return d;
+}
+
+Dataset text_windows(const TextTokens& tokens, int64_t positions, int64_t begin, int64_t end) {
+    return text_windows(tokens, std::make_shared<const TokenIds>(tokens.ids), positions, begin, end);
 }
 
 }  // namespace gputrain::data

@@ -10,59 +10,9 @@
 
 #include "config/run_config.hpp"
 #include "data/dataset.hpp"
+#include "data/token_ids.hpp"
 
 namespace gputrain::data {
-
-// The token ids of a text: held in memory (as tokenizing makes them), or a
-// view of a memory-mapped token cache (data/token_cache.hpp) of uint16 or
-// uint32 ids, read widened to uint32; `owner` keeps the mapping alive.
-class TokenIds {
-public:
-    TokenIds() = default;
-    TokenIds(std::vector<uint32_t> ids) : held_(std::move(ids)) {}  // NOLINT: implicit, as a vector was
-    TokenIds(std::shared_ptr<const void> owner, std::span<const uint16_t> ids)
-        : owner_(std::move(owner)), ids16_(ids), width_(2) {}
-    TokenIds(std::shared_ptr<const void> owner, std::span<const uint32_t> ids)
-        : owner_(std::move(owner)), ids32_(ids), width_(4) {}
-
-    size_t size() const { return owner_ ? (width_ == 2 ? ids16_.size() : ids32_.size()) : held_.size(); }
-    bool empty() const { return size() == 0; }
-    uint32_t operator[](size_t i) const { return owner_ ? (width_ == 2 ? ids16_[i] : ids32_[i]) : held_[i]; }
-    bool mapped() const { return owner_ != nullptr; }
-    int width() const { return width_; }  // bytes per id where they are: 2 or 4
-    // f(std::span<const uint16_t>) or f(std::span<const uint32_t>): every id, as stored.
-    template <class F>
-    decltype(auto) visit(F&& f) const {
-        if (owner_ && width_ == 2) return f(ids16_);
-        return f(owner_ ? ids32_ : std::span<const uint32_t>(held_));
-    }
-    // Held ids only grow: a view is copied into memory first.
-    void push_back(uint32_t id) { hold().push_back(id); }
-    void append(const std::vector<uint32_t>& ids) {
-        std::vector<uint32_t>& held = hold();
-        held.insert(held.end(), ids.begin(), ids.end());
-    }
-    void reserve(size_t n) { hold().reserve(n); }
-    std::vector<uint32_t> to_vector() const {
-        return visit([](auto ids) { return std::vector<uint32_t>(ids.begin(), ids.end()); });
-    }
-    bool operator==(const std::vector<uint32_t>& other) const { return to_vector() == other; }
-
-private:
-    std::vector<uint32_t>& hold() {
-        if (owner_) {
-            held_ = to_vector();
-            owner_.reset();
-            width_ = 4;
-        }
-        return held_;
-    }
-    std::vector<uint32_t> held_;
-    std::shared_ptr<const void> owner_;  // the mapping of a view
-    std::span<const uint16_t> ids16_;
-    std::span<const uint32_t> ids32_;
-    int width_ = 4;
-};
 
 struct TextTokens {
     TokenIds ids;
@@ -92,8 +42,12 @@ std::string vocabulary_metadata(const Dataset& d);
 
 // Windows w in [begin, end) of `positions` tokens: window w's inputs are ids
 // [w * positions, (w + 1) * positions) and its labels the ids one further on.
-// window_count is (ids - 1) / positions.
+// window_count is (ids - 1) / positions. The data set is a view of `ids`
+// (tokens.ids, shared by the splits), or of a copy of tokens.ids (cheap for
+// mapped ids).
 int64_t window_count(const TextTokens& tokens, int64_t positions);
+Dataset text_windows(const TextTokens& tokens, std::shared_ptr<const TokenIds> ids, int64_t positions,
+                     int64_t begin, int64_t end);
 Dataset text_windows(const TextTokens& tokens, int64_t positions, int64_t begin, int64_t end);
 
 // The characters of a chars vocabulary as UTF-8, and back (checkpoint metadata).

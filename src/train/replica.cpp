@@ -91,10 +91,12 @@ Replica::Replica(const config::RunConfig& cfg, std::unique_ptr<Backend> backend,
             ids_[slot] = own<int32_t>(label_bytes);
         }
         if (!staging_) continue;
-        pinned_rows_[slot] = own_pinned<float>(input_bytes);  // rows as stored: at most floats
+        pinned_rows_[slot] = own_pinned<float>(input_bytes);  // rows as stored: floats, or fewer bytes, or grown
         pinned_labels_[slot] = own_pinned<int32_t>(label_bytes);
         if (augment_) pinned_ids_[slot] = own_pinned<int32_t>(label_bytes);
     }
+    rows_capacity_ = augment_ ? input_bytes : 0;
+    pinned_capacity_ = staging_ ? input_bytes : 0;
     stats_ = own<float>(2 * sizeof(float));
     shard_params_ = own<int64_t>(2 * sizeof(int64_t));
     // Until set_input_format: floats as the model reads them, padded with 0.
@@ -191,29 +193,35 @@ void Replica::set_target_format(int width, bool real) {
     backend_->wait_copies();
 }
 
-size_t Replica::row_bytes() const {
-    return static_cast<size_t>(sample_elements_) * (type_ == data::SampleType::u8 ? 1 : sizeof(float));
-}
-
 void Replica::set_input_format(const data::Dataset& like) {
     set_target_format(like.label_width, like.real_targets);
     // A data set made by hand (tests) may have no table: floats padded with 0.
+    // Token ids have none: they are read as they are.
+    const bool tokens = like.type == data::SampleType::token;
     const std::vector<float> table = like.type == data::SampleType::f32 && like.table.empty()
                                          ? std::vector<float>(static_cast<size_t>(plan_.channels), 0.0f)
                                          : like.table;
-    if (like.type == type_ && table == host_table_) return;
-    if (table.size() != static_cast<size_t>(plan_.channels) * (like.type == data::SampleType::u8 ? 256 : 1))
+    const size_t row_bytes = like.row_bytes();
+    if (like.type == type_ && table == host_table_ && row_bytes == this->row_bytes()) return;
+    if (!tokens && table.size() != static_cast<size_t>(plan_.channels) * (like.type == data::SampleType::u8 ? 256 : 1))
         throw Error("internal: a value table of " + std::to_string(like.table.size()) + " entries for " +
                     std::to_string(plan_.channels) + " channels");
     graphs_->forget();  // recorded steps read the old table and buffers
     type_ = like.type;
+    stored_row_bytes_ = row_bytes;
+    token_bytes_ = tokens ? like.tokens->width() : 0;
     host_table_ = table;
-    table_ = own<float>(host_table_.size() * sizeof(float));
+    table_ = own<float>(std::max<size_t>(1, host_table_.size()) * sizeof(float));
     backend_->copy_to_device(table_, host_table_.data(), host_table_.size() * sizeof(float));
-    // Bytes are copied as stored and made floats by prepare_shard.
-    if (type_ == data::SampleType::u8 && !rows_[0])
-        for (int slot = 0; slot < (staging_ ? 2 : 1); ++slot)
-            rows_[slot] = own<uint8_t>(static_cast<size_t>(max_rows_ * sample_elements_));
+    // Bytes and ids are copied as stored and made floats by prepare_shard.
+    const size_t bytes = static_cast<size_t>(max_rows_) * row_bytes;
+    for (int slot = 0; slot < (staging_ ? 2 : 1); ++slot) {
+        if (type_ != data::SampleType::f32 && bytes > rows_capacity_) rows_[slot] = own<uint8_t>(bytes);
+        if (staging_ && bytes > pinned_capacity_) pinned_rows_[slot] = own_pinned<uint8_t>(bytes);
+    }
+    if (type_ != data::SampleType::f32) rows_capacity_ = std::max(rows_capacity_, bytes);
+    if (staging_) pinned_capacity_ = std::max(pinned_capacity_, bytes);
+    backend_->wait_copies();
 }
 
 void Replica::load_shard(const data::Batch& batch, int64_t begin, int64_t end, bool augmenting) {
@@ -227,10 +235,10 @@ void Replica::load_shard(const data::Batch& batch, int64_t begin, int64_t end, b
     if (end - begin > max_rows_)
         throw Error("internal: a shard of " + std::to_string(end - begin) + " rows for input buffers of " +
                     std::to_string(max_rows_) + " (a larger batch than the replicas were built for)");
-    backend_->copy_to_device(rows_[current_], batch.row(begin, sample_elements_),
-                             static_cast<size_t>(end - begin) * row_bytes());
-    backend_->copy_to_device(labels(), batch.labels.data() + begin * label_width_,
-                             static_cast<size_t>((end - begin) * label_width_) * sizeof(int32_t));
+    backend_->copy_to_device(rows_[current_], batch.row(begin), static_cast<size_t>(end - begin) * row_bytes());
+    if (!batch.labels.empty())  // token windows: made by prepare_shard
+        backend_->copy_to_device(labels(), batch.labels.data() + begin * label_width_,
+                                 static_cast<size_t>((end - begin) * label_width_) * sizeof(int32_t));
     if (augmenting && augment_)
         backend_->copy_to_device(ids_[current_], batch.ids.data() + begin,
                                  static_cast<size_t>(end - begin) * sizeof(int32_t));
@@ -259,15 +267,18 @@ bool Replica::make_resident(const data::Dataset& train, config::ResidentMode mod
         if (mode == config::ResidentMode::automatic) return false;
         throw ConfigError("data.resident: the training set has more than 2^31 samples; use data.resident: false");
     }
+    const bool tokens = train.type == data::SampleType::token;  // labels: the ids one further on
     if (!backend_->has_device_memory()) {  // the CPU: rows are read from `train` itself
         resident_inputs_ = train.row(0);
-        resident_labels_ = const_cast<int32_t*>(train.labels.data());
+        resident_labels_ = tokens ? nullptr : const_cast<int32_t*>(train.labels.data());
         host_order_.assign(static_cast<size_t>(train.size()), 0);
         resident_order_ = host_order_.data();
         resident_rows_ = train.size();
         return true;
     }
-    const size_t input_bytes = static_cast<size_t>(train.size()) * train.row_bytes();
+    // Token windows: the ids they span (windows overlap by one id), no labels.
+    const size_t input_bytes = tokens ? static_cast<size_t>(train.size() * train.sample_elements() + 1) * train.element_bytes()
+                                      : static_cast<size_t>(train.size()) * train.row_bytes();
     const size_t label_bytes = train.labels.size() * sizeof(int32_t);
     const size_t order_bytes = static_cast<size_t>(train.size()) * sizeof(int32_t);
     const size_t bytes = input_bytes + label_bytes + order_bytes;  // inputs, labels, the epoch's order
@@ -278,14 +289,14 @@ bool Replica::make_resident(const data::Dataset& train, config::ResidentMode mod
                           " MiB on " + backend_->name() + ", which has " + std::to_string(free_bytes >> 20) +
                           " MiB free; use data.resident: auto or false");
     resident_blocks_[0] = Buffer(*backend_, input_bytes);
-    resident_blocks_[1] = Buffer(*backend_, label_bytes);
+    resident_blocks_[1] = Buffer(*backend_, std::max<size_t>(1, label_bytes));
     resident_blocks_[2] = Buffer(*backend_, order_bytes);
     resident_owned_ = true;  // released by release_resident, or with the replica
     resident_inputs_ = resident_blocks_[0].get();
-    resident_labels_ = resident_blocks_[1].as<int32_t>();
+    resident_labels_ = tokens ? nullptr : resident_blocks_[1].as<int32_t>();
     resident_order_ = resident_blocks_[2].as<int32_t>();
     backend_->copy_to_device(resident_blocks_[0].get(), train.row(0), input_bytes);
-    backend_->copy_to_device(resident_labels_, train.labels.data(), label_bytes);
+    if (!tokens) backend_->copy_to_device(resident_labels_, train.labels.data(), label_bytes);
     resident_rows_ = train.size();
     resident_owned_ = true;
     staging_ = false;  // nothing to copy ahead any more
@@ -338,14 +349,18 @@ void Replica::prepare_shard(bool augmenting) {
     op.rows = shard_rows_;
     op.out = inputs();
     op.label_width = label_width_;
+    op.token_bytes = token_bytes_;
     if (gather_resident_) {
         op.source = resident_inputs_;
         op.order = resident_order_;
         op.source_labels = resident_labels_;
         op.labels = labels();
+        op.token_stride = static_cast<size_t>(sample_elements_);  // the text's ids: windows overlap
     } else {
         op.source = rows_[current_];
         op.ids = ids_[current_];
+        op.token_stride = static_cast<size_t>(sample_elements_) + 1;  // rows as copied
+        if (token_bytes_) op.labels = labels();
     }
     if (op.rows > 0) run_op(*backend_, op);
 }
@@ -362,14 +377,18 @@ void Replica::stage_training_shard(const data::Batch& batch) {
     const size_t id_bytes = static_cast<size_t>(end - begin) * sizeof(int32_t);
     const size_t label_bytes = id_bytes * static_cast<size_t>(label_width_);
     const int64_t first = begin - batch.first_row;  // see load_training_shard
-    std::memcpy(pinned_rows_[slot], batch.row(first, sample_elements_), input_bytes);
-    std::memcpy(pinned_labels_[slot], batch.labels.data() + first * label_width_, label_bytes);
-    backend_->copy_to_device_async(prepares ? rows_[slot] : inputs_[slot], pinned_rows_[slot], input_bytes);
+    std::memcpy(pinned_rows_[slot], batch.row(first), input_bytes);
+    uint64_t ticket =
+        backend_->copy_to_device_async(prepares ? rows_[slot] : inputs_[slot], pinned_rows_[slot], input_bytes);
     if (augment_) {
         std::memcpy(pinned_ids_[slot], batch.ids.data() + first, id_bytes);
-        backend_->copy_to_device_async(ids_[slot], pinned_ids_[slot], id_bytes);
+        ticket = backend_->copy_to_device_async(ids_[slot], pinned_ids_[slot], id_bytes);
     }
-    copy_tickets_[slot] = backend_->copy_to_device_async(labels_[slot], pinned_labels_[slot], label_bytes);
+    if (!batch.labels.empty()) {  // token windows: made by prepare_shard
+        std::memcpy(pinned_labels_[slot], batch.labels.data() + first * label_width_, label_bytes);
+        ticket = backend_->copy_to_device_async(labels_[slot], pinned_labels_[slot], label_bytes);
+    }
+    copy_tickets_[slot] = ticket;
     staged_ = true;
     staged_step_ = batch.step;
 }

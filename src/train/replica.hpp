@@ -191,8 +191,13 @@ private:
     ops::AugmentPlan plan_;
     void* rows_[2] = {};
     int32_t* ids_[2] = {};
-    bool needs_prepare(bool augmenting) const { return type_ == data::SampleType::u8 || (augmenting && augment_); }
-    size_t row_bytes() const;
+    bool needs_prepare(bool augmenting) const { return type_ != data::SampleType::f32 || (augmenting && augment_); }
+    // A row as stored (Dataset::row_bytes of the set_input_format data; floats until then).
+    size_t row_bytes() const { return stored_row_bytes_ ? stored_row_bytes_ : static_cast<size_t>(sample_elements_) * sizeof(float); }
+    size_t stored_row_bytes_ = 0;
+    int token_bytes_ = 0;  // token windows: bytes an id
+    // Bytes of rows_ and pinned_rows_ each (grown by set_input_format).
+    size_t rows_capacity_ = 0, pinned_capacity_ = 0;
     // Staging: pinned host copies of the next shard (as stored), one per shard
     // buffer, and the ticket of the copy that last read each.
     bool staging_ = false;

@@ -67,6 +67,59 @@ TEST_CASE("prepare_inputs on the GPU gives the CPU's rows: gathered by the order
     }
 }
 
+TEST_CASE("prepare_inputs on the GPU makes the CPU's token windows: uint16 and uint32 ids, resident or copied") {
+    const int positions = 33, rows = 29, windows = 301;
+    std::vector<uint32_t> text32(static_cast<size_t>(windows * positions + 1));
+    for (size_t i = 0; i < text32.size(); ++i) text32[i] = static_cast<uint32_t>((i * 7919 + 13) % 100000);
+    std::vector<uint16_t> text16(text32.size());
+    for (size_t i = 0; i < text32.size(); ++i) text16[i] = static_cast<uint16_t>(text32[i] % 65536);
+    const int64_t params[2] = {17, 0};
+    std::vector<int32_t> order(static_cast<size_t>(params[0] + rows));
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>((i * 131 + 7) % windows);
+    CpuBackend cpu;
+    CudaBackend gpu(0);
+    auto prepare = [&](Backend& b, int bytes, bool resident) {
+        Buffers buf(b);
+        float* x = buf.zeros<float>(static_cast<size_t>(rows * positions));
+        int32_t* y = buf.zeros<int32_t>(static_cast<size_t>(rows * positions));
+        std::vector<uint32_t> rows32;  // the loader's rows: positions + 1 ids each
+        std::vector<uint16_t> rows16;
+        for (int r = 0; r < rows; ++r)
+            for (int t = 0; t <= positions; ++t) {
+                const size_t at = static_cast<size_t>(order[static_cast<size_t>(params[0] + r)]) * positions + t;
+                rows32.push_back(text32[at]);
+                rows16.push_back(text16[at]);
+            }
+        gputrain::ops::PrepareInputs op{};
+        if (resident)
+            op.source = bytes == 2 ? static_cast<const void*>(buf.upload(text16)) : static_cast<const void*>(buf.upload(text32));
+        else
+            op.source = bytes == 2 ? static_cast<const void*>(buf.upload(rows16)) : static_cast<const void*>(buf.upload(rows32));
+        op.sample_elements = positions;
+        op.token_bytes = bytes;
+        op.token_stride = static_cast<size_t>(resident ? positions : positions + 1);
+        op.order = resident ? buf.upload(order) : nullptr;
+        op.params = buf.upload(std::vector<int64_t>{params[0], params[1]});
+        op.labels = y;
+        op.label_width = positions;
+        op.rows = rows;
+        op.out = x;
+        gputrain::run_op(b, op);
+        return std::make_pair(buf.download(x, static_cast<size_t>(rows * positions)),
+                              buf.download(y, static_cast<size_t>(rows * positions)));
+    };
+    for (const int bytes : {2, 4})
+        for (const bool resident : {true, false}) {
+            INFO(bytes << " bytes an id, " << (resident ? "resident" : "copied rows"));
+            const auto expected = prepare(cpu, bytes, resident);
+            const size_t at = static_cast<size_t>(order[static_cast<size_t>(params[0] + rows - 1)]) * positions + positions;
+            REQUIRE(expected.second.back() == static_cast<int32_t>(bytes == 2 ? text16[at] : text32[at]));
+            const auto got = prepare(gpu, bytes, resident);
+            REQUIRE(got.first == expected.first);
+            REQUIRE(got.second == expected.second);
+        }
+}
+
 TEST_CASE("Asynchronous copies from pinned memory reach the device before compute that waits for them") {
     CudaBackend gpu(0);
     Buffers buf(gpu);

@@ -16,6 +16,19 @@ void prepare_inputs(Backend&, const ops::PrepareInputs& op) {
     for (int r = 0; r < op.rows; ++r) {
         const int64_t sample = op.order ? op.order[position + r] : r;
         float* out = op.out + static_cast<size_t>(r) * n;
+        if (op.token_bytes) {  // a window: ids as floats, the next ids its labels
+            const size_t first = static_cast<size_t>(sample) * op.token_stride;
+            int32_t* labels = op.labels + static_cast<size_t>(r) * n;
+            const auto copy = [&](const auto* ids) {
+                for (size_t t = 0; t < n; ++t) {
+                    out[t] = static_cast<float>(ids[first + t]);
+                    labels[t] = static_cast<int32_t>(ids[first + t + 1]);
+                }
+            };
+            if (op.token_bytes == 2) copy(static_cast<const uint16_t*>(op.source));
+            else copy(static_cast<const uint32_t*>(op.source));
+            continue;
+        }
         if (op.order && op.labels)
             std::memcpy(op.labels + static_cast<size_t>(r) * op.label_width,
                         op.source_labels + static_cast<size_t>(sample) * op.label_width,

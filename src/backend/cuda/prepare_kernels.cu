@@ -1,6 +1,7 @@
 // The CUDA backend's kernel of backend/ops/prepare_inputs.hpp: one thread an
 // element of the shard, over a grid-stride loop; the last rows * label_width items of
-// the loop gather the labels (label_width each) of a resident set.
+// the loop gather the labels (label_width each) of a resident set, or make a
+// token window's (its next ids).
 #include "backend/cuda/cuda_backend.hpp"
 #include "backend/cuda/cuda_check.hpp"
 #include "backend/cuda/cuda_kernels.hpp"
@@ -16,8 +17,17 @@ __global__ void prepare_inputs_kernel(ops::PrepareInputs op, size_t n) {
     const size_t per = op.sample_elements;
     const int64_t position = op.order ? op.params[0] : 0;
     const size_t width = static_cast<size_t>(op.label_width);
-    const size_t labels = op.order && op.labels ? static_cast<size_t>(op.rows) * width : 0;
+    const size_t labels = (op.order || op.token_bytes) && op.labels ? static_cast<size_t>(op.rows) * width : 0;
     for (size_t i = thread_index(); i < n + labels; i += thread_count()) {
+        if (op.token_bytes) {  // a window: ids as floats, the next ids its labels (label_width = per)
+            const size_t k = i >= n ? i - n : i;
+            const size_t r = k / per, t = k % per;
+            const int64_t sample = op.order ? op.order[position + static_cast<int64_t>(r)] : static_cast<int64_t>(r);
+            const size_t at = static_cast<size_t>(sample) * op.token_stride + t;
+            if (i >= n) op.labels[k] = static_cast<int32_t>(ops::token_at(op.source, op.token_bytes, at + 1));
+            else op.out[i] = static_cast<float>(ops::token_at(op.source, op.token_bytes, at));
+            continue;
+        }
         if (i >= n) {
             const size_t r = (i - n) / width, j = (i - n) % width;
             op.labels[i - n] = op.source_labels[static_cast<size_t>(op.order[position + static_cast<int64_t>(r)]) * width + j];
@@ -53,7 +63,8 @@ int device_of(Backend& backend) { return static_cast<CudaBackend&>(backend).devi
 
 void prepare_inputs(Backend& b, const ops::PrepareInputs& op) {
     const size_t n = elements(op.rows, op.sample_elements);
-    const size_t items = n + (op.order && op.labels ? static_cast<size_t>(op.rows) * op.label_width : 0);
+    const size_t items =
+        n + ((op.order || op.token_bytes) && op.labels ? static_cast<size_t>(op.rows) * op.label_width : 0);
     if (items == 0) return;
     CUDA_CHECK(device_of(b), launch_1d(stream_of(b), items, prepare_inputs_kernel, op, n));
 }

@@ -43,9 +43,16 @@ struct AugmentPlan {
 
 struct PrepareInputs {
     static constexpr const char* kName = "prepare_inputs";
-    const void* source;            // samples, one after another: bytes (source_u8) or floats
+    const void* source;            // samples, one after another: bytes (source_u8), token ids or floats
     bool source_u8;
     size_t sample_elements;        // height * width * channels
+    // Token windows (format: text): the source holds ids of token_bytes (2
+    // or 4) each, sample s starting at id s * token_stride (resident: the
+    // text's ids, windows overlapping by one; copied rows: positions + 1 ids a
+    // row). Input t of a row is its id t as a float, label t its id t + 1,
+    // written to `labels` with or without `order`. 0: not tokens.
+    int token_bytes = 0;
+    size_t token_stride = 0;
     // Resident sets: row r is source sample order[params[0] + r], and its
     // label_width label values (class indices or float targets' bits) are
     // gathered into `labels`. Null: row r is source sample r (a copied shard).
@@ -64,6 +71,11 @@ struct PrepareInputs {
     int rows;
     float* out;                    // rows x sample_elements
 };
+
+// Id i of a token source of `bytes` (2 or 4) bytes an id.
+GPUTRAIN_HD uint32_t token_at(const void* source, int bytes, size_t i) {
+    return bytes == 2 ? static_cast<const uint16_t*>(source)[i] : static_cast<const uint32_t*>(source)[i];
+}
 
 // ---- The per-sample random draws: counter-based, so any sample's are known without the others' ----
 

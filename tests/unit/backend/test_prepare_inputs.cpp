@@ -98,3 +98,58 @@ TEST_CASE("prepare_inputs augments each sample by its (seed, epoch, index) alone
         REQUIRE(found);
     }
 }
+
+TEST_CASE("prepare_inputs makes token windows: ids as floats, the next ids as labels, from a text's ids or copied rows") {
+    const int positions = 5, rows = 3;
+    std::vector<uint32_t> text32(41);
+    for (size_t i = 0; i < text32.size(); ++i) text32[i] = static_cast<uint32_t>((i * 7919 + 13) % 70000);
+    std::vector<uint16_t> text16(text32.size());
+    for (size_t i = 0; i < text32.size(); ++i) text16[i] = static_cast<uint16_t>(text32[i] % 65536);
+    const std::vector<int32_t> order = {0, 6, 2, 7, 1, 3, 5, 4};  // windows 0..7 of the 41 ids
+    const int64_t params[2] = {3, 0};                          // this shard: order[3..5] = windows 7, 1, 3
+    CpuBackend cpu;
+    for (const int bytes : {2, 4}) {
+        INFO(bytes << " bytes an id");
+        const auto id = [&](size_t i) -> uint32_t { return bytes == 2 ? text16[i] : text32[i]; };
+        // Resident: the text's ids, windows every `positions` ids.
+        std::vector<float> out(rows * positions, -1.0f);
+        std::vector<int32_t> labels(rows * positions, -1);
+        ops::PrepareInputs op{};
+        op.source = bytes == 2 ? static_cast<const void*>(text16.data()) : static_cast<const void*>(text32.data());
+        op.sample_elements = positions;
+        op.token_bytes = bytes;
+        op.token_stride = positions;
+        op.order = order.data();
+        op.params = params;
+        op.labels = labels.data();
+        op.label_width = positions;
+        op.rows = rows;
+        op.out = out.data();
+        run_op(cpu, op);
+        for (int r = 0; r < rows; ++r)
+            for (int t = 0; t < positions; ++t) {
+                const size_t at = static_cast<size_t>(order[static_cast<size_t>(params[0] + r)] * positions + t);
+                REQUIRE(out[static_cast<size_t>(r * positions + t)] == static_cast<float>(id(at)));
+                REQUIRE(labels[static_cast<size_t>(r * positions + t)] == static_cast<int32_t>(id(at + 1)));
+            }
+        // Copied rows (the loader's): positions + 1 ids each, in batch order.
+        std::vector<uint32_t> copied32;
+        std::vector<uint16_t> copied16;
+        for (int r = 0; r < rows; ++r)
+            for (int t = 0; t <= positions; ++t) {
+                const size_t at = static_cast<size_t>(order[static_cast<size_t>(params[0] + r)] * positions + t);
+                copied32.push_back(text32[at]);
+                copied16.push_back(text16[at]);
+            }
+        std::vector<float> out2(out.size(), -1.0f);
+        std::vector<int32_t> labels2(labels.size(), -1);
+        op.source = bytes == 2 ? static_cast<const void*>(copied16.data()) : static_cast<const void*>(copied32.data());
+        op.token_stride = positions + 1;
+        op.order = nullptr;
+        op.labels = labels2.data();
+        op.out = out2.data();
+        run_op(cpu, op);
+        REQUIRE(out2 == out);
+        REQUIRE(labels2 == labels);
+    }
+}

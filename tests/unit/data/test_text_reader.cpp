@@ -59,8 +59,17 @@ TEST_CASE("windows are cut every `positions` tokens, labelled with the next toke
     REQUIRE(d.size() == 2);
     REQUIRE(d.label_width == 3);
     REQUIRE(d.sample_shape == Shape{3});
-    REQUIRE(d.inputs == std::vector<float>{3, 4, 5, 6, 7, 8});
-    REQUIRE(d.labels == std::vector<int32_t>{4, 5, 6, 7, 8, 9});
+    REQUIRE(model_inputs(d, 0, 2) == std::vector<float>{3, 4, 5, 6, 7, 8});
+    REQUIRE(sample_labels(d, 0, 2) == std::vector<int32_t>{4, 5, 6, 7, 8, 9});
+    REQUIRE(sample_labels(d, 1, 2) == std::vector<int32_t>{7, 8, 9});
+    // A view of the ids, nothing copied: rows as stored are the window and
+    // its last label (uint32 as tokenizing holds them), overlapping by one.
+    REQUIRE(d.type == SampleType::token);
+    REQUIRE(d.row(0) == static_cast<const uint32_t*>(d.tokens->data()) + 3);
+    REQUIRE(d.row_bytes() == 4 * sizeof(uint32_t));
+    std::vector<uint32_t> rows(8);
+    d.read_rows(0, 2, rows.data());
+    REQUIRE(rows == std::vector<uint32_t>{3, 4, 5, 6, 6, 7, 8, 9});
 }
 
 TEST_CASE("load_splits holds out the last windows for validation and evaluates on them", "[text]") {
@@ -76,11 +85,15 @@ TEST_CASE("load_splits holds out the last windows for validation and evaluates o
     REQUIRE(s.train.size() == 7);
     REQUIRE(s.validation.size() == 3);
     REQUIRE(s.test.size() == 3);
-    REQUIRE(s.test.inputs == s.validation.inputs);
-    REQUIRE(s.test.labels == s.validation.labels);
+    REQUIRE(model_inputs(s.test, 0, s.test.size()) == model_inputs(s.validation, 0, s.validation.size()));
+    REQUIRE(sample_labels(s.test, 0, s.test.size()) == sample_labels(s.validation, 0, s.validation.size()));
+    // The splits are windows of one copy of the ids.
+    REQUIRE(s.train.tokens == s.validation.tokens);
+    REQUIRE(s.validation.window_first == 7);
     REQUIRE(s.train.num_classes == 7);
     REQUIRE(s.validation.text);
-    REQUIRE(s.validation.inputs.front() == static_cast<float>((7 * 4) % 7));
+    REQUIRE(model_inputs(s.validation, 0, 1).front() == static_cast<float>((7 * 4) % 7));
+    REQUIRE(sample_labels(s.train, 6, 7).back() == (7 * 4) % 7);  // the last training label is validation's first id
 }
 
 TEST_CASE("a folder's .txt files are read in name order", "[text]") {

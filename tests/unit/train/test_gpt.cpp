@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "data/text_reader.hpp"
+#include "dist/local_communicator.hpp"
+#include "recording_backend.hpp"
 #include "train/evaluator.hpp"
 #include "train/predictor.hpp"
 #include "train_fixture.hpp"
@@ -97,6 +99,48 @@ TEST_CASE("A tiny GPT trains the same weights on 1, 2 and 3 replicas", "[gpt]") 
     }
 }
 
+// Token windows reach the replicas as ids: gathered from the text's ids
+// (resident), or copied as rows of positions + 1 ids by the loader, staged
+// ahead as on a GPU (a backend with "device memory"), uint32 or uint16. The
+// model reads the same floats and labels every way: the same bits.
+TEST_CASE("A tiny GPT trains the same bits from resident or copied windows, staged, of uint32 or uint16 ids", "[gpt]") {
+    data::DataSplits data;
+    data.train = tiny_text(23, 1);
+    auto cfg = tiny_gpt(2, 10);
+    cfg.data.resident = config::ResidentMode::on;
+    fixture::TempDir d0;
+    auto reference_replicas = fixture::replicas(cfg, 2);
+    fixture::fit(cfg, reference_replicas, data, d0.path.string());
+    const auto reference = fixture::params_of(*reference_replicas[0]);
+
+    // The same ids as a uint16 view (what a mapped token cache holds).
+    data::DataSplits narrow = data;
+    auto ids16 = std::make_shared<std::vector<uint16_t>>();
+    for (uint32_t id : data.train.tokens->to_vector()) ids16->push_back(static_cast<uint16_t>(id));
+    narrow.train.tokens = std::make_shared<const data::TokenIds>(
+        std::shared_ptr<const void>(ids16), std::span<const uint16_t>(ids16->data(), ids16->size()));
+    REQUIRE(narrow.train.row_bytes() == 9 * sizeof(uint16_t));
+
+    for (const bool device_memory : {false, true})
+        for (const auto resident : {config::ResidentMode::on, config::ResidentMode::off})
+            for (const bool uint16 : {false, true}) {
+                INFO("device memory " << device_memory << ", data.resident " << config::name_of(resident)
+                                      << (uint16 ? ", uint16 ids" : ", uint32 ids"));
+                cfg.data.resident = resident;
+                std::vector<std::unique_ptr<train::Replica>> reps;
+                auto comms = dist::make_local_communicators(2);
+                for (auto& comm : comms)
+                    reps.push_back(std::make_unique<train::Replica>(
+                        cfg, std::make_unique<fixture::RecordingBackend>(device_memory), std::move(comm),
+                        cfg.training.batch_size));
+                train::share_updates(reps);
+                fixture::TempDir dir;
+                fixture::fit(cfg, reps, uint16 ? narrow : data, dir.path.string());
+                REQUIRE(reps[0]->stages_ahead() == (device_memory && resident == config::ResidentMode::off));
+                REQUIRE(fixture::params_of(*reps[0]) == reference);
+            }
+}
+
 TEST_CASE("A tiny GPT resumed from a checkpoint ends with the weights of an uninterrupted run", "[gpt]") {
     data::DataSplits data;
     data.train = tiny_text(19, 2);
@@ -138,12 +182,14 @@ TEST_CASE("A tiny GPT learns, and its loss is the mean cross-entropy over every 
     double loss = 0, correct = 0;
     std::vector<float> logits(8 * 7);
     for (int64_t w = 0; w < test.size(); ++w) {
-        std::copy_n(test.inputs.begin() + w * 8, 8, one[0]->inputs());
+        const std::vector<float> window = data::model_inputs(test, w, w + 1);
+        const std::vector<int32_t> labels = data::sample_labels(test, w, w + 1);
+        std::copy_n(window.begin(), 8, one[0]->inputs());
         model.predict(nn::RunContext{one[0]->backend(), false}, one[0]->inputs(), 1);
         std::copy_n(model.outputs(), logits.size(), logits.begin());
         for (int t = 0; t < 8; ++t) {
             const float* z = logits.data() + t * 7;
-            const int label = test.labels[static_cast<size_t>(w * 8 + t)];
+            const int label = labels[static_cast<size_t>(t)];
             double top = z[0], sum = 0;
             int best = 0;
             for (int c = 1; c < 7; ++c)
