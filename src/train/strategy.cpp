@@ -9,6 +9,7 @@
 #include "core/host_memory.hpp"
 #include "data/loader.hpp"
 #include "dist/hierarchical_communicator.hpp"
+#include "dist/collective_watch.hpp"
 #include "dist/local_communicator.hpp"
 #include "train/gpu_runtime.hpp"
 #include "train/memory_estimate.hpp"
@@ -206,6 +207,12 @@ std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunC
         for (auto& r : out) backends.push_back(&r->backend());
         comms = make_gpu_communicators(placement_, backends, *communicator_, out[0]->model().param_count(),
                                        processes_);
+        // Their waits block in CUDA: a watch of the process names a stalled collective's missing replicas.
+        std::vector<std::string> names;
+        for (size_t r = 0; r < comms.size(); ++r)
+            names.push_back("replica " + std::to_string(comms[r]->rank()) + " (" + out[r]->backend().name() + ")");
+        comms = dist::watch_communicators(std::move(comms), std::move(names), cfg.strategy.stall_warning_seconds,
+                                          processes_ ? processes_->rank() : 0, processes_ ? processes_->size() : 1);
     }
     for (int r = 0; r < n; ++r) out[static_cast<size_t>(r)]->set_comm(std::move(comms[static_cast<size_t>(r)]));
     return out;

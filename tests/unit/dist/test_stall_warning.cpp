@@ -3,9 +3,6 @@
 // the interval logs which collective, the step, and which replicas have and
 // have not arrived, every interval, and the collective still completes.
 // Three ranks, a 1 s interval; rank 2 joins 2.5 s late.
-#include <spdlog/sinks/base_sink.h>
-#include <spdlog/spdlog.h>
-
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -15,55 +12,16 @@
 #include <thread>
 #include <vector>
 
+#include "captured_log.hpp"
 #include "dist/local_communicator.hpp"
 #include "dist/stall_watch.hpp"
 
 using namespace gputrain;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using test_log::CapturedLog;
 
 namespace {
-
-// The default logger's lines while it lives, each with when it was logged.
-class CapturedLog {
-public:
-    struct Line {
-        std::string text;
-        Clock::time_point at;
-    };
-
-    CapturedLog() : saved_(spdlog::default_logger()) {
-        auto logger = std::make_shared<spdlog::logger>("stall-test", std::make_shared<Sink>(lines_));
-        logger->set_pattern("%v");
-        spdlog::set_default_logger(logger);
-    }
-    ~CapturedLog() { spdlog::set_default_logger(saved_); }
-
-    // Read once the threads that log have been joined.
-    const std::vector<Line>& lines() const { return lines_; }
-
-private:
-    class Sink : public spdlog::sinks::base_sink<std::mutex> {  // base_sink holds its mutex around sink_it_
-    public:
-        explicit Sink(std::vector<Line>& lines) : lines_(lines) {}
-
-    protected:
-        void sink_it_(const spdlog::details::log_msg& msg) override {
-            spdlog::memory_buf_t formatted;
-            formatter_->format(msg, formatted);
-            std::string text = fmt::to_string(formatted);
-            while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-            lines_.push_back({text, Clock::now()});
-        }
-        void flush_() override {}
-
-    private:
-        std::vector<Line>& lines_;
-    };
-
-    std::shared_ptr<spdlog::logger> saved_;
-    std::vector<Line> lines_;
-};
 
 template <typename F>
 void on_ranks(int size, F fn) {
