@@ -59,7 +59,7 @@ Shape read_input_shape(const Section& model) {
 std::string param_text(const ValueRef& v) {
     const std::string expected = "expected a value or a list of values, got ";
     if (v.node.IsScalar()) return v.node.Scalar();
-    if (v.node.IsNull()) v.fail("missing value");
+    if (v.node.IsNull()) v.fail("missing value", "give one, or leave the key out for its default");
     if (!v.node.IsSequence()) v.fail(expected + describe(v.node));
     std::vector<std::string> items;
     for (size_t i = 0; i < v.node.size(); ++i) {
@@ -129,6 +129,8 @@ LayerSpec read_layer(const ValueRef& item) {
     for (const auto& key : keys) {
         spec.where[key] = layer.key_place(key);
         if (key == "inputs") spec.inputs = read_inputs(layer.value(key));
+        // tie_weights: ~ (or --set ...tie_weights=~): untied, as without the key.
+        else if (key == "tie_weights" && layer.value(key).node.IsNull()) continue;
         else if (key != "type" && key != "name") spec.params[key] = param_text(layer.value(key));
     }
     return spec;

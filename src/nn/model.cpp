@@ -62,10 +62,10 @@ size_t check_tie(const std::vector<std::unique_ptr<Layer>>& layers, const std::v
     const std::string table = "its table [" + std::to_string(embedding.input_dim()) + ", " +
                               std::to_string(embedding.output_dim()) + "]";
     if (dense.units() != embedding.input_dim())
-        args.fail("tie_weights", "units " + std::to_string(dense.units()) + " is not the input_dim " +
-                                     std::to_string(embedding.input_dim()) + " of embedding '" + target +
-                                     "' (the kernel is " + table + " transposed); set units: " +
-                                     std::to_string(embedding.input_dim()));
+        args.fail("units", std::to_string(dense.units()) + " is not the input_dim " +
+                               std::to_string(embedding.input_dim()) + " of embedding '" + target +
+                               "' (tie_weights: the kernel is " + table + " transposed); set units: " +
+                               std::to_string(embedding.input_dim()));
     if (dense.in_features() != embedding.output_dim())
         args.fail("tie_weights", "the input is " + std::to_string(dense.in_features()) +
                                      " wide, and the output_dim of embedding '" + target + "' is " +
@@ -73,7 +73,7 @@ size_t check_tie(const std::vector<std::unique_ptr<Layer>>& layers, const std::v
                                      " transposed); give this layer inputs " +
                                      std::to_string(embedding.output_dim()) + " wide");
     if (dense.frozen() != layer.frozen())
-        args.fail("tie_weights", std::string(dense.frozen() ? "this layer is frozen (trainable: false) and embedding '" +
+        args.fail(dense.frozen() ? "trainable" : "tie_weights", std::string(dense.frozen() ? "this layer is frozen (trainable: false) and embedding '" +
                                                                    target + "' is not"
                                                              : "embedding '" + target +
                                                                    "' is frozen (trainable: false) and this layer is not") +

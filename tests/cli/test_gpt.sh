@@ -308,13 +308,13 @@ expect_one_line_error 2 "--set model.layers[4].tie_weights=embeding: model.layer
     fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[4].tie_weights=embeding'
 expect_one_line_error 2 "model.layers[17] (dense): tie_weights: 'positional_embedding' is a positional_embedding layer; name an embedding layer, whose table becomes this layer's kernel" \
     fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[4].tie_weights=positional_embedding'
-expect_one_line_error 2 "model.layers[17] (dense): tie_weights: units $((vocab + 1)) is not the input_dim $vocab of embedding 'embedding' (the kernel is its table [$vocab, 32] transposed); set units: $vocab" \
+expect_one_line_error 2 "--set model.layers[4].units=$((vocab + 1)): model.layers[17] (dense): units: $((vocab + 1)) is not the input_dim $vocab of embedding 'embedding' (tie_weights: the kernel is its table [$vocab, 32] transposed); set units: $vocab" \
     fit "$tied" --run-dir "$TMP/bad" --set "model.layers[4].units=$((vocab + 1))"
 expect_one_line_error 2 "model.layers[17] (dense): tie_weights: the input is 48 wide, and the output_dim of embedding 'embedding' is 32 (the kernel is its table [$vocab, 32] transposed); give this layer inputs 32 wide" \
     fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[3]={type: dense, units: 48}'
 expect_one_line_error 2 "model.layers[17] (dense): tie_weights: embedding 'embedding' is frozen (trainable: false) and this layer is not; the tied table is one weight: set trainable the same on both" \
     fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[0].trainable=false'
-expect_one_line_error 2 "model.layers[17] (dense): tie_weights: this layer is frozen (trainable: false) and embedding 'embedding' is not; the tied table is one weight: set trainable the same on both" \
+expect_one_line_error 2 "--set model.layers[4].trainable=false: model.layers[17] (dense): trainable: this layer is frozen (trainable: false) and embedding 'embedding' is not; the tied table is one weight: set trainable the same on both" \
     fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[4].trainable=false'
 expect_one_line_error 2 "model.layers[17] (dense): tie_weights: is empty; name the embedding layer whose table is this layer's kernel, e.g. tie_weights: embedding" \
     fit "$tied" --run-dir "$TMP/bad" --set "model.layers[4].tie_weights=''"

@@ -250,15 +250,15 @@ TEST_CASE("tie_weights errors name the layer, the key and the fix", "[tie]") {
     CHECK(error_of(mc) == "test.yaml:3:21: model.layers[3] (dense 'head'): tie_weights: is empty; name the embedding "
                           "layer whose table is this layer's kernel, e.g. tie_weights: embedding");
     mc = tied_gpt({{"units", "6"}});
-    CHECK(error_of(mc) == "test.yaml:3:21: model.layers[3] (dense 'head'): tie_weights: units 6 is not the input_dim 5 "
-                          "of embedding 'tok' (the kernel is its table [5, 4] transposed); set units: 5");
+    CHECK(error_of(mc) == "test.yaml:3:15: model.layers[3] (dense 'head'): units: 6 is not the input_dim 5 of "
+                          "embedding 'tok' (tie_weights: the kernel is its table [5, 4] transposed); set units: 5");
     mc = tied_gpt();
     mc.layers[0].params["trainable"] = "false";
     CHECK(error_of(mc) == "test.yaml:3:21: model.layers[3] (dense 'head'): tie_weights: embedding 'tok' is frozen "
                           "(trainable: false) and this layer is not; the tied table is one weight: set trainable the "
                           "same on both");
     CHECK(error_of(tied_gpt({{"trainable", "false"}})) ==
-          "test.yaml:3:21: model.layers[3] (dense 'head'): tie_weights: this layer is frozen (trainable: false) and "
+          "test.yaml:3:19: model.layers[3] (dense 'head'): trainable: this layer is frozen (trainable: false) and "
           "embedding 'tok' is not; the tied table is one weight: set trainable the same on both");
     // The input width: a dense of 6 in front of the head.
     mc = tied_gpt();
