@@ -222,6 +222,7 @@ private:
         if (d.format == DataFormat::text) key("tokenizer") << name_of(d.tokenizer);
         if (!d.tokenizer_model.empty()) key("tokenizer_model") << d.tokenizer_model;
         if (d.vocab_size > 0) key("vocab_size") << d.vocab_size;
+        if (d.sequence_stride > 0) key("sequence_stride") << d.sequence_stride;  // only when set: digests stay
         if (!d.augment.empty()) emit_augment(d.augment);
         number("validation_split", d.validation_split);
         key("limit") << d.limit;

@@ -151,6 +151,9 @@ struct DataConfig {
     // or the pieces of one trained from the training text (data.vocab_size).
     std::string tokenizer_model;
     int64_t vocab_size = 0;
+    // format: text: ids from one training window to the next
+    // (data.sequence_stride, Keras' name); 0: the window's length, T.
+    int64_t sequence_stride = 0;
     // format: image_folder only
     bool crop_to_aspect_ratio = false;  // data.crop_to_aspect_ratio: resize the largest centered crop of the input's aspect
     bool skip_bad_files = false;        // data.skip_bad_files: skip (and count) files that are not readable images

@@ -28,7 +28,7 @@ inline const std::vector<SectionKeys>& section_keys() {
           "div_factor", "final_div_factor", "cycle_momentum", "base_momentum", "max_momentum"}},
         {"data",
          {"dataset", "path", "format", "scale", "normalize", "augment", "validation_split", "limit", "test_limit",
-          "shard_files", "synthetic", "resident", "crop_to_aspect_ratio", "skip_bad_files", "cache_dir", "stream", "stream_memory_fraction", "workers", "target_columns", "tokenizer", "tokenizer_model", "vocab_size"}},
+          "shard_files", "synthetic", "resident", "crop_to_aspect_ratio", "skip_bad_files", "cache_dir", "stream", "stream_memory_fraction", "workers", "target_columns", "tokenizer", "tokenizer_model", "vocab_size", "sequence_stride"}},
         {"data.normalize", {"mean", "std"}},
         {"data.synthetic", {"samples", "classes", "seed"}},
         {"training",

@@ -82,7 +82,7 @@ std::vector<float> model_inputs(const Dataset& d, int64_t begin, int64_t end) {
     if (d.type == SampleType::token) {
         for (int64_t i = begin; i < end; ++i)
             d.tokens->visit([&](auto ids) {
-                const size_t first = static_cast<size_t>((d.window_first + i) * d.sample_elements());
+                const size_t first = static_cast<size_t>(d.window_start(i));
                 for (size_t t = 0; t < n; ++t) out[static_cast<size_t>(i - begin) * n + t] = static_cast<float>(ids[first + t]);
             });
         return out;
@@ -111,7 +111,7 @@ std::vector<int32_t> sample_labels(const Dataset& d, int64_t begin, int64_t end)
     std::vector<int32_t> out(static_cast<size_t>(end - begin) * width);
     d.tokens->visit([&](auto ids) {
         for (int64_t i = begin; i < end; ++i) {
-            const size_t first = static_cast<size_t>((d.window_first + i) * d.sample_elements()) + 1;
+            const size_t first = static_cast<size_t>(d.window_start(i)) + 1;
             for (size_t t = 0; t < width; ++t)
                 out[static_cast<size_t>(i - begin) * width + t] = static_cast<int32_t>(ids[first + t]);
         }

@@ -70,16 +70,19 @@ struct Dataset {
     std::vector<std::string> columns;       // a CSV's header line (empty without one): the file's layout
     std::vector<std::string> class_names;   // image folders: class i's folder name; empty where unnamed
     // format: text (type token): `windows` windows of the shared `tokens`,
-    // window i the ids [(window_first + i) * T, ... + T] (T = positions, and
-    // one more id: the label of the last position). Nothing is copied: the
+    // window i the ids [first_token + i * window_stride, ... + T] (T =
+    // positions, and one more id: the label of the last position). Nothing is copied: the
     // labels (label_width = T, `labels` empty) are the ids one further on,
     // and the model's inputs the ids as floats, made per batch
     // (ops::PrepareInputs). `vocabulary` holds, with the chars tokenizer, the
     // character of each id in id order.
     bool text = false;
     std::shared_ptr<const TokenIds> tokens;
-    int64_t window_first = 0;
+    int64_t first_token = 0;
+    int64_t window_stride = 1;  // ids from one window to the next: T, or data.sequence_stride
     int64_t windows = 0;
+    // The first id of window i.
+    int64_t window_start(int64_t i) const { return first_token + i * window_stride; }
     config::Tokenizer tokenizer = config::Tokenizer::chars;
     std::u32string vocabulary;
     std::string tokenizer_model;  // sentencepiece: the model's bytes
@@ -107,11 +110,10 @@ struct Dataset {
     // into `out` (count * row_bytes()): from memory, or read from the file.
     void read_rows(int64_t first, int64_t count, void* out) const;
     // The storage of sample i (bytes, floats or ids); not for a streamed set.
-    // Token windows overlap: sample i + 1 starts sample_elements() ids on.
+    // Token windows may overlap (by one id, the last label, at least).
     const void* row(int64_t i) const {
         if (type == SampleType::token)
-            return static_cast<const char*>(tokens->data()) +
-                   static_cast<size_t>((window_first + i) * sample_elements()) * element_bytes();
+            return static_cast<const char*>(tokens->data()) + static_cast<size_t>(window_start(i)) * element_bytes();
         return type == SampleType::u8 ? static_cast<const void*>(pixels.data() + static_cast<size_t>(i) * row_bytes())
                                       : static_cast<const void*>(inputs.data() + i * sample_elements());
     }

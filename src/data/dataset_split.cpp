@@ -26,7 +26,8 @@ Dataset slice(const Dataset& dataset, int64_t begin, int64_t end) {
     out.tokenizer_model = dataset.tokenizer_model;
     if (dataset.type == SampleType::token) {  // the same ids, from window `begin` on
         out.tokens = dataset.tokens;
-        out.window_first = dataset.window_first + begin;
+        out.first_token = dataset.window_start(begin);
+        out.window_stride = dataset.window_stride;
         out.windows = end - begin;
         return out;
     }

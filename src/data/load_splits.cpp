@@ -560,6 +560,15 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
         splits.validation.description = "validation: the last " + std::to_string(splits.validation.size()) +
                                         " samples of " + splits.train.description;
     }
+    // data.sequence_stride: the training windows' ids (data.limit's and
+    // validation_split's windows of T tokens, never the held-out ones) cut
+    // into windows every `sequence_stride` ids.
+    if (want_train && format == config::DataFormat::text && cfg.sequence_stride > 0 &&
+        cfg.sequence_stride != splits.train.sample_elements()) {
+        splits.train = windows_every(std::move(splits.train), cfg.sequence_stride);
+        splits.train.description +=
+            fmt::format(", windows every {} token{}", cfg.sequence_stride, cfg.sequence_stride == 1 ? "" : "s");
+    }
     if (sharded) splits.train.description += ": " + part_text(splits.train);
     if (want_test) keep_first(splits.test, cfg.test_limit);
     if (format == config::DataFormat::text) return splits;  // token ids: no scale or table

@@ -137,8 +137,15 @@ Dataset text_windows(const TextTokens& tokens, std::shared_ptr<const TokenIds> i
     d.type = SampleType::token;
     d.label_width = static_cast<int>(positions);
     d.tokens = std::move(ids);
-    d.window_first = begin;
+    d.first_token = begin * positions;
+    d.window_stride = positions;
     d.windows = std::max<int64_t>(0, end - begin);
+    return d;
+}
+
+Dataset windows_every(Dataset d, int64_t stride) {
+    if (d.windows > 0) d.windows = (d.window_start(d.windows - 1) - d.first_token) / stride + 1;
+    d.window_stride = stride;
     return d;
 }
 

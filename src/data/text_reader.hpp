@@ -49,6 +49,10 @@ int64_t window_count(const TextTokens& tokens, int64_t positions);
 Dataset text_windows(const TextTokens& tokens, std::shared_ptr<const TokenIds> ids, int64_t positions,
                      int64_t begin, int64_t end);
 Dataset text_windows(const TextTokens& tokens, int64_t positions, int64_t begin, int64_t end);
+// The ids of `d`'s windows (from its first window's first id to its last
+// window's last label) cut into windows every `stride` ids instead
+// (data.sequence_stride): window j starts at id first_token + j * stride.
+Dataset windows_every(Dataset d, int64_t stride);
 
 // The characters of a chars vocabulary as UTF-8, and back (checkpoint metadata).
 std::string vocabulary_utf8(const std::u32string& vocabulary);

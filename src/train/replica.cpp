@@ -268,6 +268,7 @@ bool Replica::make_resident(const data::Dataset& train, config::ResidentMode mod
         throw ConfigError("data.resident: the training set has more than 2^31 samples; use data.resident: false");
     }
     const bool tokens = train.type == data::SampleType::token;  // labels: the ids one further on
+    resident_token_stride_ = tokens ? static_cast<size_t>(train.window_stride) : 0;
     if (!backend_->has_device_memory()) {  // the CPU: rows are read from `train` itself
         resident_inputs_ = train.row(0);
         resident_labels_ = tokens ? nullptr : const_cast<int32_t*>(train.labels.data());
@@ -277,8 +278,10 @@ bool Replica::make_resident(const data::Dataset& train, config::ResidentMode mod
         return true;
     }
     // Token windows: the ids they span (windows overlap by one id), no labels.
-    const size_t input_bytes = tokens ? static_cast<size_t>(train.size() * train.sample_elements() + 1) * train.element_bytes()
-                                      : static_cast<size_t>(train.size()) * train.row_bytes();
+    const size_t input_bytes =
+        tokens ? static_cast<size_t>(train.window_start(train.size() - 1) - train.window_start(0) + train.stored_elements()) *
+                     train.element_bytes()
+               : static_cast<size_t>(train.size()) * train.row_bytes();
     const size_t label_bytes = train.labels.size() * sizeof(int32_t);
     const size_t order_bytes = static_cast<size_t>(train.size()) * sizeof(int32_t);
     const size_t bytes = input_bytes + label_bytes + order_bytes;  // inputs, labels, the epoch's order
@@ -355,7 +358,7 @@ void Replica::prepare_shard(bool augmenting) {
         op.order = resident_order_;
         op.source_labels = resident_labels_;
         op.labels = labels();
-        op.token_stride = static_cast<size_t>(sample_elements_);  // the text's ids: windows overlap
+        op.token_stride = resident_token_stride_;  // the text's ids: windows every window_stride ids
     } else {
         op.source = rows_[current_];
         op.ids = ids_[current_];

@@ -213,6 +213,7 @@ private:
     int64_t resident_rows_ = 0;
     bool resident_owned_ = false;
     const void* resident_inputs_ = nullptr;  // as stored (type_)
+    size_t resident_token_stride_ = 0;       // token windows: ids from one to the next
     int32_t* resident_labels_ = nullptr;
     int32_t* resident_order_ = nullptr;
     std::vector<int32_t> host_order_;

@@ -72,6 +72,11 @@ run_expect 0 data "$cfg"
 expect_in "$TMP/out" "train: data.path ($TMP/play.txt, $chars tokens, chars vocabulary)"
 expect_in "$TMP/out" "$((windows - held_out)) windows of 16 tokens, the next token of each position its label; $vocab tokens in the vocabulary"
 expect_in "$TMP/out" "$held_out windows of 16 tokens, the next token of each position its label"
+# data.sequence_stride 1: a training window at every token whose last label is before the held-out windows.
+run_expect 0 data "$cfg" --set data.sequence_stride=1
+expect_in "$TMP/out" "$chars tokens, chars vocabulary), windows every 1 token"
+expect_in "$TMP/out" "$(((windows - held_out) * 16 - 16 + 1)) windows of 16 tokens, the next token of each position its label"
+expect_in "$TMP/out" "$held_out windows of 16 tokens, the next token of each position its label"
 expect_in "$TMP/out" 'characters: \n .:ADEFIJLMNORSTUadefghilmnorstvwyÉ'
 
 step "summary: every position scored over the vocabulary"
@@ -410,6 +415,10 @@ expect_one_line_error 2 "optimizer.no_decay[1]: expected bias, norm or embedding
     fit "$cfg" --run-dir "$TMP/bad" --set 'optimizer.no_decay=[bias, weights]'
 expect_one_line_error 2 "data.tokenizer: is only used with format: text; remove it or set format: text" \
     fit "$syn" --run-dir "$TMP/bad" --set data.tokenizer=chars
+expect_one_line_error 2 "data.sequence_stride: is only used with format: text; remove it or set format: text" \
+    fit "$syn" --run-dir "$TMP/bad" --set data.sequence_stride=1
+expect_one_line_error 2 "data.sequence_stride: expected a positive integer (tokens from one training window to the next); e.g. sequence_stride: 1, a window at every token as nanoGPT draws them" \
+    fit "$cfg" --run-dir "$TMP/bad" --set data.sequence_stride=0
 expect_one_line_error 2 "data.scale: is not used with format: text (the model takes token ids as they are); remove it" \
     fit "$cfg" --run-dir "$TMP/bad" --set data.scale=0.5
 expect_one_line_error 2 "data.normalize: is not used with format: text (the model takes token ids as they are); remove it" \

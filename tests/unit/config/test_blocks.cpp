@@ -24,8 +24,11 @@ std::string with_model(const std::string& layers, const std::string& blocks = kB
 
 std::string inputs_of(const LayerSpec& spec) {
     std::string out;
-    for (const auto& in : spec.inputs)
-        out += (out.empty() ? "" : ",") + (in.layer == LayerInput::kByName ? in.name : "#" + std::to_string(in.layer));
+    for (const auto& in : spec.inputs) {
+        if (!out.empty()) out += ',';
+        if (in.layer == LayerInput::kByName) out += in.name;
+        else out += '#' + std::to_string(in.layer);  // (a char, not "#": GCC 12's -Wrestrict misfires on the latter)
+    }
     return out;
 }
 

@@ -89,11 +89,59 @@ TEST_CASE("load_splits holds out the last windows for validation and evaluates o
     REQUIRE(sample_labels(s.test, 0, s.test.size()) == sample_labels(s.validation, 0, s.validation.size()));
     // The splits are windows of one copy of the ids.
     REQUIRE(s.train.tokens == s.validation.tokens);
-    REQUIRE(s.validation.window_first == 7);
+    REQUIRE(s.validation.first_token == 7 * 4);
     REQUIRE(s.train.num_classes == 7);
     REQUIRE(s.validation.text);
     REQUIRE(model_inputs(s.validation, 0, 1).front() == static_cast<float>((7 * 4) % 7));
     REQUIRE(sample_labels(s.train, 6, 7).back() == (7 * 4) % 7);  // the last training label is validation's first id
+}
+
+TEST_CASE("data.sequence_stride cuts the training part into windows every S tokens, never into validation's", "[text]") {
+    const ScopedCacheDir cache;
+    TempDir dir;
+    std::string text;
+    for (int i = 0; i < 41; ++i) text += static_cast<char>('a' + i % 7);  // token t has id t % 7
+    config::DataConfig cfg = text_config(write_text(dir, "t.txt", text));
+    cfg.validation_split = 0.25;  // 10 windows of 4: training tokens 0..28 (28: the last label), validation from 28
+    for (const int64_t stride : {1, 3, 4, 6}) {
+        INFO("sequence_stride " << stride);
+        cfg.sequence_stride = stride;
+        const DataSplits s = load_splits(cfg, {4}, Need::both);
+        // Windows start at 0, S, 2S, ... while their last label is at most token 28.
+        const int64_t count = (28 - 4) / stride + 1;
+        REQUIRE(s.train.size() == count);
+        REQUIRE(s.train.window_stride == stride);
+        for (int64_t w = 0; w < count; ++w) {
+            std::vector<float> inputs;
+            std::vector<int32_t> labels;
+            for (int64_t t = 0; t < 4; ++t) {
+                inputs.push_back(static_cast<float>((w * stride + t) % 7));
+                labels.push_back(static_cast<int32_t>((w * stride + t + 1) % 7));
+            }
+            REQUIRE(model_inputs(s.train, w, w + 1) == inputs);
+            REQUIRE(sample_labels(s.train, w, w + 1) == labels);
+        }
+        REQUIRE(s.train.window_start(count - 1) + 4 <= 28);
+        // The held-out windows are the same whatever the stride.
+        REQUIRE(s.validation.size() == 3);
+        REQUIRE(s.validation.first_token == 28);
+        REQUIRE(s.validation.window_stride == 4);
+        REQUIRE(s.test.first_token == 28);
+        // Rows as copied: the window's ids and its last label.
+        // (the first load tokenizes: uint32 held; the later ones map the cache's uint16)
+        std::vector<uint8_t> row(s.train.row_bytes());
+        REQUIRE(row.size() == 5u * static_cast<size_t>(s.train.tokens->width()));
+        s.train.read_rows(count - 1, 1, row.data());
+        for (int64_t t = 0; t < 5; ++t) {
+            const uint32_t id = s.train.tokens->width() == 2 ? reinterpret_cast<const uint16_t*>(row.data())[t]
+                                                             : reinterpret_cast<const uint32_t*>(row.data())[t];
+            REQUIRE(id == static_cast<uint32_t>(((count - 1) * stride + t) % 7));
+        }
+    }
+    // Without validation every window of the text: 41 tokens, the last label at most token 40.
+    cfg.validation_split = 0;
+    cfg.sequence_stride = 1;
+    REQUIRE(load_splits(cfg, {4}, Need::train).train.size() == 10 * 4 - 4 + 1);
 }
 
 TEST_CASE("a folder's .txt files are read in name order", "[text]") {

@@ -103,7 +103,8 @@ TEST_CASE("A tiny GPT trains the same weights on 1, 2 and 3 replicas", "[gpt]") 
 // (resident), or copied as rows of positions + 1 ids by the loader, staged
 // ahead as on a GPU (a backend with "device memory"), uint32 or uint16. The
 // model reads the same floats and labels every way: the same bits.
-TEST_CASE("A tiny GPT trains the same bits from resident or copied windows, staged, of uint32 or uint16 ids", "[gpt]") {
+TEST_CASE("A tiny GPT trains the same bits from resident or copied windows, staged, of uint32 or uint16 ids, strided",
+          "[gpt]") {
     data::DataSplits data;
     data.train = tiny_text(23, 1);
     auto cfg = tiny_gpt(2, 10);
@@ -121,11 +122,25 @@ TEST_CASE("A tiny GPT trains the same bits from resident or copied windows, stag
         std::shared_ptr<const void>(ids16), std::span<const uint16_t>(ids16->data(), ids16->size()));
     REQUIRE(narrow.train.row_bytes() == 9 * sizeof(uint16_t));
 
+    // And windows every 3 ids (data.sequence_stride), overlapping: a reference of their own.
+    data::DataSplits strided = data;
+    strided.train = data::windows_every(data.train, 3);
+    REQUIRE(strided.train.size() == (23 - 1) * 8 / 3 + 1);
+    data::DataSplits strided16 = narrow;
+    strided16.train = data::windows_every(narrow.train, 3);
+    cfg.data.resident = config::ResidentMode::on;
+    fixture::TempDir d1;
+    auto strided_replicas = fixture::replicas(cfg, 2);
+    fixture::fit(cfg, strided_replicas, strided, d1.path.string());
+    const auto strided_reference = fixture::params_of(*strided_replicas[0]);
+    REQUIRE(strided_reference != reference);
+
     for (const bool device_memory : {false, true})
         for (const auto resident : {config::ResidentMode::on, config::ResidentMode::off})
-            for (const bool uint16 : {false, true}) {
+            for (const bool uint16 : {false, true})
+            for (const bool stride : {false, true}) {
                 INFO("device memory " << device_memory << ", data.resident " << config::name_of(resident)
-                                      << (uint16 ? ", uint16 ids" : ", uint32 ids"));
+                                      << (uint16 ? ", uint16 ids" : ", uint32 ids") << (stride ? ", stride 3" : ""));
                 cfg.data.resident = resident;
                 std::vector<std::unique_ptr<train::Replica>> reps;
                 auto comms = dist::make_local_communicators(2);
@@ -135,9 +150,10 @@ TEST_CASE("A tiny GPT trains the same bits from resident or copied windows, stag
                         cfg.training.batch_size));
                 train::share_updates(reps);
                 fixture::TempDir dir;
-                fixture::fit(cfg, reps, uint16 ? narrow : data, dir.path.string());
+                const data::DataSplits& splits = stride ? (uint16 ? strided16 : strided) : (uint16 ? narrow : data);
+                fixture::fit(cfg, reps, splits, dir.path.string());
                 REQUIRE(reps[0]->stages_ahead() == (device_memory && resident == config::ResidentMode::off));
-                REQUIRE(fixture::params_of(*reps[0]) == reference);
+                REQUIRE(fixture::params_of(*reps[0]) == (stride ? strided_reference : reference));
             }
 }
 
