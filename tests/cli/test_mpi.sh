@@ -104,6 +104,47 @@ mpi_run -np 1 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/
     -np 1 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/mixed-ok" --quiet \
     --set logging.progress=none --set checkpoint.keep_last=1 >"$TMP/out" 2>&1 || { cat "$TMP/out" >&2; fail "the job failed"; }
 
+step "a text (token windows, views of the ids): mpirun -np 2 trains what 2 threads train; evaluate --json is the same on 1 replica, 3 replicas and mpirun -np 2"
+python3 - "$TMP/text.txt" <<'PY'
+import sys
+words = ["the", "love", "night", "sweet", "my", "lord", "is", "and", "to", "thee"]
+state, out = 7, []
+while sum(map(len, out)) < 3000:
+    state = (state * 1103515245 + 12345) % 2**31
+    out.append(words[(state >> 16) % len(words)] + (" " if state % 5 else ".\n"))
+open(sys.argv[1], "w").write("".join(out))
+PY
+tcfg=$TMP/text.yaml
+cat >"$tcfg" <<YAML
+model:
+  input_shape: [8]
+  layers:
+    - {type: embedding, input_dim: 24, output_dim: 16}
+    - {type: positional_embedding}
+    - {type: layer_norm}
+    - {type: causal_self_attention, heads: 2}
+    - {type: dense, units: 24}
+loss: {name: sparse_categorical_crossentropy, from_logits: true}
+optimizer: {type: adam, learning_rate: 3.0e-3}
+data: {path: $TMP/text.txt, format: text, tokenizer: chars, validation_split: 0.25, sequence_stride: 3}
+training: {epochs: 2, steps_per_epoch: 10, batch_size: 12, seed: 5}
+checkpoint: {save_best: false}
+YAML
+run_expect 0 fit "$tcfg" --run-dir "$TMP/text-threads" --replicas 2 --device cpu --quiet
+mpi_run -np 2 "$GPUTRAIN" fit "$tcfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/text-mpi" --quiet >"$TMP/out" 2>&1 ||
+    { cat "$TMP/out" >&2; fail "mpirun -np 2 on a text failed"; }
+safetensors close "$TMP/text-mpi/last.safetensors" "$TMP/text-threads/last.safetensors" 1e-5
+"$GPUTRAIN" evaluate "$tcfg" --checkpoint "$TMP/text-mpi/last.safetensors" --json --replicas 1 --device cpu \
+    >"$TMP/teval-one" || fail "evaluate of the text on 1 replica failed"
+"$GPUTRAIN" evaluate "$tcfg" --checkpoint "$TMP/text-mpi/last.safetensors" --json --replicas 3 --device cpu \
+    >"$TMP/teval-three" || fail "evaluate of the text on 3 replicas failed"
+cmp "$TMP/teval-one" "$TMP/teval-three" || fail "evaluate of the text: 3 replicas differ from 1"
+mpi_run -np 2 "$GPUTRAIN" evaluate "$tcfg" "${multi[@]}" --checkpoint "$TMP/text-mpi/last.safetensors" --json \
+    >"$TMP/teval-two" 2>"$TMP/err" || { cat "$TMP/teval-two" "$TMP/err" >&2; fail "evaluate of the text under mpirun failed"; }
+grep -v '^+ mpirun' "$TMP/teval-two" >"$TMP/teval-two.json"
+cmp "$TMP/teval-one" "$TMP/teval-two.json" || fail "evaluate of the text under mpirun -np 2 differs from one process's"
+cat "$TMP/teval-one"
+
 step "mpirun with a single-process strategy warns"
 # Both processes train alone into the same run dir: the run dir's lock lets
 # one train and stops the other (or, started later, it finds the first's
