@@ -49,12 +49,13 @@ int run_export(ExportArgs& args) {
     exporter::write_onnx(graph, args.onnx);
     std::error_code ec;
     const auto bytes = fs::file_size(args.onnx, ec);
-    std::printf("%s: ONNX opset %lld, %zu nodes, %zu weight tensors, %.1f MB%s; input 'input' %s float32, output "
+    std::printf("%s: ONNX opset %lld, %zu nodes, %zu weight tensors, %.1f MB%s; input 'input' %s %s, output "
                 "'output' %s%s\n",
                 args.onnx.c_str(), (long long)exporter::kOnnxOpset, graph.nodes.size(), graph.initializers.size(),
                 ec ? 0.0 : static_cast<double>(bytes) / 1e6,
                 trained.ema_weights ? " (the weights' moving average, training.ema)" : "",
-                shape_to_string(graph.input_dims).c_str(), shape_to_string(graph.output_dims).c_str(),
+                shape_to_string(graph.input_dims).c_str(), graph.input_ids ? "int64 (token ids)" : "float32",
+                shape_to_string(graph.output_dims).c_str(),
                 cfg.data.format != config::DataFormat::text &&
                         (cfg.data.scale_for(true) != 1.0 || !cfg.data.normalize_mean.empty())
                     ? "; inputs are taken after data.scale and data.normalize (the file's metadata has them)"

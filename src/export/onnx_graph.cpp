@@ -375,6 +375,12 @@ OnnxGraph onnx_graph(nn::Model& model, const config::RunConfig& cfg) {
     std::vector<std::string> value(model.layer_count() + 1);  // per tensor: its ONNX value's name
     value[0] = "input";
     for (size_t i = 0; i < model.layer_count(); ++i) {
+        const std::vector<int>& reads = model.graph().inputs[i];
+        if (std::find(reads.begin(), reads.end(), 0) == reads.end()) continue;
+        g.input_ids = model.layer(i).type() == "embedding";
+        if (!g.input_ids) break;
+    }
+    for (size_t i = 0; i < model.layer_count(); ++i) {
         const nn::Layer& layer = model.layer(i);
         LayerEmitter e(g, model, cfg.model.layers[i], layer);
         const std::vector<int>& reads = model.graph().inputs[i];
@@ -415,10 +421,11 @@ OnnxGraph onnx_graph(nn::Model& model, const config::RunConfig& cfg) {
                     product = e.node("Mul", {product, xs[j]}, {}, j + 1 == xs.size() ? out : "");
             }
         } else if (type == "embedding") {
-            // Token ids arrive as floats (gputrain's input): whole numbers, cast to int64.
+            // The file's int64 input, or floats (whole numbers) from another layer, cast to int64.
             Shape shape;
             std::vector<float> table = e.required_weight("embeddings", &shape);
-            const std::string ids = e.node("Cast", {x}, {attr_int("to", 7 /* INT64 */)});
+            const bool int64 = g.input_ids && reads[0] == 0;
+            const std::string ids = int64 ? x : e.node("Cast", {x}, {attr_int("to", 7 /* INT64 */)});
             e.node("Gather", {e.floats("embeddings", shape, std::move(table)), ids}, {attr_int("axis", 0)}, out);
         } else if (type == "positional_embedding") {
             // The table's first T rows (the input's positions), added to every sample.

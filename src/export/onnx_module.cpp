@@ -24,10 +24,11 @@ namespace gputrain::exporter {
 
 namespace {
 
-void set_type(::onnx::ValueInfoProto* value, const std::string& name, const std::vector<int64_t>& per_sample) {
+void set_type(::onnx::ValueInfoProto* value, const std::string& name, const std::vector<int64_t>& per_sample,
+              bool int64 = false) {
     value->set_name(name);
     auto* tensor = value->mutable_type()->mutable_tensor_type();
-    tensor->set_elem_type(::onnx::TensorProto::FLOAT);
+    tensor->set_elem_type(int64 ? ::onnx::TensorProto::INT64 : ::onnx::TensorProto::FLOAT);
     auto* shape = tensor->mutable_shape();
     shape->add_dim()->set_dim_param("N");  // any batch size
     for (int64_t d : per_sample) shape->add_dim()->set_dim_value(d);
@@ -107,7 +108,7 @@ static void write(const OnnxGraph& g, const std::string& path) {
     }
     auto* graph = model.mutable_graph();
     graph->set_name(g.name);
-    set_type(graph->add_input(), "input", g.input_dims);
+    set_type(graph->add_input(), "input", g.input_dims, g.input_ids);
     set_type(graph->add_output(), "output", g.output_dims);
     for (const auto& t : g.initializers) add_initializer(graph, t);
     for (const auto& n : g.nodes) add_node(graph, n);

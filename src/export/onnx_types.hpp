@@ -44,6 +44,9 @@ struct OnnxGraph {
     std::vector<OnnxNode> nodes;      // in an order that runs (each input made before it is read)
     std::vector<OnnxTensor> initializers;
     std::vector<int64_t> input_dims;  // per sample: model.input_shape
+    // Token ids: the input is int64 (what ONNX's Gather takes, and what
+    // tokenizers give) when only embedding layers read it; else float32.
+    bool input_ids = false;
     std::vector<int64_t> output_dims; // per sample: the model's output shape
     std::vector<std::pair<std::string, std::string>> metadata;  // metadata_props
     std::string doc;

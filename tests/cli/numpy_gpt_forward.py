@@ -294,7 +294,9 @@ def main():
             sys.exit("the last layer gives logits, and loss.from_logits is false: not a model this script reads")
         logp = log_softmax(out) if logits else out
         if session is not None:
-            probs = session.run(["output"], {"input": x[i:i + 256].astype(np.float32)})[0]
+            if session.get_inputs()[0].type != "tensor(int64)":  # a GPT's file takes token ids as int64
+                sys.exit(f"{args.onnx}: the input is {session.get_inputs()[0].type}, not tensor(int64) token ids")
+            probs = session.run(["output"], {"input": x[i:i + 256].astype(np.int64)})[0]
             worst = max(worst, float(np.max(np.abs(probs.astype(np.float64) - np.exp(logp)))))
         total += -np.take_along_axis(logp, y[i:i + 256][..., None], axis=-1).sum()
     mean = total / y.size

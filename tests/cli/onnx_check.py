@@ -9,8 +9,8 @@ a real runtime:
 2. ONNX Runtime (CPU) runs it on X prepared as the file's metadata says (the
    graph takes the model's inputs: X * gputrain.scale, where "auto" is 1/255
    for uint8 X and 1 otherwise, then (x - gputrain.normalize_mean) /
-   gputrain.normalize_std per channel), in one batch and one sample at a
-   time, and its outputs match PREDICTIONS (gputrain predict's CSV, or an
+   gputrain.normalize_std per channel; an int64 input, a GPT's, takes the
+   token ids as they are), in one batch and one sample at a time, and its outputs match PREDICTIONS (gputrain predict's CSV, or an
    .npy, of the raw X) within TOL (default 1e-5, absolute).
 
 Exits 77 (skipped) when onnxruntime cannot be imported (no package index
@@ -58,12 +58,20 @@ def main():
     scale = meta.get("gputrain.scale", "1")
     scale = (1 / 255 if raw.dtype == np.uint8 else 1.0) if scale == "auto" else float(scale)
     dims = [d.dim_value for d in ins[0].type.tensor_type.shape.dim[1:]]
-    x = raw.astype(np.float64).reshape([len(raw)] + dims) * scale
-    if "gputrain.normalize_mean" in meta:
-        mean = np.array([float(v) for v in meta["gputrain.normalize_mean"].split(",")])
-        std = np.array([float(v) for v in meta["gputrain.normalize_std"].split(",")])
-        x = (x - mean) / std
-    x = x.astype(np.float32)
+    if ins[0].type.tensor_type.elem_type == onnx.TensorProto.INT64:  # token ids, as a tokenizer gives them
+        if scale != 1.0 or "gputrain.normalize_mean" in meta:
+            sys.exit("an int64 (token id) input with a scale or normalization in the metadata")
+        x = raw.reshape([len(raw)] + dims)
+        if not np.array_equal(x, np.round(x)):
+            sys.exit(f"{args.inputs}: token ids must be whole numbers")
+        x = x.astype(np.int64)
+    else:
+        x = raw.astype(np.float64).reshape([len(raw)] + dims) * scale
+        if "gputrain.normalize_mean" in meta:
+            mean = np.array([float(v) for v in meta["gputrain.normalize_mean"].split(",")])
+            std = np.array([float(v) for v in meta["gputrain.normalize_std"].split(",")])
+            x = (x - mean) / std
+        x = x.astype(np.float32)
     whole = session.run(["output"], {"input": x})[0]
     one_by_one = np.concatenate([session.run(["output"], {"input": x[i:i + 1]})[0] for i in range(len(x))])
     if args.expect.endswith(".npy"):

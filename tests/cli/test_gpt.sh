@@ -164,7 +164,7 @@ if ! "$GPUTRAIN" export "$cfg" --checkpoint "$ck" --onnx "$TMP/gpt.onnx" >"$TMP/
     echo "(a sanitizer build: the ONNX module cannot be loaded; the ONNX check is not run)"
 elif "$PY" -c "import numpy, yaml, onnx" 2>/dev/null; then
     run_expect 0 export "$cfg" --checkpoint "$ck" --onnx "$TMP/gpt.onnx"
-    expect_in "$TMP/out" "input 'input' (None, 16) float32, output 'output' (None, 16, $vocab)"
+    expect_in "$TMP/out" "input 'input' (None, 16) int64 (token ids), output 'output' (None, 16, $vocab)"
     "$PY" "$HERE/onnx_check.py" "$TMP/gpt.onnx" || fail "ONNX's checker refuses the GPT"
     # A client that prepares the input as the file's metadata says (token ids as they are: no
     # gputrain.scale) gets predict's probabilities.
@@ -173,6 +173,8 @@ elif "$PY" -c "import numpy, yaml, onnx" 2>/dev/null; then
     [ "$code" -eq 0 ] || [ "$code" -eq 77 ] || fail "ONNX Runtime, fed as the metadata says, is not predict"
     "$PY" -c "import onnx, sys; m = {p.key for p in onnx.load(sys.argv[1]).metadata_props}; assert 'gputrain.scale' not in m, m" \
         "$TMP/gpt.onnx" || fail "a text model's ONNX file should not tell of data.scale"
+    "$PY" -c "import onnx, sys; i = onnx.load(sys.argv[1]).graph.input[0].type.tensor_type; assert i.elem_type == onnx.TensorProto.INT64, i" \
+        "$TMP/gpt.onnx" || fail "a GPT's ONNX input should be int64 token ids"
     code=0
     "$PY" "$HERE/numpy_gpt_forward.py" "$ck" --expect "$loss" --tolerance 1e-4 --onnx "$TMP/gpt.onnx" || code=$?
     [ "$code" -eq 0 ] || [ "$code" -eq 77 ] || fail "ONNX Runtime's GPT is not the NumPy forward pass's"
