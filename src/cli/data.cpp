@@ -85,9 +85,10 @@ void describe(const char* split, const data::Dataset& d, double scale) {
     const std::string what = d.description.starts_with(std::string(split) + ":") ? d.description
                                                                                     : std::string(split) + ": " + d.description;
     if (d.text) {  // windows of token ids: the vocabulary, not channel statistics
-        std::printf("%s\n  %lld windows of %lld tokens, the next token of each position its label; %lld tokens in "
+        std::printf("%s\n  %lld window%s of %lld tokens, the next token of each position its label; %lld tokens in "
                     "the vocabulary; ids stored as uint%d%s\n",
-                    what.c_str(), static_cast<long long>(d.size()), static_cast<long long>(d.sample_elements()),
+                    what.c_str(), static_cast<long long>(d.size()), d.size() == 1 ? "" : "s",
+                    static_cast<long long>(d.sample_elements()),
                     static_cast<long long>(d.num_classes), d.tokens->width() * 8,
                     d.tokens->mapped() ? ", memory-mapped from the token cache" : "");
         if (!d.vocabulary.empty()) {
@@ -155,6 +156,8 @@ int run_data(DataArgs& args) {
         splits.test = data::load_splits(plain, cfg.model.input_shape, data::Need::test).test;
     } catch (const DataError& e) {
         no_test = e.what();
+    } catch (const ConfigError& e) {  // format text without validation_split: nothing held out to score
+        no_test = e.what();
     }
     const double byte_scale = cfg.data.scale_for(true), float_scale = cfg.data.scale_for(false);
     const auto scale_of = [&](const data::Dataset& d) { return d.type == data::SampleType::u8 ? byte_scale : float_scale; };
@@ -183,8 +186,9 @@ int run_data(DataArgs& args) {
     data::write_npy_float32(args.out, shape, x);
     std::printf("\nWrote %s: the first %lld training samples as epoch %lld's steps make them (%s)\n", args.out.c_str(),
                 static_cast<long long>(count), static_cast<long long>(args.epoch),
-                cfg.data.augment.empty() ? "data.augment is empty: scaled and normalized only"
-                                         : "scaled, normalized and augmented");
+                train.text                 ? "format text: the token ids as floats, as the model reads them"
+                : cfg.data.augment.empty() ? "data.augment is empty: scaled and normalized only"
+                                           : "scaled, normalized and augmented");
     return 0;
 }
 

@@ -117,8 +117,16 @@ int train_worker(FitArgs& args, const config::RunConfig& cfg, dist::World* world
     const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::train,
                                                     world ? world->rank() : 0, world ? world->size() : 1);
     if (data.train.size() == 0) throw ConfigError("data: the training set is empty (check data.limit)");
-    spdlog::info("Data: {} training samples{}{}", data.train.size(),
-                 data.validation.size() ? ", " + std::to_string(data.validation.size()) + " validation samples" : "",
+    // A text's samples are windows of its tokens: how far apart (data.sequence_stride) is said too.
+    const std::string unit = data.train.text ? "window" : "sample";
+    const auto count = [&](int64_t n, const std::string& what) {
+        return std::to_string(n) + " " + what + " " + unit + (n == 1 ? "" : "s");
+    };
+    spdlog::info("Data: {}{}{}{}", count(data.train.size(), "training"),
+                 data.train.text ? fmt::format(" of {} tokens every {}", data.train.sample_elements(),
+                                               data.train.window_stride)
+                                 : "",
+                 data.validation.size() ? ", " + count(data.validation.size(), "validation") : "",
                  data.train.part.count > 1 ? "; " + data.train.description : "");
 
     // A val_* monitor without validation data watches the training metric (as

@@ -211,12 +211,9 @@ DataConfig read_data(const Section& top) {
             .fail("sentencepiece takes a model: give data.tokenizer_model (a .model file) or data.vocab_size (a "
                   "model trained from the training text), one of the two",
                   "e.g. vocab_size: 512");
-    out.sequence_stride = s.count("sequence_stride", out.sequence_stride);
     if (s.has("sequence_stride") && out.format != DataFormat::text)
         s.value("sequence_stride").fail("is only used with format: text", "remove it or set format: text");
-    if (s.has("sequence_stride") && out.sequence_stride == 0)
-        s.value("sequence_stride").fail("expected a positive integer (tokens from one training window to the next)",
-                                        "e.g. sequence_stride: 1, a window at every token as nanoGPT draws them");
+    out.sequence_stride = s.positive_int("sequence_stride", out.sequence_stride);
     if (s.has("vocab_size") && pieces && out.vocab_size < 4)
         s.value("vocab_size").fail("expected at least 4 pieces (SentencePiece's own 3 and one more), got " +
                                    std::to_string(out.vocab_size));

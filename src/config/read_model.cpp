@@ -129,8 +129,9 @@ LayerSpec read_layer(const ValueRef& item) {
     for (const auto& key : keys) {
         spec.where[key] = layer.key_place(key);
         if (key == "inputs") spec.inputs = read_inputs(layer.value(key));
-        // tie_weights: ~ (or --set ...tie_weights=~): untied, as without the key.
-        else if (key == "tie_weights" && layer.value(key).node.IsNull()) continue;
+        // A key with no value (`key: ~`, or --set ...key=~) is the key left out: its default
+        // (tie_weights: untied; activation: linear, as Keras' None), or the layer's error for one it needs.
+        else if (layer.value(key).node.IsNull()) continue;
         else if (key != "type" && key != "name") spec.params[key] = param_text(layer.value(key));
     }
     return spec;

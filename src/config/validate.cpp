@@ -208,6 +208,9 @@ void validate(RunConfig& config, const ConfigSource& source) {
                            "format text takes a block of token ids, [positions], not " +
                                std::to_string(config.model.input_shape.size()) + " axes",
                            "e.g. input_shape: [256]");
+        // A stride of the window's length is the default: written out or left out, one config (and digest).
+        if (config.model.input_shape.size() == 1 && config.data.sequence_stride == config.model.input_shape[0])
+            config.data.sequence_stride = 0;
     }
     check_optimizer(config.optimizer, source);
     check_data(config.data, source);

@@ -371,6 +371,9 @@ std::string part_text(const Dataset& d) {
                        d.part.index, d.part.count);
 }
 
+// "1 window", "3 windows".
+std::string counted(int64_t n, const char* unit) { return fmt::format("{} {}{}", n, unit, n == 1 ? "" : "s"); }
+
 }  // namespace
 
 DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_shape, Need need, int worker,
@@ -385,6 +388,8 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
     std::string source;  // "fashion-mnist" / "data.path", for descriptions
     std::string dir;
     bool split_done = false;  // the sharded read already applied limit and validation_split
+    const char* unit = format == config::DataFormat::text ? "window" : "sample";  // what the descriptions count
+    std::string text_description;
     if (format == config::DataFormat::text) {
         if (model_input_shape.size() != 1)
             throw ConfigError("format text: model.input_shape " + shape_text(model_input_shape) +
@@ -431,7 +436,7 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
             const int64_t used = cfg.limit > 0 ? std::min(windows, cfg.limit) : windows;
             splits.test =
                 text_windows(tokens, ids, positions, training_count(used, cfg.validation_split, description), used);
-            splits.test.description = "the last " + std::to_string(splits.test.size()) + " windows of " + description;
+            text_description = description;  // the test set's, once test_limit is applied
         }
     } else if (format == config::DataFormat::synthetic) {
         if (want_train) {
@@ -544,8 +549,8 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
         keep_first(splits.train, cfg.limit);
         if (cfg.validation_split > 0.0) {
             splits.validation = split_off_validation(splits.train, cfg.validation_split);
-            splits.validation.description = "validation: the last " + std::to_string(splits.validation.size()) +
-                                            " samples of " + splits.train.description;
+            splits.validation.description = "validation: the last " + counted(splits.validation.size(), unit) +
+                                            " of " + splits.train.description;
         }
         if (sharded) {  // generated data: made whole, then cut to this worker's part
             const int64_t whole = splits.train.size();
@@ -557,8 +562,8 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
             splits.train.part = {worker, workers, whole};
         }
     } else if (want_train && splits.validation.size() > 0) {
-        splits.validation.description = "validation: the last " + std::to_string(splits.validation.size()) +
-                                        " samples of " + splits.train.description;
+        splits.validation.description = "validation: the last " + counted(splits.validation.size(), unit) +
+                                        " of " + splits.train.description;
     }
     // data.sequence_stride: the training windows' ids (data.limit's and
     // validation_split's windows of T tokens, never the held-out ones) cut
@@ -570,7 +575,15 @@ DataSplits load_splits(const config::DataConfig& cfg, const Shape& model_input_s
             fmt::format(", windows every {} token{}", cfg.sequence_stride, cfg.sequence_stride == 1 ? "" : "s");
     }
     if (sharded) splits.train.description += ": " + part_text(splits.train);
-    if (want_test) keep_first(splits.test, cfg.test_limit);
+    if (want_test) {
+        const int64_t held = splits.test.size();
+        keep_first(splits.test, cfg.test_limit);
+        if (format == config::DataFormat::text)
+            splits.test.description = (splits.test.size() < held ? "the first " + counted(splits.test.size(), unit) +
+                                                                       " of the last " + std::to_string(held)
+                                                                 : "the last " + counted(held, unit)) +
+                                      " of " + text_description;
+    }
     if (format == config::DataFormat::text) return splits;  // token ids: no scale or table
     for (Dataset* d : {&splits.train, &splits.validation, &splits.test}) {
         check_normalize(cfg, *d);

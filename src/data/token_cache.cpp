@@ -346,10 +346,15 @@ TextTokens cached_text_tokens(const std::vector<std::string>& files, config::Tok
     TextTokens tokens = read_text(files, tokenizer, model ? model() : std::string());
     const double took = seconds_since(tokenizing);
     const std::string failed = write_token_cache(path, key.text, tokens);
-    if (failed.empty())
+    if (failed.empty()) {
         spdlog::info("{}: {} tokens, tokenized in {:.3f} s, written to the token cache {} ({} bytes a token)",
                      tokens.files, tokens.ids.size(), took, path, tokens.vocab_size <= 65536 ? 2 : 4);
-    else
+        // The file's ids from now on (2 bytes a token where they fit), as later starts read them: the
+        // held ids (4 bytes a token) are freed, and a first run trains on what a second would.
+        std::string unused;
+        if (std::optional<TextTokens> mapped = read_token_cache(path, key.text, tokens.files, unused))
+            return std::move(*mapped);
+    } else
         spdlog::warn("warning: could not write the token cache ({}); the text will be tokenized again next time "
                      "({})",
                      failed,

@@ -35,7 +35,8 @@ constexpr int64_t kMaxBufferElements = int64_t{1} << 40;
 // transposed, with the same trainable setting; no other dense layer tied to
 // it. Returns that embedding's index.
 size_t check_tie(const std::vector<std::unique_ptr<Layer>>& layers, const std::vector<std::string>& names,
-                 const config::LayerSpec& spec, size_t i, std::vector<int>& tied_by) {
+                 const std::vector<config::LayerSpec>& specs, size_t i, std::vector<int>& tied_by) {
+    const config::LayerSpec& spec = specs[i];
     const auto& dense = static_cast<const Dense&>(*layers[i]);
     const std::string& target = dense.tied_to();
     const LayerArgs args(spec, static_cast<int>(i));
@@ -72,12 +73,16 @@ size_t check_tie(const std::vector<std::unique_ptr<Layer>>& layers, const std::v
                                      std::to_string(embedding.output_dim()) + " (the kernel is " + table +
                                      " transposed); give this layer inputs " +
                                      std::to_string(embedding.output_dim()) + " wide");
-    if (dense.frozen() != layer.frozen())
-        args.fail(dense.frozen() ? "trainable" : "tie_weights", std::string(dense.frozen() ? "this layer is frozen (trainable: false) and embedding '" +
-                                                                   target + "' is not"
-                                                             : "embedding '" + target +
-                                                                   "' is frozen (trainable: false) and this layer is not") +
-                                     "; the tied table is one weight: set trainable the same on both");
+    // Said at the frozen one's trainable (the key that was set).
+    if (dense.frozen() && !layer.frozen())
+        args.fail("trainable", "this layer is frozen (trainable: false) and embedding '" + target +
+                                   "', whose table is its kernel (tie_weights), is not; the tied table is one weight: "
+                                   "set trainable the same on both");
+    if (layer.frozen() && !dense.frozen())
+        LayerArgs(specs[e], static_cast<int>(e))
+            .fail("trainable", "this layer is frozen (trainable: false) and dense '" + names[i] +
+                                   "', tied to it (tie_weights), is not; the tied table is one weight: set trainable "
+                                   "the same on both");
     if (!dense.use_bias() && dense.lr_multiplier() != 1.0)
         args.fail("lr_multiplier", "this layer has no parameters of its own: its kernel is the table of embedding '" +
                                        target + "' (tie_weights) and it has no bias; set lr_multiplier on '" + target +
@@ -149,7 +154,7 @@ Model::Model(const config::ModelConfig& model, const config::LossConfig& loss, B
                                   std::to_string(kMaxParamElements) + " elements; use smaller sizes");
         const auto* dense = dynamic_cast<const Dense*>(&layer);
         if (dense && !dense->tied_to().empty())
-            tied_to[i] = static_cast<int>(check_tie(layers_, names, spec, i, tied_by));
+            tied_to[i] = static_cast<int>(check_tie(layers_, names, model.layers, i, tied_by));
         if (layer.frozen() && layer.param_specs().empty() && tied_to[i] < 0)
             LayerArgs(spec, static_cast<int>(i))
                 .fail("trainable", "a " + layer.type() + " layer has no weights to freeze; remove trainable: false");

@@ -49,6 +49,8 @@ ops::AugmentPlan augment_plan(const std::vector<config::AugmentConfig>& steps, c
 std::vector<float> augmented_samples(const config::RunConfig& cfg, const data::Dataset& d, int64_t first,
                                      int64_t count, int64_t epoch) {
     const int64_t n = d.sample_elements();
+    // Token windows are not augmented: the ids as floats (their rows as stored hold one id more).
+    if (d.type == data::SampleType::token) return data::model_inputs(d, first, first + std::max<int64_t>(0, count));
     std::vector<float> out(static_cast<size_t>(count * n));
     if (count <= 0) return out;
     std::vector<int32_t> ids(static_cast<size_t>(count));

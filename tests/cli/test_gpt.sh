@@ -72,6 +72,17 @@ run_expect 0 data "$cfg"
 expect_in "$TMP/out" "train: data.path ($TMP/play.txt, $chars tokens, chars vocabulary)"
 expect_in "$TMP/out" "$((windows - held_out)) windows of 16 tokens, the next token of each position its label; $vocab tokens in the vocabulary"
 expect_in "$TMP/out" "$held_out windows of 16 tokens, the next token of each position its label"
+# --augmented: the first training windows as the model reads them, the ids as floats (no augmentation for text).
+run_expect 0 data "$cfg" --augmented 2 --out "$TMP/first.npy"
+expect_in "$TMP/out" "the first 2 training samples as epoch 0's steps make them (format text: the token ids as floats, as the model reads them)"
+"$PY" - "$TMP/play.txt" "$TMP/first.npy" <<'PY' || fail "data --augmented: not the text's first 2 windows of ids"
+import sys, numpy as np
+text = open(sys.argv[1], encoding="utf-8").read()
+ids = {c: i for i, c in enumerate(sorted(set(text)))}
+got = np.load(sys.argv[2])
+assert got.dtype == np.float32 and got.shape == (2, 16), (got.dtype, got.shape)
+assert got.ravel().tolist() == [float(ids[c]) for c in text[:32]], got
+PY
 # data.sequence_stride 1: a training window at every token whose last label is before the held-out windows.
 run_expect 0 data "$cfg" --set data.sequence_stride=1
 expect_in "$TMP/out" "$chars tokens, chars vocabulary), windows every 1 token"
@@ -319,9 +330,9 @@ expect_one_line_error 2 "--set model.layers[4].units=$((vocab + 1)): model.layer
     fit "$tied" --run-dir "$TMP/bad" --set "model.layers[4].units=$((vocab + 1))"
 expect_one_line_error 2 "model.layers[17] (dense): tie_weights: the input is 48 wide, and the output_dim of embedding 'embedding' is 32 (the kernel is its table [$vocab, 32] transposed); give this layer inputs 32 wide" \
     fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[3]={type: dense, units: 48}'
-expect_one_line_error 2 "model.layers[17] (dense): tie_weights: embedding 'embedding' is frozen (trainable: false) and this layer is not; the tied table is one weight: set trainable the same on both" \
+expect_one_line_error 2 "--set model.layers[0].trainable=false: model.layers[0] (embedding): trainable: this layer is frozen (trainable: false) and dense 'dense', tied to it (tie_weights), is not; the tied table is one weight: set trainable the same on both" \
     fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[0].trainable=false'
-expect_one_line_error 2 "--set model.layers[4].trainable=false: model.layers[17] (dense): trainable: this layer is frozen (trainable: false) and embedding 'embedding' is not; the tied table is one weight: set trainable the same on both" \
+expect_one_line_error 2 "--set model.layers[4].trainable=false: model.layers[17] (dense): trainable: this layer is frozen (trainable: false) and embedding 'embedding', whose table is its kernel (tie_weights), is not; the tied table is one weight: set trainable the same on both" \
     fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[4].trainable=false'
 expect_one_line_error 2 "model.layers[17] (dense): tie_weights: is empty; name the embedding layer whose table is this layer's kernel, e.g. tie_weights: embedding" \
     fit "$tied" --run-dir "$TMP/bad" --set "model.layers[4].tie_weights=''"
@@ -419,7 +430,7 @@ expect_one_line_error 2 "data.tokenizer: is only used with format: text; remove 
     fit "$syn" --run-dir "$TMP/bad" --set data.tokenizer=chars
 expect_one_line_error 2 "data.sequence_stride: is only used with format: text; remove it or set format: text" \
     fit "$syn" --run-dir "$TMP/bad" --set data.sequence_stride=1
-expect_one_line_error 2 "data.sequence_stride: expected a positive integer (tokens from one training window to the next); e.g. sequence_stride: 1, a window at every token as nanoGPT draws them" \
+expect_one_line_error 2 "data.sequence_stride: expected a positive integer, got '0'" \
     fit "$cfg" --run-dir "$TMP/bad" --set data.sequence_stride=0
 expect_one_line_error 2 "data.scale: is not used with format: text (the model takes token ids as they are); remove it" \
     fit "$cfg" --run-dir "$TMP/bad" --set data.scale=0.5

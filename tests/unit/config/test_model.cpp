@@ -61,17 +61,15 @@ TEST_CASE("layers: a non-empty list of mappings, each with a type") {
             "cfg.yaml:1:60: model.layers[0].units: duplicate key (first at cfg.yaml:1:50); remove one");
     REQUIRE(model_error(shape + "layers: [{type: dense, units: {n: 3}}]}") ==
             "cfg.yaml:1:57: model.layers[0].units: expected a value or a list of values, got a mapping");
-    REQUIRE(model_error(shape + "layers: [{type: dense, units: }]}") ==
-            "cfg.yaml:1:50: model.layers[0].units: missing value; give one, or leave the key out for its default");
 }
 
-TEST_CASE("tie_weights: ~ is the key left out (untied), as --set ...tie_weights=~ writes it") {
+TEST_CASE("a layer key with no value (~, or nothing) is the key left out, as --set ...KEY=~ writes it") {
     const RunConfig c = load_text(
         "model:\n"
         "  input_shape: [4]\n"
         "  layers:\n"
         "    - {type: embedding, input_dim: 5, output_dim: 3}\n"
-        "    - {type: dense, units: 5, tie_weights: ~}\n" +
+        "    - {type: dense, units: 5, tie_weights: ~, activation: , use_bias: null}\n" +
         kData);
     CHECK(c.model.layers[1].params == std::map<std::string, std::string>{{"units", "5"}});
 }

@@ -137,6 +137,20 @@ TEST_CASE("the digest ignores training.epochs (and the speed-only keys) but not 
           load_text(kMinimal + "reduce_lr_on_plateau: {patience: 4}\n").digest);
 }
 
+TEST_CASE("data.sequence_stride: the window's length is the default (one digest); another stride is in the digest") {
+    const std::string text = "model:\n  input_shape: [8]\n  layers:\n"
+                             "    - {type: embedding, input_dim: 5, output_dim: 4}\n    - {type: dense, units: 5}\n"
+                             "loss: {name: sparse_categorical_crossentropy, from_logits: true}\n"
+                             "data: {path: t.txt, format: text}\n";
+    const RunConfig base = load_text(text);
+    CHECK(load_text(text, {"data.sequence_stride=8"}).digest == base.digest);
+    CHECK(load_text(text, {"data.sequence_stride=8"}).resolved_yaml == base.resolved_yaml);
+    const RunConfig strided = load_text(text, {"data.sequence_stride=1"});
+    CHECK(strided.digest != base.digest);
+    CHECK(strided.resolved_yaml.find("  sequence_stride: 1\n") != std::string::npos);
+    require_round_trip(strided);
+}
+
 TEST_CASE("fnv1a64_hex is FNV-1a 64 in 16 hex digits") {
     CHECK(fnv1a64_hex("") == "cbf29ce484222325");
     CHECK(fnv1a64_hex("a") == "af63dc4c8601ec8c");

@@ -254,12 +254,13 @@ TEST_CASE("tie_weights errors name the layer, the key and the fix", "[tie]") {
                           "embedding 'tok' (tie_weights: the kernel is its table [5, 4] transposed); set units: 5");
     mc = tied_gpt();
     mc.layers[0].params["trainable"] = "false";
-    CHECK(error_of(mc) == "test.yaml:3:21: model.layers[3] (dense 'head'): tie_weights: embedding 'tok' is frozen "
-                          "(trainable: false) and this layer is not; the tied table is one weight: set trainable the "
-                          "same on both");
+    CHECK(error_of(mc) == "test.yaml:3:7: model.layers[0] (embedding 'tok'): trainable: this layer is frozen "
+                          "(trainable: false) and dense 'head', tied to it (tie_weights), is not; the tied table is "
+                          "one weight: set trainable the same on both");
     CHECK(error_of(tied_gpt({{"trainable", "false"}})) ==
           "test.yaml:3:19: model.layers[3] (dense 'head'): trainable: this layer is frozen (trainable: false) and "
-          "embedding 'tok' is not; the tied table is one weight: set trainable the same on both");
+          "embedding 'tok', whose table is its kernel (tie_weights), is not; the tied table is one weight: set "
+          "trainable the same on both");
     // The input width: a dense of 6 in front of the head.
     mc = tied_gpt();
     mc.layers.insert(mc.layers.begin() + 3, specs::layer("dense", {{"units", "6"}}));
