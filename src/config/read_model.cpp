@@ -98,6 +98,7 @@ LayerSpec read_layer(const ValueRef& item) {
     const Section layer = Section::open(*item.source, item.node, item.path, item.place);
     LayerSpec spec;
     spec.where[""] = layer.place();
+    spec.path = item.path;
     if (!layer.has("type")) {
         // `- dense: {units: 10}` (the layer kind as the key, as some Keras
         // configs write it): say how gputrain spells it.

@@ -36,6 +36,9 @@ struct LayerSpec {
     std::vector<LayerInput> inputs;
     // Layers of a block instance are named by the block (`stage2/block1/conv2d`).
     bool scoped = false;
+    // Where it is written, as --set spells it: "model.layers[4]", or for a
+    // block's layer "blocks.NAME.layers[1]"; "" when built in code.
+    std::string path;
     // Filled by nn::resolve_layers once the layer has been built: its name
     // (auto names included) and every parameter it took, defaults included,
     // in one spelling; the resolved YAML writes these when present.

@@ -38,9 +38,14 @@ void LayerArgs::reject_unknown(const std::string& except) const {
 
 void LayerArgs::throw_at(const std::string& key, const std::string& problem) const {
     const std::string where = place(key);
-    std::string subject = "model.layers[" + std::to_string(index_) + "] (" + spec_.type;
-    if (!spec_.name.empty()) subject += " '" + spec_.name + "'";
-    subject += ")";
+    // As written (the path --set takes): a layer of model.layers, or a block's
+    // layer named by its instance; built in code, by its index.
+    std::string subject;
+    if (spec_.scoped && !spec_.path.empty())
+        subject = "layer '" + spec_.name + "' (" + spec_.type + ", " + spec_.path + ")";
+    else
+        subject = (spec_.path.empty() ? "model.layers[" + std::to_string(index_) + "]" : spec_.path) + " (" +
+                  spec_.type + (spec_.name.empty() ? "" : " '" + spec_.name + "'") + ")";
     throw ConfigError(where + subject + (key.empty() ? "" : ": " + key) + ": " + problem);
 }
 

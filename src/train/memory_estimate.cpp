@@ -73,7 +73,8 @@ std::string what_to_lower(const config::RunConfig& cfg, const MemoryEstimate& m)
     const auto& spec = cfg.model.layers[static_cast<size_t>(m.largest_layer)];
     std::string place = nn::LayerArgs(spec, m.largest_layer).place();  // "FILE:LINE:COL: " or ""
     if (place.size() >= 2) place = ", " + place.substr(0, place.size() - 2);
-    return "the largest layer is model.layers[" + std::to_string(m.largest_layer) + "] (" + spec.type + ", " +
+    const std::string path = spec.path.empty() ? "model.layers[" + std::to_string(m.largest_layer) + "]" : spec.path;
+    return "the largest layer is " + (spec.scoped ? "'" + spec.name + "' (" + path : path + " (") + spec.type + ", " +
            std::to_string(m.largest_layer_params) + " parameters" + place + "): make it smaller";
 }
 

@@ -322,23 +322,23 @@ if "$PY" -c "import numpy, yaml" 2>/dev/null; then
 fi
 
 step "errors of tie_weights: one line each, naming the layer and the key (exit 2)"
-expect_one_line_error 2 "--set model.layers[4].tie_weights=embeding: model.layers[17] (dense): tie_weights: unknown layer 'embeding' (did you mean 'embedding'?); name an embedding layer listed above it (embedding)" \
+expect_one_line_error 2 "--set model.layers[4].tie_weights=embeding: model.layers[4] (dense): tie_weights: unknown layer 'embeding' (did you mean 'embedding'?); name an embedding layer listed above it (embedding)" \
     fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[4].tie_weights=embeding'
-expect_one_line_error 2 "model.layers[17] (dense): tie_weights: 'positional_embedding' is a positional_embedding layer; name an embedding layer, whose table becomes this layer's kernel" \
+expect_one_line_error 2 "model.layers[4] (dense): tie_weights: 'positional_embedding' is a positional_embedding layer; name an embedding layer, whose table becomes this layer's kernel" \
     fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[4].tie_weights=positional_embedding'
-expect_one_line_error 2 "--set model.layers[4].units=$((vocab + 1)): model.layers[17] (dense): units: $((vocab + 1)) is not the input_dim $vocab of embedding 'embedding' (tie_weights: the kernel is its table [$vocab, 32] transposed); set units: $vocab" \
+expect_one_line_error 2 "--set model.layers[4].units=$((vocab + 1)): model.layers[4] (dense): units: $((vocab + 1)) is not the input_dim $vocab of embedding 'embedding' (tie_weights: the kernel is its table [$vocab, 32] transposed); set units: $vocab" \
     fit "$tied" --run-dir "$TMP/bad" --set "model.layers[4].units=$((vocab + 1))"
-expect_one_line_error 2 "model.layers[17] (dense): tie_weights: the input is 48 wide, and the output_dim of embedding 'embedding' is 32 (the kernel is its table [$vocab, 32] transposed); give this layer inputs 32 wide" \
+expect_one_line_error 2 "model.layers[4] (dense): tie_weights: the input is 48 wide, and the output_dim of embedding 'embedding' is 32 (the kernel is its table [$vocab, 32] transposed); give this layer inputs 32 wide" \
     fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[3]={type: dense, units: 48}'
 expect_one_line_error 2 "--set model.layers[0].trainable=false: model.layers[0] (embedding): trainable: this layer is frozen (trainable: false) and dense 'dense', tied to it (tie_weights), is not; the tied table is one weight: set trainable the same on both" \
     fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[0].trainable=false'
-expect_one_line_error 2 "--set model.layers[4].trainable=false: model.layers[17] (dense): trainable: this layer is frozen (trainable: false) and embedding 'embedding', whose table is its kernel (tie_weights), is not; the tied table is one weight: set trainable the same on both" \
+expect_one_line_error 2 "--set model.layers[4].trainable=false: model.layers[4] (dense): trainable: this layer is frozen (trainable: false) and embedding 'embedding', whose table is its kernel (tie_weights), is not; the tied table is one weight: set trainable the same on both" \
     fit "$tied" --run-dir "$TMP/bad" --set 'model.layers[4].trainable=false'
-expect_one_line_error 2 "model.layers[17] (dense): tie_weights: is empty; name the embedding layer whose table is this layer's kernel, e.g. tie_weights: embedding" \
+expect_one_line_error 2 "model.layers[4] (dense): tie_weights: is empty; name the embedding layer whose table is this layer's kernel, e.g. tie_weights: embedding" \
     fit "$tied" --run-dir "$TMP/bad" --set "model.layers[4].tie_weights=''"
 expect_one_line_error 1 "lacks 1 tensor of the model: dense/kernel (the file's embedding/embeddings is dense/kernel transposed: its head was tied to the embedding; tie this model's too, tie_weights on 'dense'); keep their initializers" \
     fit "$cfg" --run-dir "$TMP/bad" --set "model.init_from=$tck"
-expect_one_line_error 2 "model.layers[17] (dense): lr_multiplier: this layer has no parameters of its own: its kernel is the table of embedding 'embedding' (tie_weights) and it has no bias; set lr_multiplier on 'embedding'" \
+expect_one_line_error 2 "model.layers[4] (dense): lr_multiplier: this layer has no parameters of its own: its kernel is the table of embedding 'embedding' (tie_weights) and it has no bias; set lr_multiplier on 'embedding'" \
     fit "$tied" --run-dir "$TMP/bad" --set "model.layers[4].use_bias=false" --set "model.layers[4].lr_multiplier=2"
 
 step "sentencepiece: a model trained from the text (data.vocab_size); generate decodes with the checkpoint's model"
@@ -473,7 +473,7 @@ if "$PY" -c "import numpy, yaml" 2>/dev/null; then
     "$PY" "$HERE/numpy_gpt_forward.py" "$TMP/ad-straight/last.safetensors" --expect "$ad_loss" --tolerance 1e-4 ||
         fail "attention dropout: evaluate's loss is not the NumPy forward pass's (inference drops nothing)"
 fi
-expect_one_line_error 2 "(causal_self_attention 'h/block1/causal_self_attention'): dropout: must be in [0.0, 1.0), got 1" \
+expect_one_line_error 2 "layer 'h/block1/causal_self_attention' (causal_self_attention, blocks.transformer.layers[1]): dropout: must be in [0.0, 1.0), got 1" \
     fit "$adrop" --run-dir "$TMP/bad" --set 'model.layers[2].attn_dropout=1'
 expect_one_line_error 2 "dropout: must be in [0.0, 1.0), got -0.5" \
     fit "$adrop" --run-dir "$TMP/bad" --set 'model.layers[2].attn_dropout=-0.5'

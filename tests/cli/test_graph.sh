@@ -97,7 +97,7 @@ fi
 step "graph errors: one line with the place, exit 2"
 sed 's/inputs: \[stage2, pooled\]/inputs: [stage2, poled]/' "$cfg" >"$TMP/bad.yaml"
 run_expect 2 fit "$TMP/bad.yaml" --run-dir "$TMP/bad"
-expect_in "$TMP/err" "bad.yaml:33:27: model.layers[23] (concatenate): inputs: unknown layer 'poled' (did you mean 'pooled'?)"
+expect_in "$TMP/err" "bad.yaml:33:27: model.layers[6] (concatenate): inputs: unknown layer 'poled' (did you mean 'pooled'?)"
 [ "$(wc -l <"$TMP/err")" -eq 1 ] || fail "more than one line: $(cat "$TMP/err")"
 [ ! -e "$TMP/bad" ] || fail "a config error left $TMP/bad"
 echo "ok"

@@ -162,7 +162,7 @@ safetensors close "$TMP/mid3/last.safetensors" "$TMP/mid1/last.safetensors" 1e-4
 
 step "a block instance's trainable: false; frozen batch norm keeps its moving statistics"
 res=$HERE/configs/tiny_resnet.yaml
-expect_one_line_error 2 "model.layers[4] (batch_norm 'stage1/block1/batch_norm'): trainable: a frozen batch_norm runs in inference mode (its moving statistics, as Keras does), and a trainable layer before it would need its backward pass in that mode, which gputrain does not have yet; freeze the layers before it too, or leave it trainable" \
+expect_one_line_error 2 "layer 'stage1/block1/batch_norm' (batch_norm, blocks.basic.layers[1]): trainable: a frozen batch_norm runs in inference mode (its moving statistics, as Keras does), and a trainable layer before it would need its backward pass in that mode, which gputrain does not have yet; freeze the layers before it too, or leave it trainable" \
     fit "$res" --run-dir "$TMP/bad" --device cpu --set "model.layers[3].trainable=false"
 frozen=(--set "model.layers[0].trainable=false" --set "model.layers[1].trainable=false"
         --set "model.layers[3].trainable=false" --set checkpoint.every_epochs=1)
