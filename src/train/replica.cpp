@@ -119,7 +119,11 @@ void Replica::share_update(std::shared_ptr<SharedUpdate> shared, int index, Repl
     optimizer().set_shard(begin, end);
     if (&first != this) {
         optimizer().share_state_of(first.optimizer());
-        if (ema_) ema_ = first.ema_;  // the weights' copy made at construction: the same values
+        if (ema_) {  // the weights' copy made at construction: the same values; this one's is freed
+            for (Buffer& b : owned_)
+                if (b.get() == ema_) b.reset();
+            ema_ = first.ema_;
+        }
     }
     shared_update_ = std::move(shared);
     shared_index_ = index;
