@@ -149,11 +149,14 @@ int run_data(DataArgs& args) {
     config::DataConfig plain = cfg.data;
     plain.normalize_mean.clear();
     plain.normalize_std.clear();
-    data::DataSplits splits = data::load_splits(plain, cfg.model.input_shape, data::Need::train);
+    // A text's test set is its held-out windows: read with the rest (one tokenization).
+    const bool text_with_test = cfg.data.format == config::DataFormat::text && cfg.data.validation_split > 0;
+    data::DataSplits splits = data::load_splits(plain, cfg.model.input_shape,
+                                                text_with_test ? data::Need::both : data::Need::train);
     // fit needs no test set; evaluate does: say so rather than fail.
     std::string no_test;
     try {
-        splits.test = data::load_splits(plain, cfg.model.input_shape, data::Need::test).test;
+        if (!text_with_test) splits.test = data::load_splits(plain, cfg.model.input_shape, data::Need::test).test;
     } catch (const DataError& e) {
         no_test = e.what();
     } catch (const ConfigError& e) {  // format text without validation_split: nothing held out to score
