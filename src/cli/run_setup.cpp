@@ -141,6 +141,17 @@ void log_gemm_epilogues(const config::RunConfig& cfg, const Backend& backend) {
                  plans.taken, plans.asked);
 }
 
+namespace {
+
+// Layer i of the expanded list as --set reaches it: model.layers[N] as written, or a block's layer by name.
+std::string written_as(const config::RunConfig& cfg, size_t i) {
+    const config::LayerSpec& spec = cfg.model.layers[i];
+    if (spec.path.empty()) return "model.layers[" + std::to_string(i) + "]";
+    return spec.scoped ? "layer '" + spec.name + "' (" + spec.path + ")" : spec.path;
+}
+
+}  // namespace
+
 void check_classes(const data::Dataset& data, int64_t model_classes, const config::RunConfig& cfg,
                    int64_t model_positions) {
     // Where the last layer is in the config; the labels are counted over every split read.
@@ -150,7 +161,7 @@ void check_classes(const data::Dataset& data, int64_t model_classes, const confi
     const std::string loss = config::name_of(cfg.loss.name);
     const std::string metric = cfg.metric();
     if (!data.text && model_positions != 1)
-        throw ConfigError(place + ": model.layers[" + std::to_string(last) + "]: the model's output has " +
+        throw ConfigError(place + ": " + written_as(cfg, last) + ": the model's output has " +
                           std::to_string(model_positions) + " positions of " + std::to_string(model_classes) +
                           " scores, and " + data.description +
                           " has one label per sample; add a flatten layer before the last dense layer (one output "
@@ -175,14 +186,14 @@ void check_classes(const data::Dataset& data, int64_t model_classes, const confi
                         tied = ", and units: " + std::to_string(data.num_classes) + " on '" + name_of(other) +
                                "', whose kernel is its table (tie_weights)";
                 }
-                throw ConfigError(at + ": model.layers[" + std::to_string(i) + "] (embedding): input_dim " +
+                throw ConfigError(at + ": " + written_as(cfg, i) + " (embedding): input_dim " +
                                   dim->second + " is smaller than the vocabulary of " + std::to_string(data.num_classes) +
                                   " tokens (" + data.description + "); set input_dim: " +
                                   std::to_string(data.num_classes) + tied);
             }
         }
         if (model_positions != data.label_width)
-            throw ConfigError(place + ": model.layers[" + std::to_string(last) + "]: format text labels each of the " +
+            throw ConfigError(place + ": " + written_as(cfg, last) + ": format text labels each of the " +
                               std::to_string(data.label_width) + " positions of a sample, so the model's output must be " +
                               "(None, " + std::to_string(data.label_width) + ", " + std::to_string(data.num_classes) +
                               "): a dense layer on the last axis, without flatten");
@@ -198,7 +209,7 @@ void check_classes(const data::Dataset& data, int64_t model_classes, const confi
                               " counts class labels, and the targets of " + data.description +
                               " are real values; " + (cfg.metrics_given ? "use" : "set") + " metrics: [mae] or [mse]");
         if (data.label_width != model_classes)
-            throw ConfigError(place + ": model.layers[" + std::to_string(last) + "]: the model has " +
+            throw ConfigError(place + ": " + written_as(cfg, last) + ": the model has " +
                               std::to_string(model_classes) + " output" + (model_classes == 1 ? "" : "s") + ", and " +
                               data.description + " has " + std::to_string(data.label_width) + " target" +
                               (data.label_width == 1 ? "" : "s") + " per sample; set the last layer's units to " +
@@ -212,7 +223,7 @@ void check_classes(const data::Dataset& data, int64_t model_classes, const confi
                           " has class labels; name the target columns in data.target_columns (CSV) or give a "
                           "float y array (NPY)");
     if (data.num_classes <= model_classes) return;
-    throw ConfigError(place + ": model.layers[" + std::to_string(last) + "]: the model has " +
+    throw ConfigError(place + ": " + written_as(cfg, last) + ": the model has " +
                       std::to_string(model_classes) + " outputs, but the data's labels go up to " +
                       std::to_string(data.num_classes - 1) + " (" + data.description +
                       "); set the last layer's units to at least " + std::to_string(data.num_classes));

@@ -474,7 +474,9 @@ OnnxGraph onnx_graph(nn::Model& model, const config::RunConfig& cfg) {
     }
     g.doc = "gputrain model '" + g.name + "': input (N" ;
     for (int64_t d : g.input_dims) g.doc += ", " + std::to_string(d);
-    g.doc += text ? ") float32 token ids; output (N" : ") float32 after data.scale and data.normalize (see metadata); output (N";
+    g.doc += g.input_ids ? ") int64 token ids; output (N"
+             : text      ? ") float32 token ids; output (N"
+                         : ") float32 after data.scale and data.normalize (see metadata); output (N";
     for (int64_t d : g.output_dims) g.doc += ", " + std::to_string(d);
     g.doc += std::string(") ") + (probabilities || softmax_layer ? "class probabilities" : "outputs");
     return g;

@@ -7,7 +7,7 @@
 // The graph's input "input" is (N, model.input_shape) float32, the values the
 // model sees: after data.scale and data.normalize, which are recorded in the
 // file's metadata (gputrain.scale, gputrain.normalize_mean/std) for the caller
-// to apply. Its output "output" is (N, output shape): what `gputrain predict`
+// to apply; int64 token ids where only embedding layers read it (a GPT). Its output "output" is (N, output shape): what `gputrain predict`
 // writes (class probabilities for a crossentropy model, softmax included;
 // the outputs themselves for regression). Tensors stay channels-last (NHWC)
 // between layers, as in gputrain; conv2d and pooling transpose to ONNX's NCHW
