@@ -80,11 +80,12 @@ std::vector<float> model_inputs(const Dataset& d, int64_t begin, int64_t end) {
     const size_t n = static_cast<size_t>(d.sample_elements());
     std::vector<float> out(static_cast<size_t>(end - begin) * n);
     if (d.type == SampleType::token) {
-        for (int64_t i = begin; i < end; ++i)
-            d.tokens->visit([&](auto ids) {
+        d.tokens->visit([&](auto ids) {
+            for (int64_t i = begin; i < end; ++i) {
                 const size_t first = static_cast<size_t>(d.window_start(i));
                 for (size_t t = 0; t < n; ++t) out[static_cast<size_t>(i - begin) * n + t] = static_cast<float>(ids[first + t]);
-            });
+            }
+        });
         return out;
     }
     if (d.type == SampleType::f32) {
