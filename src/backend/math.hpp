@@ -278,9 +278,12 @@ GPUTRAIN_HD bool label_in_range(int label, int cols) { return label >= 0 && labe
 GPUTRAIN_HD double softmax_xent_loss(double sum_exp, float z_label, float max_z) {
     return log(sum_exp) - static_cast<double>(z_label - max_z);
 }
-GPUTRAIN_HD float softmax_xent_grad(float z, float max_z, float inv_sum_exp, bool is_label, float grad_scale) {
-    const float g = expf(z - max_z) * inv_sum_exp * grad_scale;
+GPUTRAIN_HD float softmax_xent_grad_from_exp(float e, float inv_sum_exp, bool is_label, float grad_scale) {
+    const float g = e * inv_sum_exp * grad_scale;  // e = exp(z - m)
     return is_label ? g - grad_scale : g;
+}
+GPUTRAIN_HD float softmax_xent_grad(float z, float max_z, float inv_sum_exp, bool is_label, float grad_scale) {
+    return softmax_xent_grad_from_exp(expf(z - max_z), inv_sum_exp, is_label, grad_scale);
 }
 
 // Label smoothing eps (Keras' and PyTorch's label_smoothing): the target row
@@ -296,9 +299,13 @@ GPUTRAIN_HD double smoothed_xent_loss(double sum_exp, float z_label, float max_z
     return log(sum_exp) - (1.0 - static_cast<double>(eps)) * static_cast<double>(z_label - max_z) -
            static_cast<double>(eps) * sum_shifted / static_cast<double>(cols);
 }
+GPUTRAIN_HD float smoothed_xent_grad_from_exp(float e, float inv_sum_exp, bool is_label, float eps, int cols,
+                                              float grad_scale) {
+    return (e * inv_sum_exp - smoothed_target(is_label, eps, cols)) * grad_scale;
+}
 GPUTRAIN_HD float smoothed_xent_grad(float z, float max_z, float inv_sum_exp, bool is_label, float eps, int cols,
                                      float grad_scale) {
-    return (expf(z - max_z) * inv_sum_exp - smoothed_target(is_label, eps, cols)) * grad_scale;
+    return smoothed_xent_grad_from_exp(expf(z - max_z), inv_sum_exp, is_label, eps, cols, grad_scale);
 }
 
 // Cross-entropy of probabilities p (a softmax layer's output, from_logits:

@@ -127,7 +127,8 @@ CausalSelfAttention::Parts CausalSelfAttention::parts(int rows) const {
 }
 
 size_t CausalSelfAttention::tile_floats() const {
-    return std::max(ops::attention_cpu_tile_floats(T_, T_), ops::attention_cpu_tile_floats(1, cache_length()));
+    return std::max(ops::attention_cpu_tile_floats(T_, T_, D_),
+                    ops::attention_cpu_tile_floats(1, cache_length(), D_));
 }
 
 CausalSelfAttention::Work CausalSelfAttention::work(int rows) const {

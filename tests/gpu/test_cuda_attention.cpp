@@ -37,7 +37,7 @@ TEST_CASE("attention forward and backward match the CPU") {
             const float* q = buf.upload(qkv);
             float* out = buf.upload(std::vector<float>(m * ld_out, 7.0f));  // the padding stays
             float* lse = buf.zeros<float>(lse_n);
-            float* tile = buf.zeros<float>(ops::attention_cpu_tile_floats(c.T, c.T));
+            float* tile = buf.zeros<float>(ops::attention_cpu_tile_floats(c.T, c.T, c.D));
             run_op(be, ops::AttentionForward{q, ld_qkv, out, ld_out, lse, c.rows, c.T, c.heads, c.D, tile});
             float* dqkv = buf.upload(std::vector<float>(m * ld_dqkv, 123.0f));
             float* delta = buf.zeros<float>(lse_n);
@@ -74,7 +74,7 @@ TEST_CASE("attention dropout forward and backward match the CPU on the same key"
                 const uint32_t* k = buf.upload(key);
                 float* out = buf.upload(std::vector<float>(m * ld_out, 7.0f));
                 float* lse = buf.zeros<float>(lse_n);
-                float* tile = buf.zeros<float>(ops::attention_cpu_tile_floats(c.T, c.T));
+                float* tile = buf.zeros<float>(ops::attention_cpu_tile_floats(c.T, c.T, c.D));
                 ops::AttentionForward fwd{q, ld_qkv, out, ld_out, lse, c.rows, c.T, c.heads, c.D, tile};
                 fwd.dropout_key = k;
                 fwd.dropout_rate = rate;
@@ -118,7 +118,7 @@ TEST_CASE("attention decode writes the caches and attends over them as the CPU")
                 Buffers buf(be);
                 float* cache = buf.upload(caches);
                 float* out = buf.upload(std::vector<float>(static_cast<size_t>(c.rows) * ld_out, 7.0f));
-                float* tile = buf.zeros<float>(ops::attention_cpu_tile_floats(1, position + 1));
+                float* tile = buf.zeros<float>(ops::attention_cpu_tile_floats(1, position + 1, c.D));
                 run_op(be, ops::AttentionDecode{buf.upload(qkv), ld_qkv, cache, cache + static_cast<size_t>(length) * C,
                                                 stride, out, ld_out, c.rows, c.heads, c.D, position, tile});
                 return std::make_pair(buf.download(out, static_cast<size_t>(c.rows) * ld_out),

@@ -1,4 +1,5 @@
 #include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/vector_math.hpp"
 
 #include "backend/cpu/cpu_kernels.hpp"
 
@@ -187,14 +188,20 @@ void CpuBackend::dropout_forward(const float* x, float* y, float* mask_out, size
 const KernelTable& CpuBackend::kernels() const { return cpu_kernels::table(); }
 
 // The per-row formulas are math.hpp's, as in the CUDA kernels (row_kernels.cu).
+// Each row's exponentials once (math::exp_poly, summed in double over
+// lanes: cpu/vector_math.hpp), kept in the gradient's row (or a scratch row)
+// for the gradient's pass.
 void CpuBackend::softmax_cross_entropy(const float* logits, const int32_t* labels, int rows, int cols,
                                        float grad_scale, float* grad, float* stats, float smoothing) {
     double loss = 0.0, correct = 0.0;
+    thread_local std::vector<float> scratch;
+    if (!grad) scratch.resize(static_cast<size_t>(std::max(cols, 0)));
     for (int r = 0; r < rows; ++r) {
         const float* in = logits + static_cast<size_t>(r) * cols;
-        const float mx = *std::max_element(in, in + cols);
-        double sum = 0.0;
-        for (int c = 0; c < cols; ++c) sum += std::exp(static_cast<double>(in[c] - mx));
+        const int best = argmax_row(in, cols);
+        const float mx = in[best];  // max_element's: the first of the largest
+        float* e = grad ? grad + static_cast<size_t>(r) * cols : scratch.data();
+        const double sum = cpu::exp_shifted_sum(in, static_cast<size_t>(cols), mx, e);
         const int label = labels[r];
         const bool valid = math::label_in_range(label, cols);
         if (smoothing > 0.0f) {
@@ -204,15 +211,14 @@ void CpuBackend::softmax_cross_entropy(const float* logits, const int32_t* label
         } else {
             loss += valid ? math::softmax_xent_loss(sum, in[label], mx) : NAN;
         }
-        correct += argmax_row(in, cols) == label ? 1.0 : 0.0;
+        correct += best == label ? 1.0 : 0.0;
         if (grad) {
-            float* g = grad + static_cast<size_t>(r) * cols;
             const float inv = static_cast<float>(1.0 / sum);
             if (smoothing > 0.0f)
                 for (int c = 0; c < cols; ++c)
-                    g[c] = math::smoothed_xent_grad(in[c], mx, inv, c == label, smoothing, cols, grad_scale);
+                    e[c] = math::smoothed_xent_grad_from_exp(e[c], inv, c == label, smoothing, cols, grad_scale);
             else
-                for (int c = 0; c < cols; ++c) g[c] = math::softmax_xent_grad(in[c], mx, inv, c == label, grad_scale);
+                for (int c = 0; c < cols; ++c) e[c] = math::softmax_xent_grad_from_exp(e[c], inv, c == label, grad_scale);
         }
     }
     stats[0] += static_cast<float>(loss);

@@ -42,14 +42,18 @@
 
 namespace gputrain::ops {
 
-// The CPU kernels work on blocks of this many query rows at a time.
-constexpr int kAttentionCpuBlock = 64;
+// The CPU kernels work on blocks of this many query rows at a time, each
+// against only the keys its last row sees (the causal mask skips the rest).
+constexpr int kAttentionCpuBlock = 16;
 
 // Floats of workspace the CPU's kernels need for `queries` query rows over at
-// most `keys` keys (one forward, backward or decode call); GPUs need none.
-inline size_t attention_cpu_tile_floats(int64_t queries, int64_t keys) {
-    // Two blocks of scores, and a row of dropout factors.
-    return (2 * static_cast<size_t>(std::min<int64_t>(queries, kAttentionCpuBlock)) + 1) * static_cast<size_t>(keys);
+// most `keys` keys of D columns (one forward, backward or decode call); GPUs
+// need none.
+inline size_t attention_cpu_tile_floats(int64_t queries, int64_t keys, int64_t D) {
+    // A head's keys and values transposed (D x keys each), two blocks of
+    // scores, and a row of dropout factors.
+    return (2 * static_cast<size_t>(D) + 2 * static_cast<size_t>(std::min<int64_t>(queries, kAttentionCpuBlock)) + 1) *
+           static_cast<size_t>(keys);
 }
 
 // RoPE's base (GPT-NeoX, LLaMA).
@@ -78,7 +82,7 @@ struct AttentionForward {
     int ld_out;
     float* lse;        // rows x heads x T (overwritten), or null
     int rows, T, heads, D;
-    float* cpu_tile;   // the CPU's workspace, attention_cpu_tile_floats(T, T) floats; GPUs ignore it
+    float* cpu_tile;   // the CPU's workspace, attention_cpu_tile_floats(T, T, D) floats; GPUs ignore it
     // Dropout on P (see above): the key's two 32-bit words in backend memory
     // (math::join_key_words), or null for none; rate in (0, 1); the place of
     // sample 0 in the global batch.
@@ -101,7 +105,7 @@ struct AttentionBackward {
     int ld_dqkv;
     float* delta;       // rows x heads x T floats of scratch: rowsum(dout * out) per head
     int rows, T, heads, D;
-    float* cpu_tile;    // attention_cpu_tile_floats(T, T) floats on the CPU; GPUs ignore it
+    float* cpu_tile;    // attention_cpu_tile_floats(T, T, D) floats on the CPU; GPUs ignore it
     // Forward's dropout, the same three values.
     const uint32_t* dropout_key = nullptr;
     float dropout_rate = 0.0f;
@@ -122,7 +126,7 @@ struct AttentionDecode {
     int ld_out;
     int rows, heads, D;
     int position;
-    float* cpu_tile;         // attention_cpu_tile_floats(1, position + 1) floats on the CPU; GPUs ignore it
+    float* cpu_tile;         // attention_cpu_tile_floats(1, position + 1, D) floats on the CPU; GPUs ignore it
 };
 
 // Rotary position embeddings on the queries and keys of qkv, in place:

@@ -368,7 +368,7 @@ TEST_CASE("attention dropout: the CPU ops match a naive reference with the mask 
     const uint32_t words[2] = {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)};
     CpuBackend be;
     std::vector<float> out(m * C), lse(m * c.heads), dqkv(m * 3 * C, 99.0f), delta(m * c.heads);
-    std::vector<float> tile(ops::attention_cpu_tile_floats(c.T, c.T));
+    std::vector<float> tile(ops::attention_cpu_tile_floats(c.T, c.T, c.D));
     ops::AttentionForward fwd{qkv.data(), 3 * C, out.data(), C, lse.data(), c.rows, c.T, c.heads, c.D, tile.data()};
     fwd.dropout_key = words;
     fwd.dropout_rate = c.rate;
