@@ -90,6 +90,22 @@ void bench_rows(int rows, int cols, int classes, int repetitions) {
         be.softmax_cross_entropy(logits.data(), labels.data(), rows, classes, 1.0f / rows, grad.data(), stats, 0.0f);
     });
     std::printf("softmax cross-entropy %d x %d      with its gradient %8.3f ms\n", rows, classes, l * 1e3);
+
+    // The MLP's first dense layer: bias + GELU, and its gradient with the bias's.
+    const int hidden = 4 * cols;
+    const auto z0 = random_floats(m * hidden, 7), dyh = random_floats(m * hidden, 8), bias = random_floats(hidden, 9);
+    std::vector<float> z(m * hidden), yh(m * hidden), dz(m * hidden), db(hidden);
+    const double gf = best_seconds(repetitions, [&] {
+        std::copy(z0.begin(), z0.end(), z.begin());
+        be.bias_activation_forward(gputrain::Activation::gelu, z.data(), bias.data(), yh.data(), rows, hidden);
+    });
+    const double copy = best_seconds(repetitions, [&] { std::copy(z0.begin(), z0.end(), z.begin()); });
+    const double gb = best_seconds(repetitions, [&] {
+        be.activation_bias_backward(gputrain::Activation::gelu, z.data(), yh.data(), dyh.data(), dz.data(), db.data(),
+                                    rows, hidden);
+    });
+    std::printf("bias + gelu %d x %d               forward %8.3f ms                  backward %8.3f ms\n", rows,
+                hidden, (gf - copy) * 1e3, gb * 1e3);
 }
 
 }  // namespace

@@ -98,6 +98,24 @@ TEST_CASE("activation_backward matches central differences of activation_forward
     }
 }
 
+TEST_CASE("GELU's gradient (from x and y = gelu(x)) is Phi(x) + x phi(x) in double, at 0, tiny, and in the tails") {
+    CpuBackend be;
+    std::vector<float> x{0.0f, -0.0f, 1e-30f, -1e-30f, 1e-6f, -1e-6f, 13.0f, 40.0f, -12.0f, -13.5f, -20.0f, -90.0f};
+    for (int i = -120; i <= 120; ++i) x.push_back(0.05f * i + 0.0071f);
+    const size_t n = x.size();
+    std::vector<float> y(n), dx(n), ones(n, 1.0f);
+    be.activation_forward(Activation::gelu, x.data(), y.data(), n);
+    be.activation_backward(Activation::gelu, x.data(), y.data(), ones.data(), dx.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+        const double v = x[i];
+        const double cdf = 0.5 * std::erfc(-v / std::sqrt(2.0));
+        const double pdf = std::exp(-0.5 * v * v) / std::sqrt(2.0 * M_PI);
+        INFO("x = " << x[i]);
+        REQUIRE(std::isfinite(dx[i]));
+        REQUIRE(dx[i] == Approx(cdf + v * pdf).epsilon(2e-6).margin(1e-7));
+    }
+}
+
 TEST_CASE("softmax_forward rows sum to 1 and match a double reference") {
     CpuBackend be;
     const int rows = 5, cols = 7;
