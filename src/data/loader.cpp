@@ -14,7 +14,7 @@ namespace {
 // Copies the samples order[begin, begin + rows) into a Batch's inputs (or
 // pixels) and labels; ids are their indices in the whole training set (a
 // worker's part starts at `first_id`).
-std::shared_ptr<Batch> gather_rows(const Dataset& dataset, const std::vector<int64_t>& order, int64_t begin,
+std::shared_ptr<Batch> gather_rows(const Dataset& dataset, const EpochOrder& order, int64_t begin,
                                    int64_t rows, int64_t first_id = 0) {
     auto batch = std::make_shared<Batch>();
     const int64_t elements = dataset.sample_elements();
@@ -30,7 +30,7 @@ std::shared_ptr<Batch> gather_rows(const Dataset& dataset, const std::vector<int
     if (labelled) batch->labels.resize(static_cast<size_t>(rows * width));
     batch->ids.resize(static_cast<size_t>(rows));
     for (int64_t row = 0; row < rows; ++row) {
-        const int64_t sample = order[static_cast<size_t>(begin + row)];
+        const int64_t sample = order[begin + row];
         dataset.read_rows(sample, 1, const_cast<void*>(batch->row(row)));
         if (labelled) std::copy_n(dataset.labels.begin() + sample * width, width, batch->labels.begin() + row * width);
         batch->ids[static_cast<size_t>(row)] = static_cast<int32_t>(first_id + sample);
@@ -39,10 +39,10 @@ std::shared_ptr<Batch> gather_rows(const Dataset& dataset, const std::vector<int
 }
 
 // Copies the samples of global batch `step` (in the epoch's `order`) into one Batch.
-std::shared_ptr<Batch> gather(const Dataset& dataset, const std::vector<int64_t>& order, int64_t step,
+std::shared_ptr<Batch> gather(const Dataset& dataset, const EpochOrder& order, int64_t step,
                                     int64_t global_batch, int replicas) {
     const int64_t begin = step * global_batch;
-    const int64_t end = std::min<int64_t>(begin + global_batch, static_cast<int64_t>(order.size()));
+    const int64_t end = std::min<int64_t>(begin + global_batch, order.size());
     auto batch = gather_rows(dataset, order, begin, end - begin);
     batch->step = step;
     batch->size = end - begin;
@@ -60,18 +60,55 @@ std::vector<int64_t> shard_offsets(int64_t batch_size, int replicas) {
     return offsets;
 }
 
-std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch) {
-    std::vector<int64_t> order(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) order[static_cast<size_t>(i)] = i;
-    if (!shuffle) return order;
+namespace {
+uint64_t mix64(uint64_t z) {  // splitmix64's finalizer
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+}  // namespace
+
+EpochOrder::EpochOrder(int64_t n, bool shuffle, uint64_t seed, int64_t epoch, int64_t materialized_limit)
+    : n_(std::max<int64_t>(n, 0)) {
+    if (!shuffle || n_ <= 1) return;
     // A stream per epoch derived from the seed alone: a resumed run reproduces the
     // order of any epoch without replaying the ones before it.
     Rng rng = Rng(seed).split(static_cast<uint64_t>(epoch));
-    for (int64_t i = n - 1; i > 0; --i) {
-        const auto j = static_cast<int64_t>(rng.below(static_cast<uint64_t>(i + 1)));
-        std::swap(order[static_cast<size_t>(i)], order[static_cast<size_t>(j)]);
+    if (n_ <= materialized_limit) {
+        held_.resize(static_cast<size_t>(n_));
+        for (int64_t i = 0; i < n_; ++i) held_[static_cast<size_t>(i)] = i;
+        for (int64_t i = n_ - 1; i > 0; --i) {
+            const auto j = static_cast<int64_t>(rng.below(static_cast<uint64_t>(i + 1)));
+            std::swap(held_[static_cast<size_t>(i)], held_[static_cast<size_t>(j)]);
+        }
+        return;
     }
-    return order;
+    feistel_ = true;
+    int bits = 1;
+    while (bits < 64 && (uint64_t{1} << bits) < static_cast<uint64_t>(n_)) ++bits;
+    bits += bits & 1;  // two equal halves
+    half_bits_ = bits / 2;
+    half_mask_ = (uint64_t{1} << half_bits_) - 1;  // half_bits_ <= 32
+    for (uint64_t& k : keys_) k = rng.next_u64();
+}
+
+// Six rounds of a balanced Feistel network on 2 * half_bits_ bits; the round
+// function hashes the right half with the round's key.
+uint64_t EpochOrder::permute(uint64_t x) const {
+    uint64_t left = x >> half_bits_, right = x & half_mask_;
+    for (const uint64_t key : keys_) {
+        const uint64_t next = left ^ (mix64(right ^ key) & half_mask_);
+        left = right;
+        right = next;
+    }
+    return (left << half_bits_) | right;
+}
+
+std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch) {
+    const EpochOrder order(n, shuffle, seed, epoch);
+    std::vector<int64_t> out(static_cast<size_t>(order.size()));
+    for (int64_t i = 0; i < order.size(); ++i) out[static_cast<size_t>(i)] = order[i];
+    return out;
 }
 
 Loader::Loader(const Dataset& dataset, int64_t global_batch, int replicas, bool shuffle, uint64_t seed,
@@ -154,7 +191,7 @@ void Loader::start_epoch(int64_t epoch, int64_t first_step) {
         first_step_ = first_step;
     }
     // One order for all the workers, made once.
-    auto order = std::make_shared<const std::vector<int64_t>>(epoch_order(dataset_.size(), shuffle_, seed_, epoch));
+    auto order = std::make_shared<const EpochOrder>(dataset_.size(), shuffle_, seed_, epoch);
     for (int w = 0; w < workers_; ++w) producers_.emplace_back(&Loader::produce, this, epoch, first_step, w, order);
 }
 
@@ -203,9 +240,8 @@ std::shared_ptr<const Batch> Loader::get(int64_t step) {
     return batch;
 }
 
-void Loader::produce(int64_t epoch, int64_t first_step, int worker,
-                     std::shared_ptr<const std::vector<int64_t>> epoch_rows) {
-    const std::vector<int64_t>& order = *epoch_rows;
+void Loader::produce(int64_t epoch, int64_t first_step, int worker, std::shared_ptr<const EpochOrder> epoch_rows) {
+    const EpochOrder& order = *epoch_rows;
     const int64_t steps = steps_per_epoch();
     // Worker w gathers steps first_step + w, + workers, ...; each waits for its
     // step to come within the prefetch depth (at least one step per worker).

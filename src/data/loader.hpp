@@ -53,7 +53,44 @@ struct Batch {
 // the first (batch_size % replicas) replicas get one row more. A replica may get 0 rows.
 std::vector<int64_t> shard_offsets(int64_t batch_size, int replicas);
 
-// The permutation of [0, n) used for `epoch` (identity when shuffle is false).
+// The order of an epoch: a permutation of [0, n) seeded by (seed, epoch), the
+// identity when shuffle is false. Up to `materialized_limit` samples it is a
+// Fisher-Yates shuffle held as a vector (8 bytes a sample); above, a keyed
+// Feistel network on the smallest even power of two >= n, cycle-walked into
+// [0, n) (Black and Rogaway's cipher on an arbitrary domain), computed when
+// asked: no memory however many samples (a text's windows at
+// data.sequence_stride 1 can be billions). Copies share the vector.
+class EpochOrder {
+public:
+    static constexpr int64_t kMaterializedLimit = int64_t{1} << 24;  // 16.8 M samples, 128 MiB
+
+    EpochOrder(int64_t n, bool shuffle, uint64_t seed, int64_t epoch,
+               int64_t materialized_limit = kMaterializedLimit);
+
+    int64_t size() const { return n_; }
+    // The sample at place i of the epoch, 0 <= i < size().
+    int64_t operator[](int64_t i) const {
+        if (!held_.empty()) return held_[static_cast<size_t>(i)];
+        if (!feistel_) return i;
+        uint64_t x = permute(static_cast<uint64_t>(i));
+        while (x >= static_cast<uint64_t>(n_)) x = permute(x);  // at most a few times: the domain is < 4n
+        return static_cast<int64_t>(x);
+    }
+    bool computed() const { return feistel_; }  // the Feistel network, not a held vector
+
+private:
+    uint64_t permute(uint64_t x) const;
+
+    int64_t n_ = 0;
+    std::vector<int64_t> held_;
+    bool feistel_ = false;
+    int half_bits_ = 0;
+    uint64_t half_mask_ = 0;
+    uint64_t keys_[6] = {};
+};
+
+// EpochOrder's places 0..n-1 as a vector (tests, and the replicas that upload
+// an epoch's order).
 std::vector<int64_t> epoch_order(int64_t n, bool shuffle, uint64_t seed, int64_t epoch);
 
 class Loader {
@@ -93,7 +130,7 @@ public:
     std::shared_ptr<const Batch> get(int64_t step);
 
 private:
-    void produce(int64_t epoch, int64_t first_step, int worker, std::shared_ptr<const std::vector<int64_t>> order);
+    void produce(int64_t epoch, int64_t first_step, int worker, std::shared_ptr<const EpochOrder> order);
     void stop_producer();
 
     const Dataset& dataset_;

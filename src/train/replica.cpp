@@ -274,6 +274,11 @@ bool Replica::make_resident(const data::Dataset& train, config::ResidentMode mod
     const bool tokens = train.type == data::SampleType::token;  // labels: the ids one further on
     resident_token_stride_ = tokens ? static_cast<size_t>(train.window_stride) : 0;
     if (!backend_->has_device_memory()) {  // the CPU: rows are read from `train` itself
+        // ... by an order of 4 bytes a sample in each replica: above the
+        // size whose epoch order the loader computes instead of holding
+        // (data::EpochOrder), auto leaves the gathering to the loader.
+        if (mode == config::ResidentMode::automatic && train.size() > data::EpochOrder::kMaterializedLimit)
+            return false;
         resident_inputs_ = train.row(0);
         resident_labels_ = tokens ? nullptr : const_cast<int32_t*>(train.labels.data());
         host_order_.assign(static_cast<size_t>(train.size()), 0);
@@ -313,8 +318,9 @@ bool Replica::make_resident(const data::Dataset& train, config::ResidentMode mod
 void Replica::begin_epoch(int64_t samples, bool shuffle, uint64_t seed, int64_t epoch) {
     staged_ = false;
     if (!resident()) return;
-    const std::vector<int64_t> order = data::epoch_order(samples, shuffle, seed, epoch);
-    std::vector<int32_t> order32(order.begin(), order.end());
+    const data::EpochOrder order(samples, shuffle, seed, epoch);
+    std::vector<int32_t> order32(static_cast<size_t>(order.size()));  // samples <= INT32_MAX when resident
+    for (int64_t i = 0; i < order.size(); ++i) order32[static_cast<size_t>(i)] = static_cast<int32_t>(order[i]);
     backend_->copy_to_device(resident_order_, order32.data(), order32.size() * sizeof(int32_t));
 }
 

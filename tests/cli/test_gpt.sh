@@ -515,6 +515,32 @@ expect_in "$TMP/out" "not whole ($((size - 1)) bytes where its header says $size
 tc_fit "$TMP/tc5"
 expect_in "$TMP/out" "$chars tokens from the token cache"
 
+step "17 M windows (data.sequence_stride 1 over 17 MB): the epoch order computed window by window; 2 replicas = 1; resume = straight"
+# Above data::EpochOrder::kMaterializedLimit (16.8 M) windows the loader computes
+# each epoch's order (a keyed Feistel permutation) instead of holding a list,
+# and CPU replicas take their batches from it.
+python3 - "$TMP/play.txt" "$TMP/big.txt" <<'PY'
+import sys
+play = open(sys.argv[1], encoding="utf-8").read()
+open(sys.argv[2], "w", encoding="utf-8").write(play * (17_200_000 // len(play) + 1))
+PY
+big_fit() {
+    run_expect 0 fit "$cfg" --run-dir "$1" --device cpu --quiet --set data.path="$TMP/big.txt" \
+        --set data.sequence_stride=1 --set data.validation_split=0.00002 --set training.steps_per_epoch=3 "${@:2}"
+}
+big_fit "$TMP/big1" --replicas 1 --set training.epochs=2
+big_fit "$TMP/big2" --replicas 2 --set training.epochs=2
+safetensors close "$TMP/big2/last.safetensors" "$TMP/big1/last.safetensors" 1e-3 >"$TMP/close" ||
+    fail "17 M windows, 2 replicas: $(tail -1 "$TMP/close")"
+big_fit "$TMP/big-resumed" --replicas 1 --set training.epochs=1
+big_fit "$TMP/big-resumed" --replicas 1 --set training.epochs=2 --resume
+safetensors identical "$TMP/big1/last.safetensors" "$TMP/big-resumed/last.safetensors" ||
+    fail "17 M windows: epoch 2 resumed trained other weights than the straight run (its computed order differs)"
+run_expect 0 data "$cfg" --set data.path="$TMP/big.txt" --set data.sequence_stride=1 --set data.validation_split=0.00002
+big_windows=$(sed -n 's/^  \([0-9]*\) windows of 16 tokens.*/\1/p' "$TMP/out" | head -1)
+[ "${big_windows:-0}" -gt 16777216 ] || fail "the big text has ${big_windows:-no} training windows, not more than 16,777,216"
+rm -f "$TMP/big.txt"
+
 step "rotary: RoPE on the queries and keys instead of a positional_embedding; summary, fit, evaluate = NumPy, greedy generate (the cache's positions) = the full model, errors"
 rope=$TMP/rotary.yaml
 sed -e 's/- {type: causal_self_attention, heads: \$heads}/- {type: causal_self_attention, heads: $heads, rotary: true}/' \

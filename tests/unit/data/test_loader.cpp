@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/error.hpp"
+#include "core/rng.hpp"
 #include "data/loader.hpp"
 
 using namespace gputrain;
@@ -62,6 +63,75 @@ TEST_CASE("epoch_order is a reproducible permutation that changes with the epoch
     REQUIRE(a != epoch_order(1000, true, 43, 0));
     REQUIRE(a != sorted);
     REQUIRE(epoch_order(0, true, 1, 0).empty());
+}
+
+TEST_CASE("epoch_order keeps the Fisher-Yates shuffle of the seed's stream below the limit") {
+    // The order every run before the computed one had: written out here from the generator.
+    const int64_t n = 50;
+    std::vector<int64_t> expected(n);
+    for (int64_t i = 0; i < n; ++i) expected[static_cast<size_t>(i)] = i;
+    Rng rng = Rng(9).split(4);
+    for (int64_t i = n - 1; i > 0; --i)
+        std::swap(expected[static_cast<size_t>(i)], expected[static_cast<size_t>(rng.below(static_cast<uint64_t>(i + 1)))]);
+    REQUIRE(epoch_order(n, true, 9, 4) == expected);
+    REQUIRE_FALSE(EpochOrder(n, true, 9, 4).computed());
+}
+
+TEST_CASE("EpochOrder above its limit: a computed permutation, reproducible, new each epoch, evenly spread") {
+    for (int64_t n : {2, 3, 5, 17, 64, 1000, 4097, 65537}) {
+        INFO("n " << n);
+        const EpochOrder order(n, true, 42, 0, /*materialized_limit=*/1);
+        REQUIRE(order.computed());
+        REQUIRE(order.size() == n);
+        std::vector<int64_t> seen(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) seen[static_cast<size_t>(i)] = order[i];
+        std::vector<int64_t> sorted = seen;
+        std::sort(sorted.begin(), sorted.end());
+        for (int64_t i = 0; i < n; ++i) REQUIRE(sorted[static_cast<size_t>(i)] == i);  // each sample exactly once
+        const EpochOrder again(n, true, 42, 0, 1), next(n, true, 42, 1, 1), other_seed(n, true, 43, 0, 1);
+        bool differs_next = false, differs_seed = false, moved = false;
+        for (int64_t i = 0; i < n; ++i) {
+            REQUIRE(again[i] == order[i]);
+            differs_next |= next[i] != order[i];
+            differs_seed |= other_seed[i] != order[i];
+            moved |= order[i] != i;
+        }
+        if (n > 2) {  // two samples have only two orders
+            REQUIRE(differs_next);
+            REQUIRE(differs_seed);
+            REQUIRE(moved);
+        }
+    }
+    // Without shuffle: the identity, computed or not.
+    const EpochOrder plain(100, false, 42, 0, 1);
+    for (int64_t i = 0; i < 100; ++i) REQUIRE(plain[i] == i);
+    // Where sample 0 lands over 4,000 epochs of 8 samples: each place about 500 times
+    // (binomial sd 21; a 6-sd band).
+    std::vector<int> place_of_zero(8, 0);
+    for (int64_t epoch = 0; epoch < 4000; ++epoch) {
+        const EpochOrder o(8, true, 5, epoch, 1);
+        for (int64_t i = 0; i < 8; ++i)
+            if (o[i] == 0) ++place_of_zero[static_cast<size_t>(i)];
+    }
+    for (int count : place_of_zero) {
+        REQUIRE(count > 375);
+        REQUIRE(count < 625);
+    }
+}
+
+TEST_CASE("EpochOrder of five billion windows costs no memory; its places are distinct and in range") {
+    const int64_t n = 5'000'000'000;
+    const EpochOrder order(n, true, 1, 0);
+    REQUIRE(order.computed());
+    std::vector<int64_t> first(20000);
+    for (int64_t i = 0; i < 20000; ++i) {
+        first[static_cast<size_t>(i)] = order[i];
+        REQUIRE(first[static_cast<size_t>(i)] >= 0);
+        REQUIRE(first[static_cast<size_t>(i)] < n);
+    }
+    std::sort(first.begin(), first.end());
+    REQUIRE(std::adjacent_find(first.begin(), first.end()) == first.end());
+    REQUIRE(first.back() > n / 2);  // spread over the range, not the first places
 }
 
 TEST_CASE("Loader: 3 replica threads see every sample once per epoch, batches as gathered directly") {
