@@ -84,12 +84,13 @@ GPUTRAIN_HD float normal_cdf(float x) {
 // CPU's loops vectorize; the GPU computes the same formula.
 GPUTRAIN_HD float gelu(float x) { return x * normal_cdf(x); }
 // Its gradient Phi(x) + x phi(x) from x and y = gelu(x): Phi(x) = y / x
-// (within a rounding of normal_cdf's, 0.5 at 0), which saves the second
-// polynomial, division and exponential of normal_cdf; where y / x has
-// underflowed (x below -13) Phi is under 1e-38 and phi's term is all.
+// (within a rounding of normal_cdf's), which saves the second polynomial,
+// division and exponential of normal_cdf. Near 0 (|x| <= 1e-20, where Phi
+// rounds to 0.5 in float and y / x would divide subnormals) it is 0.5; where
+// y has underflowed (x below -13) Phi is under 1e-38 and phi's term is all.
 GPUTRAIN_HD float gelu_grad(float x, float y) {
     const float pdf = 0.39894228040143268f * exp_poly(-0.5f * x * x);
-    const float cdf = x != 0.0f ? y / x : 0.5f;
+    const float cdf = fabsf(x) > 1e-20f ? y / x : 0.5f;
     return cdf + x * pdf;
 }
 

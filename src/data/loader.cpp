@@ -33,6 +33,8 @@ std::shared_ptr<Batch> gather_rows(const Dataset& dataset, const EpochOrder& ord
         const int64_t sample = order[begin + row];
         dataset.read_rows(sample, 1, const_cast<void*>(batch->row(row)));
         if (labelled) std::copy_n(dataset.labels.begin() + sample * width, width, batch->labels.begin() + row * width);
+        // The augmentation's key (image sets, far below 2^31 samples; a text's
+        // windows, which may number more, are not augmented).
         batch->ids[static_cast<size_t>(row)] = static_cast<int32_t>(first_id + sample);
     }
     return batch;

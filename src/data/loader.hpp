@@ -59,7 +59,8 @@ std::vector<int64_t> shard_offsets(int64_t batch_size, int replicas);
 // Feistel network on the smallest even power of two >= n, cycle-walked into
 // [0, n) (Black and Rogaway's cipher on an arbitrary domain), computed when
 // asked: no memory however many samples (a text's windows at
-// data.sequence_stride 1 can be billions). Copies share the vector.
+// data.sequence_stride 1 can be billions). Loaders share one through a
+// shared_ptr (a copy copies the list).
 class EpochOrder {
 public:
     static constexpr int64_t kMaterializedLimit = int64_t{1} << 24;  // 16.8 M samples, 128 MiB
@@ -73,7 +74,7 @@ public:
         if (!held_.empty()) return held_[static_cast<size_t>(i)];
         if (!feistel_) return i;
         uint64_t x = permute(static_cast<uint64_t>(i));
-        while (x >= static_cast<uint64_t>(n_)) x = permute(x);  // at most a few times: the domain is < 4n
+        while (x >= static_cast<uint64_t>(n_)) x = permute(x);  // under 4 times on average: the domain is < 4n
         return static_cast<int64_t>(x);
     }
     bool computed() const { return feistel_; }  // the Feistel network, not a held vector

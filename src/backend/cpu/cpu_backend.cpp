@@ -200,17 +200,20 @@ void CpuBackend::softmax_cross_entropy(const float* logits, const int32_t* label
         const float* in = logits + static_cast<size_t>(r) * cols;
         const int best = argmax_row(in, cols);
         const float mx = in[best];  // max_element's: the first of the largest
-        float* e = grad ? grad + static_cast<size_t>(r) * cols : scratch.data();
-        const double sum = cpu::exp_shifted_sum(in, static_cast<size_t>(cols), mx, e);
         const int label = labels[r];
         const bool valid = math::label_in_range(label, cols);
-        if (smoothing > 0.0f) {
-            double shifted = 0.0;  // sum of z_c - m
+        // What the loss reads of the logits, before the row of exponentials
+        // is written (into the gradient, which may be the logits' own row).
+        const float z_label = valid ? in[label] : 0.0f;
+        double shifted = 0.0;  // label smoothing's sum of z_c - m
+        if (smoothing > 0.0f)
             for (int c = 0; c < cols; ++c) shifted += static_cast<double>(in[c] - mx);
-            loss += valid ? math::smoothed_xent_loss(sum, in[label], mx, shifted, smoothing, cols) : NAN;
-        } else {
-            loss += valid ? math::softmax_xent_loss(sum, in[label], mx) : NAN;
-        }
+        float* e = grad ? grad + static_cast<size_t>(r) * cols : scratch.data();
+        const double sum = cpu::exp_shifted_sum(in, static_cast<size_t>(cols), mx, e);
+        if (smoothing > 0.0f)
+            loss += valid ? math::smoothed_xent_loss(sum, z_label, mx, shifted, smoothing, cols) : NAN;
+        else
+            loss += valid ? math::softmax_xent_loss(sum, z_label, mx) : NAN;
         correct += best == label ? 1.0 : 0.0;
         if (grad) {
             const float inv = static_cast<float>(1.0 / sum);

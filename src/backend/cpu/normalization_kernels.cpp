@@ -77,11 +77,12 @@ static_assert(kLanes == 8, "lane_sums adds eight lanes");
         const float m = op.rms ? 0.0f : op.mean[r];
         const float rstd = op.rstd[r];
         if (!op.dx) {
-            for (size_t c = 0; c < cols; ++c) {
-                const float xhat = (x[c] - m) * rstd;
-                dgamma_sum[c] += static_cast<double>(dy[c] * xhat);
-                dbeta_sum[c] += static_cast<double>(dy[c]);
-            }
+            if (column_sums)
+                for (size_t c = 0; c < cols; ++c) {
+                    const float xhat = (x[c] - m) * rstd;
+                    dgamma_sum[c] += static_cast<double>(dy[c] * xhat);
+                    dbeta_sum[c] += static_cast<double>(dy[c]);
+                }
             continue;
         }
         // One pass for the column sums and the row's sums of g and of g * xhat

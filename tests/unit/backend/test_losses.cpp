@@ -135,6 +135,22 @@ TEST_CASE("softmax_cross_entropy accepts a null gradient and accumulates stats a
     REQUIRE(stats[1] == 2 + reference_correct(a, kLabels, kCols) + reference_correct(b, kLabels, kCols));
 }
 
+TEST_CASE("softmax_cross_entropy may write its gradient over the logits (with and without smoothing)") {
+    CpuBackend be;
+    for (float smoothing : {0.0f, 0.1f}) {
+        INFO("smoothing " << smoothing);
+        const auto logits = random_vector(kLabels.size() * kCols, 24, -3.0f, 3.0f);
+        std::vector<float> grad(logits.size()), stats{0.0f, 0.0f};
+        be.softmax_cross_entropy(logits.data(), kLabels.data(), kLabels.size(), kCols, 0.5f, grad.data(), stats.data(),
+                                 smoothing);
+        std::vector<float> in_place = logits, stats_in_place{0.0f, 0.0f};
+        be.softmax_cross_entropy(in_place.data(), kLabels.data(), kLabels.size(), kCols, 0.5f, in_place.data(),
+                                 stats_in_place.data(), smoothing);
+        REQUIRE(in_place == grad);
+        REQUIRE(stats_in_place == stats);
+    }
+}
+
 TEST_CASE("softmax_cross_entropy counts exactly the rows whose argmax is the label") {
     CpuBackend be;
     const int cols = 4;

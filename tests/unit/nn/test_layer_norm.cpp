@@ -6,7 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/sizing_backend.hpp"
+#include "backend/ops/normalization.hpp"
 #include "config/load.hpp"
 #include "core/error.hpp"
 #include "layer_harness.hpp"
@@ -365,4 +367,30 @@ TEST_CASE("layer_norm and rms_norm error texts", "[layer_norm]") {
     } catch (const ConfigError& e) {
         REQUIRE(std::string(e.what()) == "layer 'ln' (layer_norm): input has no axes; give model.input_shape");
     }
+}
+
+TEST_CASE("LayerNormBackward: each output on its own is what the call with all three gives; none at all is a no-op",
+          "[layer_norm]") {
+    CpuBackend be;
+    const int rows = 5, cols = 19;
+    const auto x = harness::random_vector(rows * cols, 3, -2.0f, 2.0f);
+    const auto dy = harness::random_vector(rows * cols, 4, -1.0f, 1.0f);
+    const auto gamma = harness::random_vector(cols, 5, 0.5f, 1.5f);
+    std::vector<float> y(rows * cols), mean(rows), rstd(rows);
+    run_op(be, ops::LayerNormForward{x.data(), gamma.data(), nullptr, y.data(), mean.data(), rstd.data(), rows, cols,
+                                     1e-5f, false});
+    std::vector<float> dx(rows * cols), dgamma(cols), dbeta(cols);
+    const auto backward = [&](float* dx_out, float* dgamma_out, float* dbeta_out) {
+        run_op(be, ops::LayerNormBackward{x.data(), dy.data(), mean.data(), rstd.data(), gamma.data(), dx_out,
+                                          dgamma_out, dbeta_out, rows, cols, false, nullptr, 0});
+    };
+    backward(dx.data(), dgamma.data(), dbeta.data());
+    std::vector<float> only_dx(rows * cols), only_dgamma(cols), only_dbeta(cols);
+    backward(only_dx.data(), nullptr, nullptr);
+    backward(nullptr, only_dgamma.data(), nullptr);
+    backward(nullptr, nullptr, only_dbeta.data());
+    backward(nullptr, nullptr, nullptr);
+    REQUIRE(only_dx == dx);
+    REQUIRE(only_dgamma == dgamma);
+    REQUIRE(only_dbeta == dbeta);
 }
