@@ -85,12 +85,14 @@ void describe(const char* split, const data::Dataset& d, double scale) {
     const std::string what = d.description.starts_with(std::string(split) + ":") ? d.description
                                                                                     : std::string(split) + ": " + d.description;
     if (d.text) {  // windows of token ids: the vocabulary, not channel statistics
+        const std::string mapped =
+            d.tokens->mapped() ? ", memory-mapped from the token cache " + d.tokens->mapped_file() : std::string();
         std::printf("%s\n  %lld window%s of %lld tokens, the next token of each position its label; %lld tokens in "
                     "the vocabulary; ids stored as uint%d%s\n",
                     what.c_str(), static_cast<long long>(d.size()), d.size() == 1 ? "" : "s",
                     static_cast<long long>(d.sample_elements()),
                     static_cast<long long>(d.num_classes), d.tokens->width() * 8,
-                    d.tokens->mapped() ? ", memory-mapped from the token cache" : "");
+                    mapped.c_str());
         if (!d.vocabulary.empty()) {
             std::string shown;
             for (char32_t c : d.vocabulary) {

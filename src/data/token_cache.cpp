@@ -322,6 +322,7 @@ std::optional<TextTokens> read_token_cache(const std::string& path, const std::s
         t.ids = TokenIds(map, std::span<const uint16_t>(reinterpret_cast<const uint16_t*>(ids), count));
     else
         t.ids = TokenIds(map, std::span<const uint32_t>(reinterpret_cast<const uint32_t*>(ids), count));
+    t.ids.set_mapped_file(path);
     return t;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace gputrain::data {
@@ -24,6 +25,9 @@ public:
     bool empty() const { return size() == 0; }
     uint32_t operator[](size_t i) const { return owner_ ? (width_ == 2 ? ids16_[i] : ids32_[i]) : held_[i]; }
     bool mapped() const { return owner_ != nullptr; }
+    // The file a view maps (the token cache), for messages; empty when held.
+    const std::string& mapped_file() const { return mapped_file_; }
+    void set_mapped_file(std::string path) { mapped_file_ = std::move(path); }
     int width() const { return width_; }  // bytes per id where they are: 2 or 4
     // The ids as stored: size() values of width() bytes.
     const void* data() const {
@@ -53,12 +57,14 @@ private:
         if (owner_) {
             held_ = to_vector();
             owner_.reset();
+            mapped_file_.clear();
             width_ = 4;
         }
         return held_;
     }
     std::vector<uint32_t> held_;
     std::shared_ptr<const void> owner_;  // the mapping of a view
+    std::string mapped_file_;
     std::span<const uint16_t> ids16_;
     std::span<const uint32_t> ids32_;
     int width_ = 4;

@@ -72,6 +72,7 @@ run_expect 0 data "$cfg"
 expect_in "$TMP/out" "train: data.path ($TMP/play.txt, $chars tokens, chars vocabulary)"
 expect_in "$TMP/out" "$((windows - held_out)) windows of 16 tokens, the next token of each position its label; $vocab tokens in the vocabulary"
 expect_in "$TMP/out" "$held_out windows of 16 tokens, the next token of each position its label"
+expect_in "$TMP/out" "ids stored as uint16, memory-mapped from the token cache $GPUTRAIN_CACHE/play-"
 # --augmented: the first training windows as the model reads them, the ids as floats (no augmentation for text).
 run_expect 0 data "$cfg" --augmented 2 --out "$TMP/first.npy"
 expect_in "$TMP/out" "the first 2 training samples as epoch 0's steps make them (format text: the token ids as floats, as the model reads them)"
