@@ -12,23 +12,12 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "best_seconds.hpp"
 
 using gputrain::Conv2dGeometry;
 using gputrain::CpuBackend;
 
 namespace {
-
-// The fastest of the runs: on a shared machine, other load only ever adds time.
-double best_seconds(int repetitions, const std::function<void()>& f) {
-    f();  // warm caches and the BLAS thread pool
-    double best = 1e30;
-    for (int i = 0; i < repetitions; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        f();
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
-    return best;
-}
 
 Conv2dGeometry same_3x3(int batch, int size, int in_c, int out_c) {
     Conv2dGeometry g;

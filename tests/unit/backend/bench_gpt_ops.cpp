@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_backend.hpp"
+#include "best_seconds.hpp"
 #include "backend/ops/attention.hpp"
 #include "backend/ops/normalization.hpp"
 
@@ -21,17 +22,6 @@ using gputrain::CpuBackend;
 namespace ops = gputrain::ops;
 
 namespace {
-
-double best_seconds(int repetitions, const std::function<void()>& f) {
-    f();
-    double best = 1e30;
-    for (int i = 0; i < repetitions; ++i) {
-        const auto start = std::chrono::steady_clock::now();
-        f();
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
-    return best;
-}
 
 void bench(const char* name, int rows, int T, int heads, int D, int repetitions) {
     CpuBackend be;
