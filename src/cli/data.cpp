@@ -204,7 +204,7 @@ Action add_data_command(CLI::App& app) {
     CLI::App* cmd = app.add_subcommand(
         "data", "Describe the config's data (samples, shape, storage, classes) and print the per-channel mean and std "
                 "that data.normalize takes; for a text (format: text), its tokens, vocabulary, token cache and "
-                "windows (model.block_size tokens, every data.sequence_stride). With --augmented N, write the first "
+                "windows (model.input_shape[0] tokens, every data.sequence_stride). With --augmented N, write the first "
                 "N training samples as training makes them (scaled, normalized, augmented; a text's windows as "
                 "token ids) to an NPY file");
     cmd->add_option("config", args->common.config_path, "YAML config file (default: RUN_DIR/config.yaml with --run-dir)");
