@@ -131,11 +131,10 @@ private:
             if (done) return;
             if (cancelled_.load()) throw Error("stopped because another replica failed");
             const auto now = clock::now();
-            if (now > deadline)
-                throw Error("worker " + std::to_string(rank_) + " got no answer from the other workers for " +
-                            std::to_string(static_cast<long long>(timeout_seconds_)) + " s in " +
-                            (what[0] == 'a' ? "an " : "a ") + what +
-                            " (strategy.timeout_seconds): another worker died, hangs or cannot be reached");
+            if (now > deadline) {
+                if (last_inquiry(request, inquiry)) return;
+                throw Error(timeout_text(inquiry, what));
+            }
             answer_queries();
             if (watching) {
                 if (!inquiry.open && now >= next_query) {
@@ -250,6 +249,59 @@ private:
                                        : "for worker" + std::string(silent_count == 1 ? " " : "s ") + silent +
                                              " (no answer: still computing, stopped, hung or gone)",
                      waiting, static_cast<long long>(timeout_seconds_));
+    }
+
+    // At the deadline: one more round of the watchdog's question (at most a
+    // second), so that the error names the workers that did not answer. True
+    // when the collective completed meanwhile after all.
+    bool last_inquiry(MPI_Request& request, Inquiry& inquiry) {
+        if (size_ < 2) return false;
+        if (!inquiry.open) ask_everyone(inquiry);
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        while (inquiry.answered < size_ - 1 && std::chrono::steady_clock::now() < until) {
+            int done = 0;
+            check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+            if (done) return true;
+            answer_queries();
+            collect_answers(inquiry);
+            std::this_thread::sleep_for(std::chrono::microseconds(100));
+        }
+        return false;
+    }
+
+    // "worker 0 got no answer from worker 2 for 300 s in all-reduce #57
+    // (epoch 2, step 31; strategy.timeout_seconds): ..."
+    std::string timeout_text(const Inquiry& inquiry, const char* what) const {
+        std::vector<int> silent;
+        std::string waiting;
+        for (int r = 0; r < size_ && !inquiry.in.empty(); ++r) {
+            if (r == rank_) continue;
+            if (inquiry.in[static_cast<size_t>(r)] == 0)
+                silent.push_back(r);
+            else
+                waiting += (waiting.empty() ? "" : ", ") + std::to_string(r) + " (#" +
+                           std::to_string(inquiry.in[static_cast<size_t>(r)]) + ")";
+        }
+        std::string from = "the other workers";
+        if (!silent.empty()) {
+            from = silent.size() == 1 ? "worker " : "workers ";
+            for (size_t i = 0; i < silent.size(); ++i)
+                from += (i == 0 ? "" : i + 1 == silent.size() ? " and " : ", ") + std::to_string(silent[i]);
+        }
+        std::string text = "worker " + std::to_string(rank_) + " got no answer from " + from + " for " +
+                           std::to_string(static_cast<long long>(timeout_seconds_)) + " s in " + what + " #" +
+                           std::to_string(collective_) + " (" + step_text() + "; strategy.timeout_seconds): ";
+        if (inquiry.in.empty())
+            return text + "another worker died, hangs or cannot be reached";
+        if (silent.empty())
+            return text + "every worker answers the watchdog (waiting in collectives: " + waiting +
+                   "), so the collective itself hangs; rerun with a longer timeout or look at the network";
+        text += silent.size() == 1 ? "it is stopped, hung or gone, or cannot be reached"
+                                   : "they are stopped, hung or gone, or cannot be reached";
+        if (!waiting.empty())
+            text += std::string("; waiting as well: worker") + (waiting.find(',') == std::string::npos ? " " : "s ") +
+                    waiting;
+        return text;
     }
 
     // Before MPI_Finalize: answer what is left, let sends complete (a second at
