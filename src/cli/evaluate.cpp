@@ -10,6 +10,7 @@
 #include "checkpoint/json.hpp"
 #include "dist/launch_env.hpp"
 #include "cli/run_setup.hpp"
+#include "cli/workers.hpp"
 #include "core/error.hpp"
 #include "core/utf8.hpp"
 #include "data/dataset.hpp"
@@ -75,12 +76,25 @@ void print_confusion(const train::EvalResult& r) {
     }
 }
 
+// One worker's scoring: with `world` (multi_worker_mirrored under a
+// launcher) its replicas score their part of every batch and the sums are
+// reduced across workers; without, the process scores the whole test set.
+int evaluate_worker(EvaluateArgs& args, config::RunConfig& cfg, dist::World* world);
+
 int run_evaluate(EvaluateArgs& args) {
     config::RunConfig cfg = load_config(args.common, args.checkpoint);
     apply_log_level(cfg, args.json);
-    // Under a launcher (mpirun -np 2, srun) every process scores the whole
-    // test set alone; rank 0 prints the result, the others only their errors.
-    const bool prints = dist::launcher_rank() == 0;
+    // --tta flip is scored by one replica, and a single-process strategy by
+    // one process: then each process scores the whole set alone.
+    std::unique_ptr<dist::World> world =
+        args.tta.empty() && cfg.strategy.type == config::StrategyType::multi_worker_mirrored ? join_workers(cfg)
+                                                                                             : nullptr;
+    return run_as_worker(world.get(), [&] { return evaluate_worker(args, cfg, world.get()); });
+}
+
+int evaluate_worker(EvaluateArgs& args, config::RunConfig& cfg, dist::World* world) {
+    // Under a launcher rank 0 prints the result, the others only their errors.
+    const bool prints = world ? world->rank() == 0 : dist::launcher_rank() == 0;
     if (!prints) spdlog::set_level(spdlog::level::err);
 
     std::string path = args.checkpoint;
@@ -99,7 +113,7 @@ int run_evaluate(EvaluateArgs& args) {
         throw ConfigError(std::string(args.confusion ? "--confusion" : "--tta") +
                           ": not for a model of format text (a label at every position); leave it out");
     const device::Discovery found = device::discover();
-    const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas});
+    const train::Strategy strategy(cfg, found, {args.common.device, args.common.replicas, world});
     if (!strategy.fallback_note().empty()) spdlog::info("{}", strategy.fallback_note());
     const data::DataSplits data = data::load_splits(cfg.data, cfg.model.input_shape, data::Need::test);
     auto replicas = strategy.make_replicas(cfg, cfg.training.batch_size, path, train::ReplicaUse::inference);
@@ -143,6 +157,10 @@ int run_evaluate(EvaluateArgs& args) {
                     result.metric,
                     (long long)result.samples,
                     (std::string(args.tta.empty() ? "" : ", each averaged with its mirror") +
+                     (world && world->size() > 1
+                          ? fmt::format(", scored by {} workers x {} replica{}", world->size(), replicas.size(),
+                                        replicas.size() == 1 ? "" : "s")
+                          : "") +
                      (trained.ema_weights ? "; the weights' moving average, training.ema" : ""))
                         .c_str());
         if (args.confusion) print_confusion(result);

@@ -59,6 +59,26 @@ expect_one_line_error() {
 # safetensors FILE|A B ...: the safetensors checks in safetensors_check.py.
 safetensors() { python3 "$HERE/safetensors_check.py" "$@"; }
 
+# same_scores A B: two `evaluate --json` outputs (other lines, e.g. mpirun's
+# echo, skipped) agree: the same samples, checkpoint and accuracy (counts, so
+# exact), losses within 2e-6 (the per-batch sums are float: another split of
+# the batches over replicas or workers rounds the 6th decimal otherwise).
+same_scores() {
+    python3 - "$1" "$2" <<'PY' || fail "evaluate --json: $1 and $2 differ"
+import json, sys
+a, b = ([json.loads(l) for l in open(p) if l.startswith("{")] for p in sys.argv[1:3])
+assert len(a) == 1 and len(b) == 1, f"expected one JSON object in each, got {len(a)} and {len(b)}"
+a, b = a[0], b[0]
+assert a.keys() == b.keys(), (a, b)
+for k in a:
+    if k == "loss":
+        assert abs(a[k] - b[k]) <= 2e-6, (k, a[k], b[k])
+    else:
+        assert a[k] == b[k], (k, a[k], b[k])
+print("same scores:", json.dumps(a))
+PY
+}
+
 # A small model on synthetic data: trains in well under a second.
 write_synthetic_config() {
     cat >"$1" <<'YAML'

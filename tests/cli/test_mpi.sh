@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # multi_worker_mirrored under mpirun (CPU workers): 2 processes x 1 replica
 # train the weights of 1 process x 2 replicas and of 1 replica on the same
-# global batch; only rank 0 prints and writes (fit, evaluate --json, predict); a checkpoint written by one
+# global batch; only rank 0 prints and writes (fit, evaluate --json, predict); evaluate splits the test set
+# over the workers and gives one process's loss and accuracy (1,001 samples); a checkpoint written by one
 # process resumes on 2; without a launcher the strategy is plain mirrored.
 set -euo pipefail
 # shellcheck source=tests/cli/lib.sh
@@ -34,7 +35,28 @@ mpi_run -np 2 "$GPUTRAIN" evaluate "$cfg" "${multi[@]}" --checkpoint "$TMP/mpi/l
     >"$TMP/eval-two" 2>"$TMP/err" || { cat "$TMP/eval-two" "$TMP/err" >&2; fail "evaluate under mpirun -np 2 failed"; }
 grep -v '^+ mpirun' "$TMP/eval-two" >"$TMP/eval-two.json"
 [ "$(grep -c '"loss"' "$TMP/eval-two.json")" -eq 1 ] || { cat "$TMP/eval-two.json"; fail "expected one JSON object"; }
-cmp "$TMP/eval-one" "$TMP/eval-two.json" || fail "the JSON under mpirun differs from one process's"
+same_scores "$TMP/eval-one" "$TMP/eval-two.json"
+step "evaluate under mpirun -np 2 scores its share of 1,001 test samples on each worker: the loss and accuracy of one process"
+# (synthetic: the test set is a quarter as many samples again; 4004 make 1,001)
+big=(--set data.synthetic.samples=4004)
+"$GPUTRAIN" evaluate "$cfg" "${big[@]}" --checkpoint "$TMP/mpi/last.safetensors" --json --device cpu --replicas 1 \
+    >"$TMP/eval-1001" || fail "evaluate of 1,001 samples in one process failed"
+expect_in "$TMP/eval-1001" '"samples": 1001'
+"$GPUTRAIN" evaluate "$cfg" "${big[@]}" --checkpoint "$TMP/mpi/last.safetensors" --json --device cpu --replicas 3 \
+    >"$TMP/eval-1001-three" || fail "evaluate of 1,001 samples on 3 replicas failed"
+same_scores "$TMP/eval-1001" "$TMP/eval-1001-three"
+for per in 1 3; do
+    mpi_run -np 2 "$GPUTRAIN" evaluate "$cfg" "${multi[@]}" "${big[@]}" --replicas $per \
+        --checkpoint "$TMP/mpi/last.safetensors" --json >"$TMP/eval-two" 2>"$TMP/err" ||
+        { cat "$TMP/eval-two" "$TMP/err" >&2; fail "evaluate of 1,001 samples under mpirun -np 2 failed"; }
+    same_scores "$TMP/eval-1001" "$TMP/eval-two"
+    [ ! -s "$TMP/err" ] || { cat "$TMP/err"; fail "evaluate under mpirun -np 2 x $per printed to stderr"; }
+done
+mpi_run -np 2 "$GPUTRAIN" evaluate "$cfg" "${multi[@]}" "${big[@]}" --replicas 3 \
+    --checkpoint "$TMP/mpi/last.safetensors" >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "evaluate under mpirun failed"; }
+expect_in "$TMP/out" "(1001 test samples, scored by 2 workers x 3 replicas)"
+[ "$(grep -c "test samples" "$TMP/out")" -eq 1 ] || { cat "$TMP/out"; fail "expected one result line (rank 0 only)"; }
+
 "$(test_python)" -c "import numpy as np; np.save('$TMP/samples.npy', np.random.default_rng(1).random((5, 8, 8), dtype=np.float32))"
 "$GPUTRAIN" predict "$cfg" --checkpoint "$TMP/mpi/last.safetensors" --input "$TMP/samples.npy" >"$TMP/pred-one" \
     2>"$TMP/err-one" || fail "predict in one process failed"
@@ -138,11 +160,10 @@ safetensors close "$TMP/text-mpi/last.safetensors" "$TMP/text-threads/last.safet
     >"$TMP/teval-one" || fail "evaluate of the text on 1 replica failed"
 "$GPUTRAIN" evaluate "$tcfg" --checkpoint "$TMP/text-mpi/last.safetensors" --json --replicas 3 --device cpu \
     >"$TMP/teval-three" || fail "evaluate of the text on 3 replicas failed"
-cmp "$TMP/teval-one" "$TMP/teval-three" || fail "evaluate of the text: 3 replicas differ from 1"
+same_scores "$TMP/teval-one" "$TMP/teval-three"
 mpi_run -np 2 "$GPUTRAIN" evaluate "$tcfg" "${multi[@]}" --checkpoint "$TMP/text-mpi/last.safetensors" --json \
     >"$TMP/teval-two" 2>"$TMP/err" || { cat "$TMP/teval-two" "$TMP/err" >&2; fail "evaluate of the text under mpirun failed"; }
-grep -v '^+ mpirun' "$TMP/teval-two" >"$TMP/teval-two.json"
-cmp "$TMP/teval-one" "$TMP/teval-two.json" || fail "evaluate of the text under mpirun -np 2 differs from one process's"
+same_scores "$TMP/teval-one" "$TMP/teval-two"
 cat "$TMP/teval-one"
 
 step "mpirun with a single-process strategy warns"
