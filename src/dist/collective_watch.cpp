@@ -68,12 +68,13 @@ private:
 }  // namespace
 
 CollectiveWatch::CollectiveWatch(std::vector<std::string> names, double interval_seconds, int worker, int workers,
-                                 bool thread)
+                                 bool thread, std::unique_ptr<PeerChannel> peers)
     : names_(std::move(names)),
       interval_(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(interval_seconds))),
       worker_(worker),
       workers_(workers),
-      progress_(std::make_unique<Progress[]>(names_.size())) {
+      progress_(std::make_unique<Progress[]>(names_.size())),
+      peers_(workers > 1 ? std::move(peers) : nullptr) {
     if (thread && interval_seconds > 0) thread_ = std::thread([this] { run(); });
 }
 
@@ -94,15 +95,53 @@ void CollectiveWatch::issued(int i, const char* what) {
 
 void CollectiveWatch::run() {
     // A few looks an interval, at most 4 a second: the first line comes
-    // within an interval and a tick of the counts' last change.
-    const auto tick = std::min<Clock::duration>(interval_ / 4, std::chrono::milliseconds(250));
+    // within an interval and a tick of the counts' last change. With other
+    // workers to answer, 20 a second: MPI may need two looks to see a
+    // question (the first progresses it), and the asker waits half an interval.
+    const auto tick = std::min<Clock::duration>(interval_ / 4, std::chrono::milliseconds(peers_ ? 50 : 250));
     std::unique_lock<std::mutex> lock(mutex_);
     while (!stop_changed_.wait_for(lock, tick, [this] { return stop_; })) {
         lock.unlock();
+        if (peers_) peers_->answer(state());
         const std::string line = check(Clock::now());
         if (!line.empty()) spdlog::warn("{}", line);
         lock.lock();
     }
+}
+
+PeerState CollectiveWatch::state() const {
+    PeerState s{UINT64_MAX, true};
+    for (size_t i = 0; i < names_.size(); ++i) {
+        s.issued = std::min<uint64_t>(s.issued, progress_[i].issued.load(std::memory_order_acquire));
+        s.waiting = s.waiting && progress_[i].waiting.load(std::memory_order_acquire);
+    }
+    if (names_.empty()) s = PeerState{};
+    return s;
+}
+
+std::string CollectiveWatch::peers_text(uint64_t last) {
+    if (!peers_)
+        return "a replica of another worker has not arrived (still computing, stopped, hung or gone): the workers "
+               "that log no such line are the ones missing";
+    // Half an interval for the answers, a second at most: the next line is due an interval after this one.
+    const auto wait = std::min<Clock::duration>(interval_ / 2, std::chrono::seconds(1));
+    const std::vector<std::optional<PeerState>> answers = peers_->ask(state(), wait);
+    std::vector<std::string> missing, arrived;
+    for (int w = 0; w < workers_; ++w) {
+        if (w == worker_) continue;
+        const auto& a = w < static_cast<int>(answers.size()) ? answers[static_cast<size_t>(w)] : std::nullopt;
+        const std::string name = "worker " + std::to_string(w);
+        if (!a)
+            missing.push_back(name + " (no answer: stopped, hung or gone)");
+        else if (a->issued < last)
+            missing.push_back(name + " (at #" + std::to_string(a->issued) + ": still computing or hung)");
+        else
+            arrived.push_back(name + " (#" + std::to_string(a->issued) + (a->waiting ? "" : ", not waiting") + ")");
+    }
+    if (missing.empty())
+        return "every other worker has arrived (" + joined(arrived) +
+               "): the collective itself hangs (NCCL_DEBUG=INFO shows what NCCL does)";
+    return "not arrived: " + joined(missing) + (arrived.empty() ? "" : "; arrived: " + joined(arrived));
 }
 
 std::string CollectiveWatch::check(Clock::time_point now) {
@@ -147,10 +186,8 @@ std::string CollectiveWatch::check(Clock::time_point now) {
                            joined(in), worker, in.size() == 1 ? "has" : "have", waited, where, joined(out),
                            out.size() == 1 ? "has" : "have");
     if (workers_ > 1)
-        return fmt::format("warning: stall: every replica of worker {} ({}) has waited {} s in {}; a replica of "
-                           "another worker has not arrived (still computing, stopped, hung or gone): the workers "
-                           "that log no such line are the ones missing",
-                           worker_, joined(in), waited, where);
+        return fmt::format("warning: stall: every replica of worker {} ({}) has waited {} s in {}; {}", worker_,
+                           joined(in), waited, where, peers_text(last));
     return fmt::format("warning: stall: every replica ({}) has waited {} s in {}, which has not completed: the "
                        "collective itself hangs (NCCL_DEBUG=INFO shows what NCCL does)",
                        joined(in), waited, where);
@@ -159,9 +196,10 @@ std::string CollectiveWatch::check(Clock::time_point now) {
 std::vector<std::unique_ptr<Communicator>> watch_communicators(std::vector<std::unique_ptr<Communicator>> comms,
                                                                std::vector<std::string> names,
                                                                double stall_warning_seconds, int worker,
-                                                               int workers) {
+                                                               int workers, std::unique_ptr<PeerChannel> peers) {
     if (stall_warning_seconds <= 0 || (comms.size() < 2 && workers < 2)) return comms;
-    auto watch = std::make_shared<CollectiveWatch>(std::move(names), stall_warning_seconds, worker, workers);
+    auto watch = std::make_shared<CollectiveWatch>(std::move(names), stall_warning_seconds, worker, workers,
+                                                   /*thread=*/true, std::move(peers));
     std::vector<std::unique_ptr<Communicator>> out;
     for (size_t i = 0; i < comms.size(); ++i)
         out.push_back(std::make_unique<WatchedCommunicator>(std::move(comms[i]), watch, static_cast<int>(i)));

@@ -13,8 +13,11 @@
 //   not (still computing, stopped or hung);
 // - every replica has arrived and waits for it on the host: in one process
 //   the collective itself hangs (the GPUs, NCCL); across workers a replica of
-//   another worker is missing, which this worker cannot see: its line says
-//   so, and the worker that logs no such line is the one missing.
+//   another worker is missing, which this worker cannot see: it asks the
+//   other workers' watches for their state (a PeerChannel, over MPI) and
+//   names those that do not answer (stopped, hung or gone), those behind
+//   (still computing) and those that have arrived. Without a channel the
+//   line says that the workers logging no such line are the missing ones.
 // Replicas that have issued the same collectives and do not wait (an
 // evaluation, a checkpoint being written) are not a stall.
 #pragma once
@@ -29,6 +32,7 @@
 #include <vector>
 
 #include "dist/communicator.hpp"
+#include "dist/peer_channel.hpp"
 
 namespace gputrain::dist {
 
@@ -39,8 +43,9 @@ public:
     // (cuda:1)"); `worker`/`workers`: this process among the workers (1: the
     // replicas are the whole group). interval_seconds: stall_warning_seconds.
     // `thread`: false for a watch that only check() drives (tests).
+    // `peers`: the other workers' watches (several workers), or null.
     CollectiveWatch(std::vector<std::string> names, double interval_seconds, int worker = 0, int workers = 1,
-                    bool thread = true);
+                    bool thread = true, std::unique_ptr<PeerChannel> peers = nullptr);
     ~CollectiveWatch();
     CollectiveWatch(const CollectiveWatch&) = delete;
     CollectiveWatch& operator=(const CollectiveWatch&) = delete;
@@ -55,8 +60,14 @@ public:
     // the warning line when one is due, else "". Called by one thread at a time.
     std::string check(Clock::time_point now);
 
+    // What this worker's replicas are at, as other workers are told.
+    PeerState state() const;
+
 private:
     void run();
+    // The end of the line when every replica of this worker waits: what the
+    // other workers' watches say, or that they cannot be asked.
+    std::string peers_text(uint64_t last);
 
     struct alignas(64) Progress {
         std::atomic<uint64_t> issued{0};
@@ -67,6 +78,7 @@ private:
     Clock::duration interval_;
     int worker_, workers_;
     std::unique_ptr<Progress[]> progress_;
+    std::unique_ptr<PeerChannel> peers_;
     // check()'s own: the last state seen, since when, and the lines logged for it.
     std::vector<uint64_t> seen_;
     bool seen_all_waiting_ = false;
@@ -82,10 +94,11 @@ private:
 
 // `comms` (this process's replicas, replica i at index i) with every
 // collective noted in one CollectiveWatch. stall_warning_seconds 0, or one
-// replica in one process: `comms` as they are.
+// replica in one process: `comms` as they are. `peers`: see CollectiveWatch.
 std::vector<std::unique_ptr<Communicator>> watch_communicators(std::vector<std::unique_ptr<Communicator>> comms,
                                                                std::vector<std::string> names,
                                                                double stall_warning_seconds, int worker = 0,
-                                                               int workers = 1);
+                                                               int workers = 1,
+                                                               std::unique_ptr<PeerChannel> peers = nullptr);
 
 }  // namespace gputrain::dist

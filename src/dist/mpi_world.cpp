@@ -11,6 +11,15 @@
 // the others have not: they are still computing, stopped, hung or gone. The
 // waiting worker then logs one line naming both sets, and again every
 // interval, until the collective completes or timeout_seconds ends the run.
+// At the deadline one more round of the question names, in the error, the
+// workers that did not answer.
+//
+// The same questions, on a communicator of their own, serve the watch of
+// collectives that do not pass through MPI (NCCL across workers: a
+// PeerChannel, answered by each worker's CollectiveWatch thread). That thread
+// calls MPI too, so every MPI call after MPI_Init_thread holds mpi_: one
+// call at a time is what MPI_THREAD_SERIALIZED allows. Every call is
+// nonblocking (the collectives are polled), so no thread holds it long.
 #include <mpi.h>
 #include <spdlog/spdlog.h>
 
@@ -19,7 +28,10 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <array>
 #include <deque>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,6 +71,8 @@ public:
         check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
         check(MPI_Comm_dup(comm_, &watch_), "MPI_Comm_dup");
         check(MPI_Comm_set_errhandler(watch_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+        check(MPI_Comm_dup(comm_, &peers_), "MPI_Comm_dup");
+        check(MPI_Comm_set_errhandler(peers_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
         check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
         check(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
         // The processes sharing this machine's memory: they share its GPUs too.
@@ -71,6 +85,7 @@ public:
 
     ~MpiWorld() override {
         finish_watch_messages();
+        MPI_Comm_free(&peers_);
         MPI_Comm_free(&watch_);
         MPI_Comm_free(&comm_);
         MPI_Finalize();
@@ -90,12 +105,17 @@ public:
         for (size_t done = 0; done < bytes; done += kMaxChunk) {
             const int n = static_cast<int>(std::min(kMaxChunk, bytes - done));
             MPI_Request request;
-            check(MPI_Ibcast(p + done, n, MPI_BYTE, root, comm_, &request), "MPI_Ibcast");
+            {
+                const std::lock_guard<std::mutex> lock(mpi_);
+                check(MPI_Ibcast(p + done, n, MPI_BYTE, root, comm_, &request), "MPI_Ibcast");
+            }
             wait(request, "broadcast");
         }
     }
 
     void cancel() override { cancelled_.store(true); }
+
+    std::unique_ptr<PeerChannel> peer_channel() override { return std::make_unique<Peers>(*this); }
 
     [[noreturn]] void abort_job(int exit_code) override {
         MPI_Abort(MPI_COMM_WORLD, exit_code);
@@ -110,7 +130,11 @@ private:
         for (size_t done = 0; done < count; done += kMaxChunk) {
             const int n = static_cast<int>(std::min(kMaxChunk, count - done));
             MPI_Request request;
-            check(MPI_Iallreduce(MPI_IN_PLACE, data + done, n, type, MPI_SUM, comm_, &request), "MPI_Iallreduce");
+            {
+                const std::lock_guard<std::mutex> lock(mpi_);
+                check(MPI_Iallreduce(MPI_IN_PLACE, data + done, n, type, MPI_SUM, comm_, &request),
+                      "MPI_Iallreduce");
+            }
             wait(request, "all-reduce");
         }
     }
@@ -126,12 +150,14 @@ private:
         auto next_query = start + interval;
         Inquiry inquiry;
         for (;;) {
+            std::unique_lock<std::mutex> lock(mpi_);
             int done = 0;
             check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
             if (done) return;
             if (cancelled_.load()) throw Error("stopped because another replica failed");
             const auto now = clock::now();
             if (now > deadline) {
+                lock.unlock();
                 if (last_inquiry(request, inquiry)) return;
                 throw Error(timeout_text(inquiry, what));
             }
@@ -151,6 +177,7 @@ private:
                     }
                 }
             }
+            lock.unlock();
             // MPI progresses the collective inside MPI_Test: poll tightly at
             // first (a step's all-reduce is short), then back off.
             if (now - start < std::chrono::milliseconds(2))
@@ -159,6 +186,58 @@ private:
                 std::this_thread::sleep_for(std::chrono::microseconds(100));
         }
     }
+
+    // The PeerChannel: a question carries its number; an answer carries it
+    // back with the answerer's PeerState. On peers_, so that neither ever
+    // matches the MPI watchdog's own messages.
+    static constexpr int kPeerQuestionTag = 3, kPeerAnswerTag = 4;
+    class Peers final : public PeerChannel {
+    public:
+        explicit Peers(MpiWorld& world) : w_(world) {}
+
+        void answer(PeerState mine) override {
+            const std::lock_guard<std::mutex> lock(w_.mpi_);
+            answer_locked(mine);
+        }
+
+        std::vector<std::optional<PeerState>> ask(PeerState mine, std::chrono::steady_clock::duration wait) override {
+            std::vector<std::optional<PeerState>> out(static_cast<size_t>(w_.size_));
+            unsigned long long question = 0;
+            {
+                const std::lock_guard<std::mutex> lock(w_.mpi_);
+                question = ++w_.question_;
+                for (int r = 0; r < w_.size_; ++r)
+                    if (r != w_.rank_) w_.send_on(w_.peers_, {question, 0, 0}, r, kPeerQuestionTag);
+            }
+            const auto until = std::chrono::steady_clock::now() + wait;
+            int answered = 0;
+            while (answered < w_.size_ - 1 && std::chrono::steady_clock::now() < until) {
+                {
+                    const std::lock_guard<std::mutex> lock(w_.mpi_);
+                    answer_locked(mine);  // two workers asking each other must not wait for each other
+                    std::array<unsigned long long, 3> m{};
+                    int from = 0;
+                    while (w_.receive_on(w_.peers_, kPeerAnswerTag, m, from)) {
+                        auto& slot = out[static_cast<size_t>(from)];
+                        if (m[0] != question || slot) continue;  // to an earlier question
+                        slot = PeerState{m[1], m[2] != 0};
+                        ++answered;
+                    }
+                }
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+            return out;
+        }
+
+    private:
+        void answer_locked(PeerState mine) {
+            std::array<unsigned long long, 3> q{};
+            int from = 0;
+            while (w_.receive_on(w_.peers_, kPeerQuestionTag, q, from))
+                w_.send_on(w_.peers_, {q[0], mine.issued, mine.waiting ? 1ull : 0ull}, from, kPeerAnswerTag);
+        }
+        MpiWorld& w_;
+    };
 
     // ---- The stall watchdog's messages (on watch_): a query carries the
     // asker's collective number; an answer carries that number back and the
@@ -172,10 +251,15 @@ private:
         double waited = 0;  // seconds the collective had waited when the query went out
     };
 
+    // With mpi_ held (as every function below that calls MPI).
     void send(const unsigned long long (&message)[2], int to, int tag) {
-        sent_.push_back({{message[0], message[1]}, MPI_REQUEST_NULL});
+        send_on(watch_, {message[0], message[1], 0}, to, tag);
+    }
+
+    void send_on(MPI_Comm comm, const std::array<unsigned long long, 3>& message, int to, int tag) {
+        sent_.push_back({message, MPI_REQUEST_NULL});
         Sent& s = sent_.back();
-        check(MPI_Isend(s.message, 2, MPI_UNSIGNED_LONG_LONG, to, tag, watch_, &s.request), "MPI_Isend");
+        check(MPI_Isend(s.message.data(), 3, MPI_UNSIGNED_LONG_LONG, to, tag, comm, &s.request), "MPI_Isend");
         // Completed sends free their slot (the oldest first: they complete in order).
         while (!sent_.empty()) {
             int done = 0;
@@ -187,12 +271,20 @@ private:
 
     // Receives one pending message with `tag`, if any: true and its sender.
     bool receive(int tag, unsigned long long (&message)[2], int& from) {
+        std::array<unsigned long long, 3> m{};
+        if (!receive_on(watch_, tag, m, from)) return false;
+        message[0] = m[0];
+        message[1] = m[1];
+        return true;
+    }
+
+    bool receive_on(MPI_Comm comm, int tag, std::array<unsigned long long, 3>& message, int& from) {
         int pending = 0;
         MPI_Status status;
-        check(MPI_Iprobe(MPI_ANY_SOURCE, tag, watch_, &pending, &status), "MPI_Iprobe");
+        check(MPI_Iprobe(MPI_ANY_SOURCE, tag, comm, &pending, &status), "MPI_Iprobe");
         if (!pending) return false;
         from = status.MPI_SOURCE;
-        check(MPI_Recv(message, 2, MPI_UNSIGNED_LONG_LONG, from, tag, watch_, MPI_STATUS_IGNORE), "MPI_Recv");
+        check(MPI_Recv(message.data(), 3, MPI_UNSIGNED_LONG_LONG, from, tag, comm, MPI_STATUS_IGNORE), "MPI_Recv");
         return true;
     }
 
@@ -256,14 +348,20 @@ private:
     // when the collective completed meanwhile after all.
     bool last_inquiry(MPI_Request& request, Inquiry& inquiry) {
         if (size_ < 2) return false;
-        if (!inquiry.open) ask_everyone(inquiry);
+        {
+            const std::lock_guard<std::mutex> lock(mpi_);
+            if (!inquiry.open) ask_everyone(inquiry);
+        }
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
         while (inquiry.answered < size_ - 1 && std::chrono::steady_clock::now() < until) {
-            int done = 0;
-            check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-            if (done) return true;
-            answer_queries();
-            collect_answers(inquiry);
+            {
+                const std::lock_guard<std::mutex> lock(mpi_);
+                int done = 0;
+                check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+                if (done) return true;
+                answer_queries();
+                collect_answers(inquiry);
+            }
             std::this_thread::sleep_for(std::chrono::microseconds(100));
         }
         return false;
@@ -307,6 +405,7 @@ private:
     // Before MPI_Finalize: answer what is left, let sends complete (a second at
     // most: a stopped peer never receives), free the rest.
     void finish_watch_messages() {
+        const std::lock_guard<std::mutex> lock(mpi_);
         const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
         while (!sent_.empty() && std::chrono::steady_clock::now() < until) {
             int done = 0;
@@ -330,10 +429,13 @@ private:
     MPI_Comm watch_ = MPI_COMM_NULL;  // the stall watchdog's messages
     unsigned long long collective_ = 0;  // collectives begun: the same numbers on every worker
     struct Sent {
-        unsigned long long message[2];
+        std::array<unsigned long long, 3> message;
         MPI_Request request;
     };
     std::deque<Sent> sent_;  // watchdog messages in flight (their buffers must stay put)
+    MPI_Comm peers_ = MPI_COMM_NULL;  // PeerChannel's questions and answers
+    std::mutex mpi_;                  // held around every MPI call (see the top of this file)
+    unsigned long long question_ = 0;  // PeerChannel questions asked
     int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
     std::atomic<bool> cancelled_{false};
 };

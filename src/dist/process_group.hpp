@@ -7,9 +7,11 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "core/error.hpp"
+#include "dist/peer_channel.hpp"
 
 namespace gputrain::dist {
 
@@ -37,6 +39,9 @@ public:
     // `bytes` at `data` of process `root` are copied to every process.
     virtual void broadcast(void* data, size_t bytes, int root) = 0;
     virtual void cancel() = 0;
+    // The stall watchdog's channel to the other processes (peer_channel.hpp),
+    // for collectives that do not pass through this group; null when it has none.
+    virtual std::unique_ptr<PeerChannel> peer_channel() { return nullptr; }
 };
 
 // Global replica ranks are process rank * local replicas + local rank, so every

@@ -211,8 +211,10 @@ std::vector<std::unique_ptr<Replica>> Strategy::make_replicas(const config::RunC
         std::vector<std::string> names;
         for (size_t r = 0; r < comms.size(); ++r)
             names.push_back("replica " + std::to_string(comms[r]->rank()) + " (" + out[r]->backend().name() + ")");
+        // Across workers it asks the other workers' watches (over MPI) which of them are missing.
         comms = dist::watch_communicators(std::move(comms), std::move(names), cfg.strategy.stall_warning_seconds,
-                                          processes_ ? processes_->rank() : 0, processes_ ? processes_->size() : 1);
+                                          processes_ ? processes_->rank() : 0, processes_ ? processes_->size() : 1,
+                                          processes_ ? processes_->peer_channel() : nullptr);
     }
     for (int r = 0; r < n; ++r) out[static_cast<size_t>(r)]->set_comm(std::move(comms[static_cast<size_t>(r)]));
     return out;

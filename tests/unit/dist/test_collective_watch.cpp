@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,6 +80,68 @@ TEST_CASE("CollectiveWatch across workers: all of this worker's replicas waiting
     CHECK(watch.check(t0 + 5100ms) ==
           "warning: stall: replica 2 (cuda:0) of worker 1 has waited 2 s in a barrier #2 (outside a training step); "
           "replica 3 (cuda:1) (at #1) has not arrived (still computing, stopped or hung)");
+}
+
+namespace {
+
+// The other workers' answers as the test sets them; what this worker told them.
+class FakePeers final : public dist::PeerChannel {
+public:
+    explicit FakePeers(std::vector<std::optional<dist::PeerState>>& answers) : answers_(answers) {}
+    void answer(dist::PeerState mine) override { told.push_back(mine); }
+    std::vector<std::optional<dist::PeerState>> ask(dist::PeerState mine, Clock::duration wait) override {
+        told.push_back(mine);
+        waits.push_back(wait);
+        return answers_;
+    }
+    std::vector<dist::PeerState> told;
+    std::vector<Clock::duration> waits;
+
+private:
+    std::vector<std::optional<dist::PeerState>>& answers_;
+};
+
+}  // namespace
+
+TEST_CASE("CollectiveWatch across workers with a peer channel names the workers missing, behind and arrived") {
+    std::vector<std::optional<dist::PeerState>> answers(4);
+    auto peers = std::make_unique<FakePeers>(answers);
+    FakePeers* fake = peers.get();
+    dist::CollectiveWatch watch({"replica 2 (cuda:0)", "replica 3 (cuda:1)"}, 2.0, 1, 4, /*thread=*/false,
+                                std::move(peers));
+    const Clock::time_point t0{};
+    for (int n = 0; n < 7; ++n) {
+        watch.issued(0, "an all-reduce");
+        watch.issued(1, "an all-reduce");
+    }
+    watch.wait_begins(0);
+    CHECK(watch.state().issued == 7);
+    CHECK_FALSE(watch.state().waiting);
+    watch.wait_begins(1);
+    CHECK(watch.state().waiting);
+    dist::note_step(3, 9);
+    // Worker 0 waits in #7 as well, worker 2 is at #6 (computing), worker 3 does not answer.
+    answers[0] = dist::PeerState{7, true};
+    answers[2] = dist::PeerState{6, false};
+    REQUIRE(watch.check(t0).empty());
+    REQUIRE(watch.check(t0 + 1900ms).empty());
+    CHECK(fake->waits.empty());  // nobody is asked before a line is due
+    CHECK(watch.check(t0 + 2100ms) ==
+          "warning: stall: every replica of worker 1 (replica 2 (cuda:0) and replica 3 (cuda:1)) has waited 2 s in an "
+          "all-reduce #7 (epoch 3, step 9); not arrived: worker 2 (at #6: still computing or hung) and worker 3 (no "
+          "answer: stopped, hung or gone); arrived: worker 0 (#7)");
+    REQUIRE(fake->waits.size() == 1);
+    CHECK(fake->waits[0] == std::chrono::duration_cast<Clock::duration>(1s));  // half the interval, a second at most
+    CHECK(fake->told.back().issued == 7);
+    CHECK(fake->told.back().waiting);
+    // Every other worker has issued #7 (one of them enqueued it and is not waiting on its host): the collective hangs.
+    answers[2] = dist::PeerState{7, true};
+    answers[3] = dist::PeerState{8, false};
+    CHECK(watch.check(t0 + 4100ms) ==
+          "warning: stall: every replica of worker 1 (replica 2 (cuda:0) and replica 3 (cuda:1)) has waited 4 s in an "
+          "all-reduce #7 (epoch 3, step 9); every other worker has arrived (worker 0 (#7), worker 2 (#7) and worker 3 "
+          "(#8, not waiting)): the collective itself hangs (NCCL_DEBUG=INFO shows what NCCL does)");
+    dist::note_step(0, 0);
 }
 
 TEST_CASE("Watched communicators: replicas waiting in an all-reduce name the one that has not arrived; the sum is right") {
