@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "dist/stall_watch.hpp"
 
@@ -27,34 +28,42 @@ public:
     int size() const override { return inner_->size(); }
     void allreduce_sum(float* data, size_t count) override {
         watch_->issued(index_, "an all-reduce");
-        const Waiting waiting(*this);
-        inner_->allreduce_sum(data, count);
+        waited([&] { inner_->allreduce_sum(data, count); });
     }
     PendingAllreduce allreduce_sum_start(float* data, size_t count) override {
         watch_->issued(index_, "an all-reduce");
         return inner_->allreduce_sum_start(data, count);
     }
     void allreduce_wait(PendingAllreduce pending) override {
-        const Waiting waiting(*this);
-        inner_->allreduce_wait(pending);
+        waited([&] { inner_->allreduce_wait(pending); });
     }
     std::optional<bool> allreduce_wait_finite(PendingAllreduce pending) override {
-        const Waiting waiting(*this);
-        return inner_->allreduce_wait_finite(pending);
+        return waited([&] { return inner_->allreduce_wait_finite(pending); });
     }
     void allreduce_sum_host(double* data, size_t count) override {
         watch_->issued(index_, "a host all-reduce");
-        const Waiting waiting(*this);
-        inner_->allreduce_sum_host(data, count);
+        waited([&] { inner_->allreduce_sum_host(data, count); });
     }
     void barrier() override {
         watch_->issued(index_, "a barrier");
-        const Waiting waiting(*this);
-        inner_->barrier();
+        waited([&] { inner_->barrier(); });
     }
     void abort() override { inner_->abort(); }
 
 private:
+    // Runs `wait` noted as a wait; a timeout's error gets what the watch last
+    // saw of the other workers, while this replica is still in that collective.
+    template <typename Wait>
+    std::invoke_result_t<Wait> waited(Wait wait) {
+        const Waiting waiting(*this);
+        try {
+            return wait();
+        } catch (const CollectiveTimeout& e) {
+            const std::string seen = watch_->last_missing(index_);
+            if (seen.empty()) throw;
+            throw CollectiveTimeout(std::string(e.what()) + "; the stall watchdog last saw: " + seen);
+        }
+    }
     struct Waiting {
         explicit Waiting(WatchedCommunicator& c) : c(c) { c.watch_->wait_begins(c.index_); }
         ~Waiting() { c.watch_->wait_ends(c.index_); }
@@ -138,10 +147,20 @@ std::string CollectiveWatch::peers_text(uint64_t last) {
         else
             arrived.push_back(name + " (#" + std::to_string(a->issued) + (a->waiting ? "" : ", not waiting") + ")");
     }
-    if (missing.empty())
-        return "every other worker has arrived (" + joined(arrived) +
-               "): the collective itself hangs (NCCL_DEBUG=INFO shows what NCCL does)";
-    return "not arrived: " + joined(missing) + (arrived.empty() ? "" : "; arrived: " + joined(arrived));
+    const std::string text =
+        missing.empty() ? "every other worker has arrived (" + joined(arrived) +
+                              "): the collective itself hangs (NCCL_DEBUG=INFO shows what NCCL does)"
+                        : "not arrived: " + joined(missing) + (arrived.empty() ? "" : "; arrived: " + joined(arrived));
+    const std::lock_guard<std::mutex> lock(last_mutex_);
+    last_collective_ = last;
+    last_missing_ = text;
+    return text;
+}
+
+std::string CollectiveWatch::last_missing(int i) {
+    const uint64_t now_in = progress_[static_cast<size_t>(i)].issued.load(std::memory_order_acquire);
+    const std::lock_guard<std::mutex> lock(last_mutex_);
+    return last_collective_ == now_in ? last_missing_ : "";
 }
 
 std::string CollectiveWatch::check(Clock::time_point now) {

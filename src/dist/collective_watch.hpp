@@ -63,6 +63,11 @@ public:
     // What this worker's replicas are at, as other workers are told.
     PeerState state() const;
 
+    // What the last look at the other workers found missing ("not arrived:
+    // worker 2 (...); arrived: ..."), when replica `i` is still in the
+    // collective it was taken in; else "". For a timeout's error.
+    std::string last_missing(int i);
+
 private:
     void run();
     // The end of the line when every replica of this worker waits: what the
@@ -85,6 +90,10 @@ private:
     Clock::time_point since_{};
     int reports_ = 0;
     bool started_ = false;
+
+    std::mutex last_mutex_;  // last_missing()'s, written by check()
+    uint64_t last_collective_ = 0;
+    std::string last_missing_;
 
     std::mutex mutex_;
     std::condition_variable stop_changed_;

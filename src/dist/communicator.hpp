@@ -9,7 +9,17 @@
 #include <cstdint>
 #include <optional>
 
+#include "core/error.hpp"
+
 namespace gputrain::dist {
+
+// A collective that did not complete within strategy.timeout_seconds (the
+// GPU communicators across workers); the stall watchdog adds what it last
+// saw of the other workers.
+class CollectiveTimeout : public Error {
+public:
+    using Error::Error;
+};
 
 // An all-reduce in flight (allreduce_sum_start); pass it to allreduce_wait once.
 struct PendingAllreduce {

@@ -196,7 +196,7 @@ private:
             }
             if (timeout_seconds_ > 0 && std::chrono::steady_clock::now() > deadline) {
                 abort();
-                throw Error("replica " + std::to_string(rank_) + " (cuda:" + std::to_string(device_) + "): " + call +
+                throw CollectiveTimeout("replica " + std::to_string(rank_) + " (cuda:" + std::to_string(device_) + "): " + call +
                             " was not issued within " + std::to_string(static_cast<long long>(timeout_seconds_)) +
                             " s (strategy.timeout_seconds): a worker died, hangs or cannot be reached");
             }
@@ -237,7 +237,7 @@ private:
             }
             if (std::chrono::steady_clock::now() > deadline) {
                 abort();
-                throw Error("replica " + std::to_string(rank_) + " (cuda:" + std::to_string(device_) +
+                throw CollectiveTimeout("replica " + std::to_string(rank_) + " (cuda:" + std::to_string(device_) +
                             "): an NCCL all-reduce did not finish within " +
                             std::to_string(static_cast<long long>(timeout_seconds_)) +
                             " s (strategy.timeout_seconds): a worker died, hangs or cannot be reached");

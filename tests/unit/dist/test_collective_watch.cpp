@@ -144,6 +144,62 @@ TEST_CASE("CollectiveWatch across workers with a peer channel names the workers 
     dist::note_step(0, 0);
 }
 
+namespace {
+
+// An all-reduce that gives up after `after`, as NCCL's does at strategy.timeout_seconds.
+class TimingOut final : public dist::Communicator {
+public:
+    explicit TimingOut(Clock::duration after) : after_(after) {}
+    int rank() const override { return 0; }
+    int size() const override { return 2; }
+    void allreduce_sum(float*, size_t) override {
+        std::this_thread::sleep_for(after_);
+        throw dist::CollectiveTimeout("replica 1 (cuda:0): an NCCL all-reduce did not finish within 300 s "
+                                      "(strategy.timeout_seconds): a worker died, hangs or cannot be reached");
+    }
+    void allreduce_sum_host(double*, size_t) override {}
+    void barrier() override {}
+    void abort() override {}
+
+private:
+    Clock::duration after_;
+};
+
+}  // namespace
+
+TEST_CASE("A watched collective's timeout error says what the watch last saw of the other workers") {
+    std::vector<std::optional<dist::PeerState>> answers(2);  // worker 0 does not answer
+    std::vector<std::unique_ptr<dist::Communicator>> one;
+    one.push_back(std::make_unique<TimingOut>(1500ms));
+    CapturedLog log;
+    auto comms = dist::watch_communicators(std::move(one), {"replica 1 (cuda:0)"}, 0.2, 1, 2,
+                                           std::make_unique<FakePeers>(answers));
+    float x = 0;
+    std::string error;
+    try {
+        comms[0]->allreduce_sum(&x, 1);
+    } catch (const dist::CollectiveTimeout& e) {
+        error = e.what();
+    }
+    CHECK(error ==
+          "replica 1 (cuda:0): an NCCL all-reduce did not finish within 300 s (strategy.timeout_seconds): a worker "
+          "died, hangs or cannot be reached; the stall watchdog last saw: not arrived: worker 0 (no answer: stopped, "
+          "hung or gone)");
+    CHECK_FALSE(log.lines().empty());
+    // Without a look at the other workers (no channel) the error is NCCL's alone.
+    std::vector<std::unique_ptr<dist::Communicator>> two;
+    two.push_back(std::make_unique<TimingOut>(300ms));
+    comms = dist::watch_communicators(std::move(two), {"replica 1 (cuda:0)"}, 0.2, 1, 2);
+    error.clear();
+    try {
+        comms[0]->allreduce_sum(&x, 1);
+    } catch (const dist::CollectiveTimeout& e) {
+        error = e.what();
+    }
+    CHECK(error.find("reached; the stall") == std::string::npos);
+    CHECK(error.rfind("replica 1 (cuda:0): an NCCL all-reduce did not finish", 0) == 0);
+}
+
 TEST_CASE("Watched communicators: replicas waiting in an all-reduce name the one that has not arrived; the sum is right") {
     constexpr int kRanks = 3;
     std::vector<std::string> names = {"replica 0 (cpu)", "replica 1 (cpu)", "replica 2 (cpu)"};
