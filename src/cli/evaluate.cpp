@@ -11,6 +11,8 @@
 #include "dist/launch_env.hpp"
 #include "cli/run_setup.hpp"
 #include "cli/workers.hpp"
+#include "config/resolved_yaml.hpp"
+#include "dist/process_group.hpp"
 #include "core/error.hpp"
 #include "core/utf8.hpp"
 #include "data/dataset.hpp"
@@ -136,6 +138,17 @@ int evaluate_worker(EvaluateArgs& args, config::RunConfig& cfg, dist::World* wor
                             "mean other characters; evaluate it on the text it was trained on");
     }
 
+    if (world && world->size() > 1) {
+        // Each worker reads its own copy of the test set and the checkpoint
+        // (paths may differ per host): they must hold the same, or the sums mix
+        // different models and samples (and a worker with no samples would
+        // leave the others waiting in the all-reduce).
+        std::string seen = std::to_string(data.test.size()) + "x" + std::to_string(data.test.sample_elements()) + "\n";
+        for (const auto& [key, value] : trained.metadata) seen += key + "=" + value + "\n";
+        dist::require_same(*world, config::fnv1a64_hex(seen),
+                           {"evaluate: ", "scores another test set or checkpoint", "score another test set or checkpoint",
+                            "give every worker the same test data and checkpoint (their paths may differ)"});
+    }
     const train::EvalResult result =
         args.tta.empty() ? train::evaluate(replicas, data.test, cfg.training.batch_size, args.confusion)
                          : train::evaluate_flip_tta(*replicas[0], data.test, cfg.loss.name, args.confusion);

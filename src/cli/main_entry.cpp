@@ -85,6 +85,12 @@ void open_closed_standard_streams() {
 
 }  // namespace
 
+namespace {
+std::string error_prefix;  // set_error_prefix's
+}  // namespace
+
+void set_error_prefix(const std::string& prefix) { error_prefix = prefix; }
+
 int main_entry(int argc, char** argv) {
     open_closed_standard_streams();
     auto logger = std::make_shared<spdlog::logger>("gputrain", std::make_shared<ConsoleSink>());
@@ -147,20 +153,23 @@ int main_entry(int argc, char** argv) {
         return devices();
     } catch (const Error& e) {
         std::fflush(stdout);
-        std::fprintf(stderr, "gputrain: %s: %s\n", e.label(), one_line(e.what()).c_str());
+        std::fprintf(stderr, "%sgputrain: %s: %s\n", error_prefix.c_str(), e.label(), one_line(e.what()).c_str());
         return e.exit_code();
     } catch (const std::bad_alloc&) {
         std::fflush(stdout);
-        std::fprintf(stderr, "gputrain: error: out of memory; reduce training.batch_size or the model size\n");
+        std::fprintf(stderr, "%sgputrain: error: out of memory; reduce training.batch_size or the model size\n",
+                     error_prefix.c_str());
         return 1;
     } catch (const std::length_error&) {  // a container asked for more than it can ever hold
         std::fflush(stdout);
-        std::fprintf(stderr, "gputrain: error: out of memory: a buffer too large to allocate; reduce "
-                             "training.batch_size, the model size or the data set\n");
+        std::fprintf(stderr,
+                     "%sgputrain: error: out of memory: a buffer too large to allocate; reduce "
+                     "training.batch_size, the model size or the data set\n",
+                     error_prefix.c_str());
         return 1;
     } catch (const std::exception& e) {
         std::fflush(stdout);
-        std::fprintf(stderr, "gputrain: error: %s\n", one_line(e.what()).c_str());
+        std::fprintf(stderr, "%sgputrain: error: %s\n", error_prefix.c_str(), one_line(e.what()).c_str());
         return 1;
     }
 }

@@ -11,6 +11,7 @@
 #include "config/resolved_yaml.hpp"
 #include "core/error.hpp"
 #include "dist/launch_env.hpp"
+#include "cli/main_entry.hpp"
 #include "train/interrupt.hpp"
 
 namespace gputrain::cli {
@@ -68,6 +69,13 @@ std::unique_ptr<dist::World> join_workers(const config::RunConfig& cfg) {
     const dist::SlurmStep step = dist::slurm_step();
     auto world = dist::join_mpi_world(static_cast<double>(cfg.strategy.timeout_seconds),
                                       cfg.strategy.stall_warning_seconds);
+    if (world->size() > 1) {
+        // Errors that reach main (a config the workers disagree on, below) and
+        // the signal handlers' notes say which worker speaks, as run_as_worker's do.
+        const std::string prefix = "[rank " + std::to_string(world->rank()) + "] ";
+        set_error_prefix(prefix);
+        train::set_interrupt_prefix(prefix);
+    }
     // Workers of one job train one config; a different batch size or epoch
     // count would otherwise fail deep inside MPI or wait out the timeout.
     dist::require_same_config(*world, training_fingerprint(cfg));

@@ -149,6 +149,10 @@ private:
             std::chrono::duration<double>(stall_warning_seconds_));
         auto next_query = start + interval;
         Inquiry inquiry;
+        // By rank: silent at the last stall warning. A worker that answers only
+        // at the deadline (mpirun resumes stopped workers when it ends a job)
+        // was still the one missing.
+        std::vector<bool> silent_before;
         for (;;) {
             std::unique_lock<std::mutex> lock(mpi_);
             int done = 0;
@@ -159,7 +163,7 @@ private:
             if (now > deadline) {
                 lock.unlock();
                 if (last_inquiry(request, inquiry)) return;
-                throw Error(timeout_text(inquiry, what));
+                throw Error(timeout_text(inquiry, silent_before, what));
             }
             answer_queries();
             if (watching) {
@@ -172,6 +176,9 @@ private:
                     collect_answers(inquiry);
                     if (inquiry.answered == size_ - 1 || now >= inquiry.until) {
                         report_stall(inquiry, what);
+                        silent_before.assign(static_cast<size_t>(size_), false);
+                        for (int r = 0; r < size_; ++r)
+                            silent_before[static_cast<size_t>(r)] = r != rank_ && inquiry.in[static_cast<size_t>(r)] == 0;
                         inquiry.open = false;
                         while (next_query <= now) next_query += interval;
                     }
@@ -369,12 +376,13 @@ private:
 
     // "worker 0 got no answer from worker 2 for 300 s in all-reduce #57
     // (epoch 2, step 31; strategy.timeout_seconds): ..."
-    std::string timeout_text(const Inquiry& inquiry, const char* what) const {
+    std::string timeout_text(const Inquiry& inquiry, const std::vector<bool>& silent_before, const char* what) const {
         std::vector<int> silent;
         std::string waiting;
         for (int r = 0; r < size_ && !inquiry.in.empty(); ++r) {
             if (r == rank_) continue;
-            if (inquiry.in[static_cast<size_t>(r)] == 0)
+            const bool was_silent = static_cast<size_t>(r) < silent_before.size() && silent_before[static_cast<size_t>(r)];
+            if (inquiry.in[static_cast<size_t>(r)] == 0 || was_silent)
                 silent.push_back(r);
             else
                 waiting += (waiting.empty() ? "" : ", ") + std::to_string(r) + " (#" +
@@ -394,8 +402,10 @@ private:
         if (silent.empty())
             return text + "every worker answers the watchdog (waiting in collectives: " + waiting +
                    "), so the collective itself hangs; rerun with a longer timeout or look at the network";
-        text += silent.size() == 1 ? "it is stopped, hung or gone, or cannot be reached"
-                                   : "they are stopped, hung or gone, or cannot be reached";
+        text += silent.size() == 1 ? "it is stopped, hung or gone, or cannot be reached (if it is only slow, raise "
+                                     "strategy.timeout_seconds)"
+                                   : "they are stopped, hung or gone, or cannot be reached (if they are only slow, raise "
+                                     "strategy.timeout_seconds)";
         if (!waiting.empty())
             text += std::string("; waiting as well: worker") + (waiting.find(',') == std::string::npos ? " " : "s ") +
                     waiting;

@@ -21,7 +21,7 @@ void require_same_replica_count(ProcessGroup& processes, int local_replicas) {
                           "worker)");
 }
 
-void require_same_config(ProcessGroup& processes, const std::string& fingerprint) {
+void require_same(ProcessGroup& processes, const std::string& fingerprint, const Disagreement& says) {
     char mine[128] = {};
     fingerprint.copy(mine, sizeof mine - 1);
     char first[128];
@@ -31,14 +31,20 @@ void require_same_config(ProcessGroup& processes, const std::string& fingerprint
     double differing = differs ? 1.0 : 0.0;
     processes.allreduce_sum(&differing, 1);
     if (differing == 0) return;
+    const auto count = static_cast<int64_t>(differing);
     if (differs)
-        throw WorkersDisagree("strategy: worker " + std::to_string(processes.rank()) + " trains another config than worker "
-                          "0 (fingerprint " + std::string(mine) + " against " + std::string(first) +
-                          "); start every worker with the same config and --set options (data paths, checkpoint "
-                          "and logging keys and strategy.devices may differ)");
-    throw WorkersDisagree("strategy: " + std::to_string(static_cast<int64_t>(differing)) + " of " +
-                      std::to_string(processes.size()) + " workers train another config than worker 0; start every "
-                      "worker with the same config and --set options");
+        throw WorkersDisagree(says.prefix + "worker " + std::to_string(processes.rank()) + " " + says.one +
+                              " than worker 0 (fingerprint " + std::string(mine) + " against " + std::string(first) +
+                              "); " + says.remedy);
+    throw WorkersDisagree(says.prefix + std::to_string(count) + " of " + std::to_string(processes.size()) +
+                          " workers " + (count == 1 ? says.one : says.many) + " than worker 0; " + says.remedy);
+}
+
+void require_same_config(ProcessGroup& processes, const std::string& fingerprint) {
+    require_same(processes, fingerprint,
+                 {"strategy: ", "trains another config", "train another config",
+                  "start every worker with the same config and --set options (data paths, checkpoint and logging "
+                  "keys and strategy.devices may differ)"});
 }
 
 }  // namespace gputrain::dist

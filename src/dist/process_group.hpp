@@ -56,4 +56,19 @@ void require_same_replica_count(ProcessGroup& processes, int local_replicas);
 // that would never match.
 void require_same_config(ProcessGroup& processes, const std::string& fingerprint);
 
+// What require_same says when workers differ: "<prefix>worker 1 <one> than
+// worker 0 (fingerprint ...); <remedy>" on the workers that differ, "<prefix>2
+// of 3 workers <many> than worker 0; <remedy>" on the others.
+struct Disagreement {
+    std::string prefix;  // "strategy: ", "evaluate: "
+    std::string one;     // "trains another config"
+    std::string many;    // "train another config"
+    std::string remedy;
+};
+
+// The collective behind require_same_config: `fingerprint` (up to 127 bytes)
+// of every worker compared with worker 0's; WorkersDisagree on every worker
+// when any differs.
+void require_same(ProcessGroup& processes, const std::string& fingerprint, const Disagreement& says);
+
 }  // namespace gputrain::dist

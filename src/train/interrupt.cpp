@@ -10,22 +10,36 @@ namespace gputrain::train {
 namespace {
 
 std::atomic<int> first_signal{0};
+char note_prefix[32] = {};  // "\n" and set_interrupt_prefix's, written before any handler runs
+size_t note_prefix_length = 0;
+
+// Only async-signal-safe calls here.
+void write_note(const char* note, size_t length) {
+    (void)!::write(STDERR_FILENO, "\n", 1);  // ends a progress line the ^C interrupted
+    if (note_prefix_length) (void)!::write(STDERR_FILENO, note_prefix, note_prefix_length);
+    (void)!::write(STDERR_FILENO, note, length);
+}
 
 extern "C" void on_signal(int signal) {
     int expected = 0;
     if (first_signal.compare_exchange_strong(expected, signal)) {
         constexpr char note[] =
-            "\ngputrain: interrupt received; finishing this step and writing a checkpoint (press again to quit now)\n";
-        (void)!::write(STDERR_FILENO, note, sizeof note - 1);
+            "gputrain: interrupt received; finishing this step and writing a checkpoint (press again to quit now)\n";
+        write_note(note, sizeof note - 1);
         return;
     }
-    // Second signal: leave at once. Only async-signal-safe calls here.
-    constexpr char note[] = "\ngputrain: second interrupt; exiting without a new checkpoint\n";
-    (void)!::write(STDERR_FILENO, note, sizeof note - 1);
+    // Second signal: leave at once.
+    constexpr char note[] = "gputrain: second interrupt; exiting without a new checkpoint\n";
+    write_note(note, sizeof note - 1);
     ::_exit(128 + signal);
 }
 
 }  // namespace
+
+void set_interrupt_prefix(const std::string& prefix) {
+    note_prefix_length = prefix.copy(note_prefix, sizeof note_prefix - 1);
+    note_prefix[note_prefix_length] = '\0';
+}
 
 void install_interrupt_handlers() {
     struct sigaction action {};

@@ -26,6 +26,10 @@ void simulate_interrupt(int signal);
 // "SIGINT", "SIGTERM"
 std::string signal_name(int signal);
 
+// Put before the handlers' notes ("[rank 1] "): a worker of a multi-worker
+// job says which it is. Up to 31 bytes; call before the handlers can run.
+void set_interrupt_prefix(const std::string& prefix);
+
 // Training stopped because of a signal after writing a checkpoint; exits 128 + signal.
 class Interrupted : public Error {
 public:

@@ -50,12 +50,20 @@ for per in 1 3; do
         --checkpoint "$TMP/mpi/last.safetensors" --json >"$TMP/eval-two" 2>"$TMP/err" ||
         { cat "$TMP/eval-two" "$TMP/err" >&2; fail "evaluate of 1,001 samples under mpirun -np 2 failed"; }
     same_scores "$TMP/eval-1001" "$TMP/eval-two"
-    [ ! -s "$TMP/err" ] || { cat "$TMP/err"; fail "evaluate under mpirun -np 2 x $per printed to stderr"; }
+    ! grep -q "gputrain" "$TMP/err" || { cat "$TMP/err"; fail "evaluate under mpirun -np 2 x $per printed to stderr"; }
 done
 mpi_run -np 2 "$GPUTRAIN" evaluate "$cfg" "${multi[@]}" "${big[@]}" --replicas 3 \
     --checkpoint "$TMP/mpi/last.safetensors" >"$TMP/out" 2>&1 || { cat "$TMP/out"; fail "evaluate under mpirun failed"; }
 expect_in "$TMP/out" "(1001 test samples, scored by 2 workers x 3 replicas)"
 [ "$(grep -c "test samples" "$TMP/out")" -eq 1 ] || { cat "$TMP/out"; fail "expected one result line (rank 0 only)"; }
+# Workers that would score different checkpoints (or test sets) stop at once, exit 2, each saying so.
+code=0
+mpi_run -np 1 "$GPUTRAIN" evaluate "$cfg" "${multi[@]}" "${big[@]}" --replicas 1 --set strategy.timeout_seconds=60 \
+    --checkpoint "$TMP/mpi/last.safetensors" : -np 1 "$GPUTRAIN" evaluate "$cfg" "${multi[@]}" "${big[@]}" \
+    --replicas 1 --set strategy.timeout_seconds=60 --checkpoint "$TMP/one/last.safetensors" >"$TMP/out" 2>&1 || code=$?
+[ "$code" -eq 2 ] || { cat "$TMP/out"; fail "workers scoring different test sets: exit $code, expected 2"; }
+expect_in "$TMP/out" "[rank 1] gputrain: error: evaluate: worker 1 scores another test set or checkpoint than worker 0 (fingerprint "
+expect_in "$TMP/out" "[rank 0] gputrain: error: evaluate: 1 of 2 workers scores another test set or checkpoint than worker 0; give every worker the same test data and checkpoint (their paths may differ)"
 
 "$(test_python)" -c "import numpy as np; np.save('$TMP/samples.npy', np.random.default_rng(1).random((5, 8, 8), dtype=np.float32))"
 "$GPUTRAIN" predict "$cfg" --checkpoint "$TMP/mpi/last.safetensors" --input "$TMP/samples.npy" >"$TMP/pred-one" \
@@ -119,7 +127,8 @@ for differing in "training.epochs=3" "training.batch_size=16"; do
         -np 1 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/mixed" --set strategy.timeout_seconds=60 \
         --set "$differing" >"$TMP/out" 2>&1 || code=$?
     [ "$code" -ne 0 ] || { cat "$TMP/out" >&2; fail "exit $code with --set $differing on one worker"; }
-    expect_in "$TMP/out" "strategy: worker 1 trains another config than worker 0 (fingerprint "
+    expect_in "$TMP/out" "[rank 1] gputrain: error: strategy: worker 1 trains another config than worker 0 (fingerprint "
+    expect_in "$TMP/out" "[rank 0] gputrain: error: strategy: 1 of 2 workers trains another config than worker 0; start every worker"
 done
 step "... while keys that may differ per host (logging, checkpoint policy) do not stop the job"
 mpi_run -np 1 "$GPUTRAIN" fit "$cfg" "${multi[@]}" --replicas 1 --run-dir "$TMP/mixed-ok" --quiet : \
