@@ -32,7 +32,7 @@ public:
     }
     PendingAllreduce allreduce_sum_start(float* data, size_t count) override {
         watch_->issued(index_, "an all-reduce");
-        return inner_->allreduce_sum_start(data, count);
+        return annotated([&] { return inner_->allreduce_sum_start(data, count); });
     }
     void allreduce_wait(PendingAllreduce pending) override {
         waited([&] { inner_->allreduce_wait(pending); });
@@ -56,8 +56,13 @@ private:
     template <typename Wait>
     std::invoke_result_t<Wait> waited(Wait wait) {
         const Waiting waiting(*this);
+        return annotated(wait);
+    }
+    // Runs `call`; a timeout's error gets what the watch last saw (see waited).
+    template <typename Call>
+    std::invoke_result_t<Call> annotated(Call call) {
         try {
-            return wait();
+            return call();
         } catch (const CollectiveTimeout& e) {
             const std::string seen = watch_->last_missing(index_);
             if (seen.empty()) throw;
@@ -111,9 +116,16 @@ void CollectiveWatch::run() {
     std::unique_lock<std::mutex> lock(mutex_);
     while (!stop_changed_.wait_for(lock, tick, [this] { return stop_; })) {
         lock.unlock();
-        if (peers_) peers_->answer(state());
-        const std::string line = check(Clock::now());
-        if (!line.empty()) spdlog::warn("{}", line);
+        try {
+            if (peers_) peers_->answer(state());
+            const std::string line = check(Clock::now());
+            if (!line.empty()) spdlog::warn("{}", line);
+        } catch (const std::exception& e) {
+            // An MPI error (a worker gone): the watch goes on without asking the
+            // others; the collective's own timeout reports the failure.
+            if (peers_) spdlog::warn("warning: stall watchdog: stopped asking the other workers: {}", e.what());
+            peers_.reset();
+        }
         lock.lock();
     }
 }

@@ -29,7 +29,7 @@
 #include <climits>
 #include <cmath>
 #include <array>
-#include <deque>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -58,8 +58,9 @@ public:
         int initialized = 0;
         MPI_Initialized(&initialized);
         if (initialized) throw Error("internal: MPI was initialized twice in one process");
-        // Only one thread calls MPI at a time (the first replica's), but not
-        // always the same one: SERIALIZED is the level that allows that.
+        // Only one thread calls MPI at a time (the first replica's, or a
+        // CollectiveWatch's answering for the process; mpi_ sees to that),
+        // but not always the same one: SERIALIZED is the level that allows that.
         int provided = 0;
         check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
         if (provided < MPI_THREAD_SERIALIZED) {
@@ -256,35 +257,31 @@ private:
         std::vector<unsigned long long> in;  // by rank: the collective it waits in; 0 = no answer
         int answered = 0;
         double waited = 0;  // seconds the collective had waited when the query went out
+        unsigned long long number = 0;  // this query's (queries_), which its answers carry back
     };
 
-    // With mpi_ held (as every function below that calls MPI).
-    void send(const unsigned long long (&message)[2], int to, int tag) {
-        send_on(watch_, {message[0], message[1], 0}, to, tag);
-    }
-
+    // With mpi_ held (as every function below that calls MPI). Messages are
+    // three numbers; sends stay in sent_ (a list: their buffers must not
+    // move) until they complete. One that failed is dropped: its error is
+    // not the next caller's.
     void send_on(MPI_Comm comm, const std::array<unsigned long long, 3>& message, int to, int tag) {
+        for (auto it = sent_.begin(); it != sent_.end();) {
+            int done = 0;
+            if (MPI_Test(&it->request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done)
+                it = sent_.erase(it);
+            else
+                ++it;
+        }
         sent_.push_back({message, MPI_REQUEST_NULL});
         Sent& s = sent_.back();
-        check(MPI_Isend(s.message.data(), 3, MPI_UNSIGNED_LONG_LONG, to, tag, comm, &s.request), "MPI_Isend");
-        // Completed sends free their slot (the oldest first: they complete in order).
-        while (!sent_.empty()) {
-            int done = 0;
-            check(MPI_Test(&sent_.front().request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-            if (!done) break;
-            sent_.pop_front();
+        const int code = MPI_Isend(s.message.data(), 3, MPI_UNSIGNED_LONG_LONG, to, tag, comm, &s.request);
+        if (code != MPI_SUCCESS) {
+            sent_.pop_back();
+            check(code, "MPI_Isend");
         }
     }
 
-    // Receives one pending message with `tag`, if any: true and its sender.
-    bool receive(int tag, unsigned long long (&message)[2], int& from) {
-        std::array<unsigned long long, 3> m{};
-        if (!receive_on(watch_, tag, m, from)) return false;
-        message[0] = m[0];
-        message[1] = m[1];
-        return true;
-    }
-
+    // Receives one pending message with `tag` on `comm`, if any: true and its sender.
     bool receive_on(MPI_Comm comm, int tag, std::array<unsigned long long, 3>& message, int& from) {
         int pending = 0;
         MPI_Status status;
@@ -295,13 +292,12 @@ private:
         return true;
     }
 
+    // A query: {the asker's collective, 0, the query's number}; its answer:
+    // {the same collective, the answerer's own (0: none), the same number}.
     void answer_queries() {
-        unsigned long long query[2];
+        std::array<unsigned long long, 3> query{};
         int from = 0;
-        while (receive(kQueryTag, query, from)) {
-            const unsigned long long answer[2] = {query[0], collective_};
-            send(answer, from, kAnswerTag);
-        }
+        while (receive_on(watch_, kQueryTag, query, from)) send_on(watch_, {query[0], collective_, query[2]}, from, kAnswerTag);
     }
 
     void ask_everyone(Inquiry& inquiry) {
@@ -309,18 +305,22 @@ private:
         inquiry.in.assign(static_cast<size_t>(size_), 0);
         inquiry.in[static_cast<size_t>(rank_)] = collective_;
         inquiry.answered = 0;
-        const unsigned long long query[2] = {collective_, 0};
+        inquiry.number = ++queries_;
         for (int r = 0; r < size_; ++r)
-            if (r != rank_) send(query, r, kQueryTag);
+            if (r != rank_) send_on(watch_, {collective_, 0, inquiry.number}, r, kQueryTag);
     }
 
     void collect_answers(Inquiry& inquiry) {
-        unsigned long long answer[2];
+        std::array<unsigned long long, 3> answer{};
         int from = 0;
-        while (receive(kAnswerTag, answer, from)) {
-            if (answer[0] != collective_) continue;  // to an earlier query
+        while (receive_on(watch_, kAnswerTag, answer, from)) {
+            // Only this query's: a late answer to an earlier one (a worker
+            // resumed from SIGSTOP answers every query it missed) says nothing now.
+            if (answer[0] != collective_ || answer[2] != inquiry.number) continue;
+            auto& in = inquiry.in[static_cast<size_t>(from)];
+            if (in != 0) continue;
+            in = answer[1];
             ++inquiry.answered;
-            inquiry.in[static_cast<size_t>(from)] = answer[1];
         }
     }
 
@@ -400,8 +400,12 @@ private:
         if (inquiry.in.empty())
             return text + "another worker died, hangs or cannot be reached";
         if (silent.empty())
-            return text + "every worker answers the watchdog (waiting in collectives: " + waiting +
-                   "), so the collective itself hangs; rerun with a longer timeout or look at the network";
+            return "worker " + std::to_string(rank_) + "'s " + what + " #" + std::to_string(collective_) + " (" +
+                   step_text() + ") did not complete within " +
+                   std::to_string(static_cast<long long>(timeout_seconds_)) +
+                   " s (strategy.timeout_seconds), though every other worker answers the watchdog (waiting in "
+                   "collectives: worker" + (waiting.find(',') == std::string::npos ? " " : "s ") + waiting +
+                   "): the collective itself hangs; look at the network, or raise strategy.timeout_seconds";
         text += silent.size() == 1 ? "it is stopped, hung or gone, or cannot be reached (if it is only slow, raise "
                                      "strategy.timeout_seconds)"
                                    : "they are stopped, hung or gone, or cannot be reached (if they are only slow, raise "
@@ -423,7 +427,7 @@ private:
                 sent_.pop_front();
             else
                 std::this_thread::sleep_for(std::chrono::microseconds(100));
-        }
+        }  // (in order here: whatever is left after a second is freed below)
         for (Sent& s : sent_)
             if (s.request != MPI_REQUEST_NULL) MPI_Request_free(&s.request);
     }
@@ -442,7 +446,8 @@ private:
         std::array<unsigned long long, 3> message;
         MPI_Request request;
     };
-    std::deque<Sent> sent_;  // watchdog messages in flight (their buffers must stay put)
+    std::list<Sent> sent_;  // watchdog messages in flight (their buffers must stay put)
+    unsigned long long queries_ = 0;  // the watchdog's queries sent
     MPI_Comm peers_ = MPI_COMM_NULL;  // PeerChannel's questions and answers
     std::mutex mpi_;                  // held around every MPI call (see the top of this file)
     unsigned long long question_ = 0;  // PeerChannel questions asked

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
                                         /*thread=*/answers, answers ? world->peer_channel() : nullptr);
             for (int n = 0; n < (rank == 2 ? 4 : 5); ++n) watch.issued(0, "an all-reduce");
             if (rank != 2) watch.wait_begins(0);
-            std::this_thread::sleep_for(std::chrono::milliseconds(3600));
+            std::this_thread::sleep_for(std::chrono::milliseconds(5000));
         }
         double one = 1;
         world->allreduce_sum(&one, 1);  // every watch has ended before any worker finalizes MPI
