@@ -1,5 +1,5 @@
 // gputrain generate CONFIG --checkpoint PATH --prompt TEXT --tokens N
-//   [--temperature T] [--top-k K] [--seed S]: text sampled from a sequence
+//   [--temperature T] [--top-k K] [--top-p P] [--seed S]: text sampled from a sequence
 // model trained on format: text, one token at a time, streamed to stdout.
 //
 // The model is built a second time on ONE position per sample
@@ -29,6 +29,7 @@
 #include "data/sentencepiece_text.hpp"
 #include "data/text_reader.hpp"
 #include "device/devices.hpp"
+#include "nn/sampling.hpp"
 #include "train/checkpointer.hpp"
 #include "train/strategy.hpp"
 
@@ -46,6 +47,7 @@ struct GenerateArgs {
     int64_t tokens = 500;
     double temperature = 1.0;
     int64_t top_k = 0;
+    double top_p = 1.0;
     int64_t seed = -1;  // -1: a fresh seed, printed to stderr
 };
 
@@ -98,33 +100,6 @@ std::string decode(int64_t id, const Vocabulary& vocab) {
     return out;
 }
 
-// Draws an id from logits: divided by the temperature, only the top k kept
-// (0: all), softmax in double, one uniform draw.
-int64_t sample(const std::vector<float>& logits, double temperature, int64_t top_k, Rng& rng) {
-    const size_t n = logits.size();
-    std::vector<double> z(n);
-    for (size_t i = 0; i < n; ++i) z[i] = static_cast<double>(logits[i]) / temperature;
-    if (top_k > 0 && static_cast<size_t>(top_k) < n) {
-        std::vector<double> sorted = z;
-        std::nth_element(sorted.begin(), sorted.begin() + (top_k - 1), sorted.end(), std::greater<double>());
-        const double kth = sorted[static_cast<size_t>(top_k - 1)];
-        for (double& v : z)
-            if (v < kth) v = -INFINITY;
-    }
-    const double top = *std::max_element(z.begin(), z.end());
-    double sum = 0;
-    for (double& v : z) sum += (v = std::exp(v - top));
-    double u = static_cast<double>(rng.next_u64() >> 11) * 0x1.0p-53 * sum;
-    for (size_t i = 0; i < n; ++i) {
-        if (u < z[i]) return static_cast<int64_t>(i);
-        u -= z[i];
-    }
-    // Rounding left u past the end: the last id with any weight.
-    for (size_t i = n; i-- > 0;)
-        if (z[i] > 0) return static_cast<int64_t>(i);
-    return 0;
-}
-
 int run_generate(GenerateArgs& args) {
     require_checkpoint_file("--checkpoint", args.checkpoint);
     config::RunConfig cfg = load_config(args.common, args.checkpoint);
@@ -137,6 +112,8 @@ int run_generate(GenerateArgs& args) {
     if (!(args.temperature > 0) || !std::isfinite(args.temperature))
         throw ConfigError(fmt::format("--temperature: expected a finite number above 0, got {}", args.temperature));
     if (args.top_k < 0) throw ConfigError(fmt::format("--top-k: expected 0 (all) or more, got {}", args.top_k));
+    if (!(args.top_p > 0 && args.top_p <= 1))
+        throw ConfigError(fmt::format("--top-p: expected a number above 0 and at most 1 (1: all), got {}", args.top_p));
     const int64_t block = cfg.model.input_shape.at(0);
 
     // The same layers on one position, each attention layer with a cache of the block.
@@ -214,7 +191,7 @@ int run_generate(GenerateArgs& args) {
     } end_line;
     int64_t position = prefill(std::min<int64_t>(block, static_cast<int64_t>(context.size())));
     for (int64_t i = 0; i < args.tokens; ++i) {
-        const int64_t id = sample(out, args.temperature, args.top_k, rng);
+        const int64_t id = nn::sample_token(out, {args.temperature, args.top_k, args.top_p}, rng);
         if (id >= vocab.size()) throw Error(fmt::format("the model chose token {}, past its vocabulary", id));
         const std::string text = decode(id, vocab);
         std::fwrite(text.data(), 1, text.size(), stdout);
@@ -246,6 +223,9 @@ Action add_generate_command(CLI::App& app) {
     cmd->add_option("--temperature", args->temperature,
                     "Divides the logits before sampling: below 1 more likely tokens, above 1 more varied (default 1)");
     cmd->add_option("--top-k", args->top_k, "Sample from the K most likely tokens only (default 0: all)");
+    cmd->add_option("--top-p", args->top_p,
+                    "Nucleus sampling: from the fewest most likely tokens whose probabilities add up to P, after "
+                    "--temperature and --top-k (default 1: all)");
     cmd->add_option("--seed", args->seed, "Seed of the sampling: the same seed, checkpoint and prompt give the same "
                                           "text (default: a fresh one, printed to stderr)")
         ->check(CLI::Range(int64_t{0}, std::numeric_limits<int64_t>::max()));

@@ -3,7 +3,8 @@
 # dozen words, from a fixed generator): fit (the loss falls; ppl and bpc on the
 # epoch line; training.steps_per_epoch), data, summary, evaluate (its loss is
 # an independent NumPy forward pass's, tests/cli/numpy_gpt_forward.py),
-# generate (seeded, the prompt first, --tokens counted, greedy --top-k 1 that
+# generate (seeded, the prompt first, --tokens counted, greedy --top-k 1 (and
+# --top-p 1e-9; the nucleus itself is tested in unit_nn test_sampling) that
 # is the full model's argmax at every token, through the key/value cache and
 # its refill), 2 replicas = 1, a head tied to the token table (tie_weights:
 # the table once in the checkpoint, 2 replicas = 1, resume byte-identical,
@@ -233,6 +234,15 @@ gen --prompt "$prompt" --tokens 60 --top-k 1 --seed 1
 cp "$TMP/out" "$TMP/greedy"
 gen --prompt "$prompt" --tokens 60 --top-k 1 --seed 99
 cmp -s "$TMP/out" "$TMP/greedy" || fail "--top-k 1 gave different texts for two seeds"
+# A nucleus that only the most likely token reaches is greedy too; --top-p 1 changes nothing.
+gen --prompt "$prompt" --tokens 60 --top-p 1e-9 --seed 5
+cmp -s "$TMP/out" "$TMP/greedy" || fail "--top-p 1e-9 is not greedy (--top-k 1)"
+gen --prompt "$prompt" --tokens 60 --seed 5
+cp "$TMP/out" "$TMP/seed5"
+gen --prompt "$prompt" --tokens 60 --top-p 1 --seed 5
+cmp -s "$TMP/out" "$TMP/seed5" || fail "--top-p 1 changed the sample"
+gen --prompt "$prompt" --tokens 60 --top-p 0.5 --seed 5
+! cmp -s "$TMP/out" "$TMP/seed5" || fail "--top-p 0.5 gave the sample of --top-p 1"
 if "$PY" -c "import numpy, yaml" 2>/dev/null; then
     "$PY" "$HERE/numpy_gpt_forward.py" "$ck" --prompt "$prompt" --greedy "$TMP/greedy" ||
         fail "generate's greedy tokens are not the full model's most likely"
@@ -371,6 +381,10 @@ expect_one_line_error 2 "--temperature: expected a finite number above 0, got 0"
     generate "$cfg" --checkpoint "$ck" --prompt 'R' --tokens 5 --temperature 0 --seed 1
 expect_one_line_error 2 "--top-k: expected 0 (all) or more, got -1" \
     generate "$cfg" --checkpoint "$ck" --prompt 'R' --tokens 5 --top-k -1
+expect_one_line_error 2 "--top-p: expected a number above 0 and at most 1 (1: all), got 0" \
+    generate "$cfg" --checkpoint "$ck" --prompt 'R' --tokens 5 --top-p 0
+expect_one_line_error 2 "--top-p: expected a number above 0 and at most 1 (1: all), got 1.5" \
+    generate "$cfg" --checkpoint "$ck" --prompt 'R' --tokens 5 --top-p 1.5
 expect_one_line_error 2 "--prompt: is empty; give at least one character" \
     generate "$cfg" --checkpoint "$ck" --prompt '' --tokens 5
 syn=$TMP/syn.yaml
