@@ -144,6 +144,9 @@ int evaluate_worker(EvaluateArgs& args, config::RunConfig& cfg, dist::World* wor
         // different models and samples (and a worker with no samples would
         // leave the others waiting in the all-reduce).
         std::string seen = std::to_string(data.test.size()) + "x" + std::to_string(data.test.sample_elements()) + "\n";
+        // The labels' bytes (class labels; a text's are its ids, not kept apart).
+        seen += config::fnv1a64_hex(std::string(reinterpret_cast<const char*>(data.test.labels.data()),
+                                                data.test.labels.size() * sizeof(int32_t))) + "\n";
         for (const auto& [key, value] : trained.metadata) seen += key + "=" + value + "\n";
         dist::require_same(*world, config::fnv1a64_hex(seen),
                            {"evaluate: ", "scores another test set or checkpoint", "score another test set or checkpoint",

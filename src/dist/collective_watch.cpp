@@ -32,7 +32,7 @@ public:
     }
     PendingAllreduce allreduce_sum_start(float* data, size_t count) override {
         watch_->issued(index_, "an all-reduce");
-        return annotated([&] { return inner_->allreduce_sum_start(data, count); });
+        return waited([&] { return inner_->allreduce_sum_start(data, count); });  // NCCL may block in the issue
     }
     void allreduce_wait(PendingAllreduce pending) override {
         waited([&] { inner_->allreduce_wait(pending); });

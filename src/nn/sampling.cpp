@@ -4,13 +4,25 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <string>
+
+#include "core/error.hpp"
 
 namespace gputrain::nn {
 
 std::vector<double> sampling_weights(const std::vector<float>& logits, const SamplingRule& rule) {
     const size_t n = logits.size();
     std::vector<double> z(n);
-    for (size_t i = 0; i < n; ++i) z[i] = static_cast<double>(logits[i]) / rule.temperature;
+    for (size_t i = 0; i < n; ++i) {
+        if (!std::isfinite(logits[i]))
+            throw Error("the model's score of token " + std::to_string(i) + " is " +
+                        (std::isnan(logits[i]) ? "NaN" : "infinite") +
+                        ": its weights have diverged (resume from an earlier checkpoint)");
+        z[i] = static_cast<double>(logits[i]) / rule.temperature;
+        if (!std::isfinite(z[i]))
+            throw Error("--temperature " + std::to_string(rule.temperature) +
+                        " overflows the model's scores; give a larger temperature");
+    }
     if (rule.top_k > 0 && static_cast<size_t>(rule.top_k) < n) {
         std::vector<double> sorted = z;
         std::nth_element(sorted.begin(), sorted.begin() + (rule.top_k - 1), sorted.end(), std::greater<double>());

@@ -21,6 +21,8 @@ struct SamplingRule {
 // comes first.
 std::vector<double> sampling_weights(const std::vector<float>& logits, const SamplingRule& rule);
 
+// Error when a logit is not finite, or the temperature makes one overflow.
+//
 // One id drawn from sampling_weights with one draw of `rng`.
 int64_t sample_token(const std::vector<float>& logits, const SamplingRule& rule, Rng& rng);
 

@@ -2,43 +2,64 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
+#include <string>
 
 namespace gputrain::train {
 
 namespace {
 
 std::atomic<int> first_signal{0};
-char note_prefix[32] = {};  // "\n" and set_interrupt_prefix's, written before any handler runs
-size_t note_prefix_length = 0;
+
+// The handlers' notes, whole (set_interrupt_prefix's prefix in them), so that
+// each is one write: workers signalled at once do not interleave their pieces.
+constexpr char kFirst[] =
+    "gputrain: interrupt received; finishing this step and writing a checkpoint (press again to quit now)\n";
+constexpr char kSecond[] = "gputrain: second interrupt; exiting without a new checkpoint\n";
+struct Note {
+    char text[256];
+    std::atomic<size_t> length{0};
+};
+Note first_note, second_note;
+
+// "\n" (it ends a progress line the ^C interrupted), the prefix, the note.
+void compose(Note& note, const std::string& prefix, const char* text, size_t text_length) {
+    const std::string whole = "\n" + prefix + std::string(text, text_length);
+    const size_t n = std::min(whole.size(), sizeof note.text);
+    note.length.store(0, std::memory_order_release);  // a handler meanwhile writes nothing rather than half
+    whole.copy(note.text, n);
+    note.length.store(n, std::memory_order_release);
+}
+
+[[maybe_unused]] const bool notes_composed = [] {
+    compose(first_note, "", kFirst, sizeof kFirst - 1);
+    compose(second_note, "", kSecond, sizeof kSecond - 1);
+    return true;
+}();
 
 // Only async-signal-safe calls here.
-void write_note(const char* note, size_t length) {
-    (void)!::write(STDERR_FILENO, "\n", 1);  // ends a progress line the ^C interrupted
-    if (note_prefix_length) (void)!::write(STDERR_FILENO, note_prefix, note_prefix_length);
-    (void)!::write(STDERR_FILENO, note, length);
+void write_note(const Note& note) {
+    (void)!::write(STDERR_FILENO, note.text, note.length.load(std::memory_order_acquire));
 }
 
 extern "C" void on_signal(int signal) {
     int expected = 0;
     if (first_signal.compare_exchange_strong(expected, signal)) {
-        constexpr char note[] =
-            "gputrain: interrupt received; finishing this step and writing a checkpoint (press again to quit now)\n";
-        write_note(note, sizeof note - 1);
+        write_note(first_note);
         return;
     }
     // Second signal: leave at once.
-    constexpr char note[] = "gputrain: second interrupt; exiting without a new checkpoint\n";
-    write_note(note, sizeof note - 1);
+    write_note(second_note);
     ::_exit(128 + signal);
 }
 
 }  // namespace
 
 void set_interrupt_prefix(const std::string& prefix) {
-    note_prefix_length = prefix.copy(note_prefix, sizeof note_prefix - 1);
-    note_prefix[note_prefix_length] = '\0';
+    compose(first_note, prefix, kFirst, sizeof kFirst - 1);
+    compose(second_note, prefix, kSecond, sizeof kSecond - 1);
 }
 
 void install_interrupt_handlers() {

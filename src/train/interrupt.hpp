@@ -27,7 +27,8 @@ void simulate_interrupt(int signal);
 std::string signal_name(int signal);
 
 // Put before the handlers' notes ("[rank 1] "): a worker of a multi-worker
-// job says which it is. Up to 31 bytes; call before the handlers can run.
+// job says which it is. Call before the handlers are installed (a note
+// written meanwhile may be empty, never torn).
 void set_interrupt_prefix(const std::string& prefix);
 
 // Training stopped because of a signal after writing a checkpoint; exits 128 + signal.

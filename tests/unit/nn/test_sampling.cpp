@@ -62,9 +62,11 @@ TEST_CASE("Sampling weights: temperature, top-k and top-p keep what they should"
         const auto p = probabilities(logits, {1.0, 0, 1e-9});
         CHECK(p == std::vector<double>{0, 1, 0, 0});
     }
-    SECTION("top-p 1 keeps everything, even with a token far below the others") {
-        const auto p = probabilities(logits_of({0.5, 0.5 - 1e-12, 1e-12}), {1.0, 0, 1.0});
-        CHECK(p[2] > 0);
+    SECTION("top-p just below 1 drops only the far tail; 1 keeps it") {
+        const std::vector<float> tail = logits_of({0.5, 0.5 - 1e-9, 1e-9});
+        CHECK(probabilities(tail, {1.0, 0, 0.999999})[2] == 0);
+        CHECK(probabilities(tail, {1.0, 0, 0.999999})[1] > 0);
+        CHECK(probabilities(tail, {1.0, 0, 1.0})[2] > 0);
     }
     SECTION("top-k first, then top-p over what top-k kept") {
         // top-k 3 keeps 0.4, 0.3, 0.2 (renormalized 4/9, 3/9, 2/9); top-p 0.5 then keeps 4/9 and 3/9.
@@ -78,6 +80,18 @@ TEST_CASE("Sampling weights: temperature, top-k and top-p keep what they should"
         const auto p = probabilities(logits_of({0.25, 0.25, 0.25, 0.25}), {1.0, 0, 0.5});
         CHECK(p == std::vector<double>{0.5, 0.5, 0, 0});
     }
+}
+
+TEST_CASE("Scores that are not finite, or that the temperature overflows, are an error, not token 0") {
+    Rng rng(1);
+    REQUIRE_THROWS_WITH(nn::sample_token({0.5f, NAN, 0.1f}, {}, rng),
+                        "the model's score of token 1 is NaN: its weights have diverged (resume from an earlier "
+                        "checkpoint)");
+    REQUIRE_THROWS_WITH(nn::sample_token({INFINITY, 0.1f}, {}, rng),
+                        "the model's score of token 0 is infinite: its weights have diverged (resume from an earlier "
+                        "checkpoint)");
+    REQUIRE_THROWS_WITH(nn::sample_token({3e38f, 0.1f}, {1e-300, 0, 1.0}, rng),
+                        Catch::Contains("overflows the model's scores; give a larger temperature"));
 }
 
 TEST_CASE("Sampled tokens follow the kept probabilities and never leave the nucleus") {
