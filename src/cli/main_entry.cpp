@@ -83,10 +83,8 @@ void open_closed_standard_streams() {
     }
 }
 
-}  // namespace
-
-namespace {
 std::string error_prefix;  // set_error_prefix's
+
 }  // namespace
 
 void set_error_prefix(const std::string& prefix) { error_prefix = prefix; }

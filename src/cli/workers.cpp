@@ -109,12 +109,10 @@ int run_as_worker(dist::World* world, const std::function<int()>& body) {
         // single process does; the others only exit.
         if (world->rank() == 0) throw;
         return e.exit_code();
-    } catch (const dist::WorkersDisagree& e) {
-        // Every worker is here, with its own view of the disagreement.
-        std::fflush(stdout);
-        std::fprintf(stderr, "[rank %d] gputrain: error: %s\n", world->rank(), e.what());
-        std::fflush(stderr);
-        return e.exit_code();
+    } catch (const dist::WorkersDisagree&) {
+        // Every worker is here, with its own view of the disagreement: main
+        // prints it with this worker's "[rank N] " (join_workers set it).
+        throw;
     } catch (const Error& e) {
         end_job(*world, e.what(), e.exit_code());
     } catch (const std::bad_alloc&) {

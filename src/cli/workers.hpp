@@ -22,8 +22,9 @@ std::unique_ptr<dist::World> join_workers(const config::RunConfig& cfg);
 // Runs `body`. When it throws in a job of several workers, prints
 // "[rank N] gputrain: error: ..." and ends every worker with the error's exit
 // code (MPI_Abort); otherwise the error propagates as usual. A
-// dist::WorkersDisagree, which every worker raises at once, is printed the
-// same way and its exit code returned, so that every worker ends normally. A stop by a signal
+// dist::WorkersDisagree, which every worker raises at once, propagates too
+// (main prints it with the worker's "[rank N] "), so that every worker ends
+// normally. A stop by a signal
 // (train::Interrupted, which every worker raises after the same step) is not a
 // failure: the workers meet in a barrier, rank 0 rethrows it (reported like a
 // single process's stop) and the others return its exit code (128 + signal),

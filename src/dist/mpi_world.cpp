@@ -150,10 +150,10 @@ private:
             std::chrono::duration<double>(stall_warning_seconds_));
         auto next_query = start + interval;
         Inquiry inquiry;
-        // By rank: silent at the last stall warning. A worker that answers only
-        // at the deadline (mpirun resumes stopped workers when it ends a job)
-        // was still the one missing.
-        std::vector<bool> silent_before;
+        // The last stall warning's answers (Inquiry::in). A worker silent there
+        // that answers only at the deadline (mpirun resumes stopped workers
+        // when it ends a job) was still the one missing.
+        std::vector<unsigned long long> reported;
         for (;;) {
             std::unique_lock<std::mutex> lock(mpi_);
             int done = 0;
@@ -164,7 +164,7 @@ private:
             if (now > deadline) {
                 lock.unlock();
                 if (last_inquiry(request, inquiry)) return;
-                throw Error(timeout_text(inquiry, silent_before, what));
+                throw Error(timeout_text(inquiry, reported, what));
             }
             answer_queries();
             if (watching) {
@@ -177,9 +177,7 @@ private:
                     collect_answers(inquiry);
                     if (inquiry.answered == size_ - 1 || now >= inquiry.until) {
                         report_stall(inquiry, what);
-                        silent_before.assign(static_cast<size_t>(size_), false);
-                        for (int r = 0; r < size_; ++r)
-                            silent_before[static_cast<size_t>(r)] = r != rank_ && inquiry.in[static_cast<size_t>(r)] == 0;
+                        reported = inquiry.in;
                         inquiry.open = false;
                         while (next_query <= now) next_query += interval;
                     }
@@ -376,12 +374,13 @@ private:
 
     // "worker 0 got no answer from worker 2 for 300 s in all-reduce #57
     // (epoch 2, step 31; strategy.timeout_seconds): ..."
-    std::string timeout_text(const Inquiry& inquiry, const std::vector<bool>& silent_before, const char* what) const {
+    std::string timeout_text(const Inquiry& inquiry, const std::vector<unsigned long long>& reported,
+                             const char* what) const {
         std::vector<int> silent;
         std::string waiting;
         for (int r = 0; r < size_ && !inquiry.in.empty(); ++r) {
             if (r == rank_) continue;
-            const bool was_silent = static_cast<size_t>(r) < silent_before.size() && silent_before[static_cast<size_t>(r)];
+            const bool was_silent = static_cast<size_t>(r) < reported.size() && reported[static_cast<size_t>(r)] == 0;
             if (inquiry.in[static_cast<size_t>(r)] == 0 || was_silent)
                 silent.push_back(r);
             else
